@@ -1,0 +1,221 @@
+import Foundation
+
+/// A thread-safe object cache with a memory level over a disk level, used like a dictionary.
+///
+/// Make one with ``CacheBuilder``:
+/// ```swift
+/// let users = try CacheBuilder<User>()
+///     .containerName("users")
+///     .fetcher { id in try await api.user(id: id) }
+///     .build()
+///
+/// users["42"] = user                              // memory now, disk in the background
+/// let cached = users["42"]                        // memory, else disk
+/// let fresh = try await users.getOrFetch(forKey: "7")  // memory → disk → fetcher
+/// await users.flush()                             // every earlier set is on disk
+/// ```
+///
+/// A set updates memory and returns; the disk write runs on a background writer, and the value is
+/// readable at once, even if memory evicts it before the write lands. A read that misses memory and
+/// hits disk copies the value back into memory. Both count as accesses for eviction, in the level
+/// that served them. Caches in one process opened on the same container share one disk store and
+/// drop a key from their memory when another of them sets or removes it.
+///
+/// Every method is safe to call from any thread. The memory level's operations are O(1); a disk read
+/// is one file read on the caller's thread.
+public final class Cache<Value: Sendable>: Sendable {
+    @usableFromInline let memory: MemoryStore<String, Value>?
+    let disk: DiskStore?
+    let serializer: any CacheSerializer<Value>
+    let fetcher: (@Sendable (String) async throws -> Value)?
+    let retryBackoff: RetryBackoff
+    let flights = SharedFlights<String, Value>()
+    private let settings: Locked<Settings>
+
+    struct Settings {
+        var maxRetryCount: Int
+        weak var delegate: (any CacheDelegate<Value>)?
+    }
+
+    init(configuration: CacheBuilder<Value>, memory: MemoryStore<String, Value>?, disk: DiskStore?) {
+        self.memory = memory
+        self.disk = disk
+        serializer = configuration.serializer
+        fetcher = configuration.fetcher
+        retryBackoff = configuration.retryBackoff
+        settings = Locked(Settings(maxRetryCount: configuration.maxRetryCount, delegate: configuration.delegateBox.delegate))
+        disk?.addObserver(self)
+    }
+
+    deinit {
+        disk?.removeObserver(self)
+    }
+
+    // MARK: - Settings
+
+    /// How many times a failed fetch is retried after the first attempt; negative values count as 0.
+    public var maxRetryCount: Int {
+        get { settings.withLock { $0.maxRetryCount } }
+        set { settings.withLock { $0.maxRetryCount = max(0, newValue) } }
+    }
+
+    /// Told of evictions, clears and failures; held weakly.
+    public var delegate: (any CacheDelegate<Value>)? {
+        get { settings.withLock { $0.delegate } }
+        set { settings.withLock { $0.delegate = newValue } }
+    }
+
+    // MARK: - Dictionary-like access
+
+    /// The value for `key` from memory or disk; setting a value stores it, setting `nil` removes it.
+    ///
+    /// - Complexity: O(1) for a memory hit; one file read for a disk hit.
+    @inlinable
+    public subscript(key: String) -> Value? {
+        get { value(forKey: key) }
+        set {
+            if let newValue {
+                set(newValue, forKey: key)
+            } else {
+                removeValue(forKey: key)
+            }
+        }
+    }
+
+    /// Returns the value stored for a key, reading the disk level on a memory miss.
+    ///
+    /// A disk hit is copied into memory and counts as an access in both levels. A damaged entry file
+    /// is a miss (it is removed and logged). This never calls the fetcher: see
+    /// ``getOrFetch(forKey:)-4zr8e``.
+    ///
+    /// - Parameter key: Any string, the empty string included.
+    /// - Returns: The cached value, or `nil` when neither level holds it.
+    /// - Complexity: O(1) for a memory hit; one file read for a disk hit.
+    @inlinable
+    public func value(forKey key: String) -> Value? {
+        if let memory, let value = memory.value(forKey: key) { return value }
+        return valueFromDisk(forKey: key)
+    }
+
+    /// The disk half of ``value(forKey:)``: pending writes, then the entry file.
+    @usableFromInline
+    func valueFromDisk(forKey key: String) -> Value? {
+        guard let disk else { return nil }
+        let diskKey = DiskKey(key)
+        let value: Value
+        switch disk.lookup(diskKey) {
+        case .miss:
+            return nil
+        case .pending(let pending):
+            if let same = pending.value as? Value {
+                value = same
+            } else {
+                // Set by another cache on the container with another value type.
+                guard let decoded = try? serializer.deserialize(pending.serialize()) else { return nil }
+                value = decoded
+            }
+        case .stored(let entry):
+            do {
+                value = try serializer.deserialize(entry.payload)
+            } catch {
+                HoardLogger.log(
+                    .warning,
+                    CacheError.deserializationFailed(key: key, underlying: error).message + " Removing the entry."
+                )
+                disk.enqueueRemove(diskKey, observer: self)
+                return nil
+            }
+        }
+        keepInMemory(value, forKey: key)
+        return value
+    }
+
+    /// Stores a value in memory now and on disk in the background.
+    ///
+    /// The value is readable as soon as this returns. Sets of one key land on disk in order; the last
+    /// one wins. A value the serializer cannot encode stays in memory only: the failure is logged and
+    /// reported to ``CacheDelegate/cache(_:didFailToStoreValueForKey:error:)``.
+    ///
+    /// - Complexity: O(1), plus hashing the key when the disk level is on.
+    public func set(_ value: Value, forKey key: String) {
+        keepInMemory(value, forKey: key)
+        guard let disk else { return }
+        let serializer = serializer
+        disk.enqueueWrite(
+            DiskKey(key),
+            value: PendingValue(value: value, serialize: { try serializer.serialize(value) }, expiresAt: nil),
+            observer: self
+        )
+    }
+
+    /// Puts a value in memory and reports what that evicted.
+    func keepInMemory(_ value: Value, forKey key: String) {
+        guard let memory, let evicted = memory.set(value, forKey: key) else { return }
+        HoardLogger.log(.debug, "Evicted \"\(evicted.key.prefix(100))\" from memory (\(memory.policy)).")
+        delegate?.cache(self, willEvictFromMemory: evicted.value, forKey: evicted.key)
+    }
+
+    /// Removes the value for a key from both levels.
+    ///
+    /// Memory forgets it at once and reads miss at once; the file is removed in the background.
+    public func removeValue(forKey key: String) {
+        memory?.removeValue(forKey: key)
+        disk?.enqueueRemove(DiskKey(key), observer: self)
+    }
+
+    /// Removes every value from both levels; the delegate hears both clear callbacks first.
+    ///
+    /// - Complexity: O(n) file removals; waits for a disk write in progress.
+    public func removeAll() {
+        clearMemory()
+        clearDisk()
+    }
+
+    /// Removes every value from memory; the delegate hears ``CacheDelegate/cacheWillClearMemory(_:)`` first.
+    public func clearMemory() {
+        guard let memory else { return }
+        delegate?.cacheWillClearMemory(self)
+        memory.removeAll()
+    }
+
+    /// Removes every entry from disk, including writes not landed yet; the delegate hears
+    /// ``CacheDelegate/cacheWillClearDisk(_:)`` first.
+    ///
+    /// - Complexity: O(n) file removals; waits for a disk write in progress.
+    public func clearDisk() {
+        guard let disk else { return }
+        delegate?.cacheWillClearDisk(self)
+        disk.removeAll()
+    }
+
+    /// The number of values in memory.
+    public var memoryCount: Int { memory?.count ?? 0 }
+
+    /// The number of entry files on disk; writes that have not landed yet are not counted.
+    ///
+    /// After ``flush()`` returns, it never exceeds the disk count limit.
+    public var diskCount: Int { disk?.count ?? 0 }
+
+    /// Waits until every set and removal made before the call is on disk, and the eviction order is
+    /// saved.
+    ///
+    /// Files are written without `fsync`: they survive the process being killed, and a power loss
+    /// can lose the last writes but never tear one (a torn file fails its checksum and is a miss).
+    public func flush() async {
+        await disk?.flush()
+    }
+}
+
+extension Cache: DiskStoreObserver {
+    func diskStore(willEvictKey key: String) {
+        delegate?.cache(self, willEvictFromDiskForKey: key)
+    }
+
+    func diskStore(didFailToStoreKey key: String, error: CacheError) {
+        delegate?.cache(self, didFailToStoreValueForKey: key, error: error)
+    }
+
+    func diskStoreDidChange(key: String) {
+        memory?.removeValue(forKey: key)
+    }
+}

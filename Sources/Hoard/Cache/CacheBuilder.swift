@@ -1,0 +1,128 @@
+import Foundation
+
+/// Configures and builds a ``Cache``.
+///
+/// ```swift
+/// let users = try CacheBuilder<User>()          // Codable values: JSON by default
+///     .containerName("users")                   // required: the cache's folder inside `directory`
+///     .maxRamCount(100)                         // objects kept in memory (0 turns memory off)
+///     .maxDiskCount(1_000)                      // objects kept on disk (0 turns disk off)
+///     .evictionPolicy(.lfu)
+///     .fetcher { id in try await api.user(id: id) }
+///     .maxRetryCount(3)
+///     .delegate(observer)                       // held weakly
+///     .build()
+/// ```
+/// Each option returns a new builder, so a builder can be kept and varied. Nothing is checked until
+/// ``build()``.
+public struct CacheBuilder<Value: Sendable>: Sendable {
+    struct WeakDelegate: Sendable {
+        weak var delegate: (any CacheDelegate<Value>)?
+    }
+
+    var containerName: String?
+    var directory: URL?
+    var maxRamCount = 100
+    var maxDiskCount = 1_000
+    var evictionPolicy = EvictionPolicy.lfu
+    var serializer: any CacheSerializer<Value>
+    var fetcher: (@Sendable (String) async throws -> Value)?
+    var maxRetryCount = 0
+    var retryBackoff = RetryBackoff.none
+    var delegateBox = WeakDelegate()
+
+    /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
+    public init() where Value: Codable {
+        serializer = CodableSerializer<Value>()
+    }
+
+    /// Starts a builder whose values are stored by `serializer`.
+    public init(serializer: some CacheSerializer<Value>) {
+        self.serializer = serializer
+    }
+
+    /// The default folder that holds containers: `Hoard` inside the platform's caches folder
+    /// (`~/Library/Caches/Hoard` on Apple platforms, `$XDG_CACHE_HOME/Hoard` or `~/.cache/Hoard` on Linux).
+    public static var defaultDirectory: URL {
+        let caches =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        return caches.appendingPathComponent("Hoard", isDirectory: true)
+    }
+
+    /// Sets the name of the cache's folder inside ``directory(_:)``; required.
+    ///
+    /// The name must be non-empty and must not contain `/`, `..` or a NUL character.
+    public func containerName(_ name: String) -> Self { with { $0.containerName = name } }
+
+    /// Sets the folder that holds the container; default ``defaultDirectory``.
+    public func directory(_ url: URL) -> Self { with { $0.directory = url } }
+
+    /// Sets how many values memory keeps (default 100); 0 turns the memory level off.
+    public func maxRamCount(_ count: Int) -> Self { with { $0.maxRamCount = count } }
+
+    /// Sets how many values disk keeps (default 1 000); 0 turns the disk level off.
+    public func maxDiskCount(_ count: Int) -> Self { with { $0.maxDiskCount = count } }
+
+    /// Sets which value a full level removes (default ``EvictionPolicy/lfu``).
+    public func evictionPolicy(_ policy: EvictionPolicy) -> Self { with { $0.evictionPolicy = policy } }
+
+    /// Replaces the serializer that turns values into bytes for disk.
+    public func serializer(_ serializer: some CacheSerializer<Value>) -> Self { with { $0.serializer = serializer } }
+
+    /// Sets the function that produces a value the cache does not hold, for ``Cache/getOrFetch(forKey:)-4zr8e``.
+    public func fetcher(_ fetch: @escaping @Sendable (_ key: String) async throws -> Value) -> Self {
+        with { $0.fetcher = fetch }
+    }
+
+    /// Sets how many times a failed fetch is retried after the first attempt (default 0).
+    public func maxRetryCount(_ count: Int) -> Self { with { $0.maxRetryCount = count } }
+
+    /// Sets the wait between fetch attempts (default ``RetryBackoff/none``).
+    public func retryBackoff(_ backoff: RetryBackoff) -> Self { with { $0.retryBackoff = backoff } }
+
+    /// Sets the delegate, held weakly.
+    public func delegate(_ delegate: any CacheDelegate<Value>) -> Self { with { $0.delegateBox.delegate = delegate } }
+
+    private func with(_ change: (inout Self) -> Void) -> Self {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+
+    /// The folder of the container, once the configuration is valid.
+    func containerURL() throws(CacheError) -> URL {
+        guard let name = containerName else {
+            throw .invalidConfiguration("containerName is required: call .containerName(\"…\") before build().")
+        }
+        guard !name.isEmpty else { throw .invalidConfiguration("containerName must not be empty.") }
+        guard !name.contains("/"), !name.contains(".."), !name.contains("\0"), name != "." else {
+            throw .invalidConfiguration(
+                "containerName \"\(name)\" must be a plain folder name: no \"/\", \"..\" or NUL character."
+            )
+        }
+        return (directory ?? Self.defaultDirectory).appendingPathComponent(name, isDirectory: true)
+    }
+
+    /// Checks the configuration, creates the container folder and opens the cache.
+    ///
+    /// - Returns: A cache ready to use, holding whatever an earlier cache left in the container.
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` naming the bad option (a missing,
+    ///   empty or path-like container name, a negative count), or with code `io` when the container
+    ///   cannot be created or read.
+    public func build() throws -> Cache<Value> {
+        let url = try containerURL()
+        guard maxRamCount >= 0 else { throw CacheError.invalidConfiguration("maxRamCount must be 0 or more, not \(maxRamCount).") }
+        guard maxDiskCount >= 0 else {
+            throw CacheError.invalidConfiguration("maxDiskCount must be 0 or more, not \(maxDiskCount).")
+        }
+        guard maxRetryCount >= 0 else {
+            throw CacheError.invalidConfiguration("maxRetryCount must be 0 or more, not \(maxRetryCount).")
+        }
+        let memory = maxRamCount > 0 ? MemoryStore<String, Value>(capacity: maxRamCount, policy: evictionPolicy) : nil
+        let disk =
+            maxDiskCount > 0
+            ? try DiskStore.shared(at: url, options: .init(capacity: maxDiskCount, policy: evictionPolicy)) : nil
+        return Cache(configuration: self, memory: memory, disk: disk)
+    }
+}

@@ -1,0 +1,52 @@
+/// Told what a ``Cache`` does: evictions, clears, failed fetches and failed writes.
+///
+/// Every method has a default implementation that does nothing (or returns `nil`), so implement only
+/// what you need. The cache holds its delegate weakly.
+///
+/// Callbacks are made outside the cache's locks, so a delegate may call back into the cache. Memory
+/// evictions and the clear callbacks arrive on the thread of the call that caused them, before that
+/// call returns. Disk evictions and failed writes arrive on the cache's background writer. A fetch
+/// failure arrives on the task that ran the fetch.
+public protocol CacheDelegate<Value>: AnyObject, Sendable {
+    /// The type of the cache's values.
+    associatedtype Value: Sendable
+
+    /// Every attempt to fetch `key` failed; return a value to give the caller instead of the error.
+    ///
+    /// A fallback is returned to every caller waiting on that fetch but not stored.
+    /// - Parameter error: A ``CacheError`` with code `fetchFailed`, carrying the attempts and the
+    ///   last fetch error.
+    /// - Returns: A fallback value, or `nil` to let the callers get the error.
+    func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) -> Value?
+
+    /// The memory level removed `value` to make room for another entry.
+    func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String)
+
+    /// The memory level is about to be emptied by ``Cache/clearMemory()`` or ``Cache/removeAll()``.
+    func cacheWillClearMemory(_ cache: Cache<Value>)
+
+    /// The disk level is about to remove the entry for `key` to stay within its count limit.
+    func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String)
+
+    /// The disk level is about to be emptied by ``Cache/clearDisk()`` or ``Cache/removeAll()``.
+    func cacheWillClearDisk(_ cache: Cache<Value>)
+
+    /// A value set for `key` could not be written to disk (serializer or I/O error); it stays in
+    /// memory only, and an older value on disk was removed.
+    func cache(_ cache: Cache<Value>, didFailToStoreValueForKey key: String, error: any Error)
+}
+
+extension CacheDelegate {
+    /// Returns `nil`: callers get the fetch error.
+    public func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) -> Value? { nil }
+    /// Does nothing.
+    public func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String) {}
+    /// Does nothing.
+    public func cacheWillClearMemory(_ cache: Cache<Value>) {}
+    /// Does nothing.
+    public func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String) {}
+    /// Does nothing.
+    public func cacheWillClearDisk(_ cache: Cache<Value>) {}
+    /// Does nothing.
+    public func cache(_ cache: Cache<Value>, didFailToStoreValueForKey key: String, error: any Error) {}
+}

@@ -1,0 +1,154 @@
+/// The one error type Hoard throws.
+///
+/// A `CacheError` has a ``code`` that says what kind of failure it is, a ``message`` that tells you
+/// what to do, and, where there is one, the ``key`` and the ``underlyingError``. New codes may be
+/// added without breaking your code, so match on the codes you care about:
+/// ```swift
+/// do {
+///     let user = try await users.getOrFetch(forKey: "42")
+/// } catch CacheError.notFound {
+///     // no value and no fetcher
+/// } catch let error as CacheError where error.code == .fetchFailed {
+///     print(error.key ?? "", error.attempts ?? 0, error.underlyingError ?? error)
+/// }
+/// ```
+/// Two `CacheError` values are equal when their codes are equal, so `catch CacheError.notFound` and
+/// `#expect(throws: CacheError.notFound)` match any not-found error, whatever key it carries.
+public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind of a ``CacheError``.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as in `CacheError.Code.notFound`.
+        public let description: String
+
+        private init(_ description: String) { self.description = description }
+
+        /// No value is stored for the key, and there is no fetcher to ask.
+        public static let notFound = Code("notFound")
+        /// Every attempt to fetch the value failed.
+        public static let fetchFailed = Code("fetchFailed")
+        /// A builder option has an unusable value.
+        public static let invalidConfiguration = Code("invalidConfiguration")
+        /// The serializer could not turn a value into bytes.
+        public static let serializationFailed = Code("serializationFailed")
+        /// The serializer could not turn stored bytes back into a value.
+        public static let deserializationFailed = Code("deserializationFailed")
+        /// A file-system operation failed.
+        public static let io = Code("io")
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What happened, and what to do about it.
+    public let message: String
+    /// The key the failed operation was about, when there is one.
+    public let key: String?
+    /// How many fetch attempts were made, for ``Code/fetchFailed``.
+    public let attempts: Int?
+    /// The error that caused this one: a fetcher's, a serializer's or the file system's.
+    public let underlyingError: (any Error)?
+
+    /// Creates an error; prefer the static members such as ``fetchFailed(key:attempts:underlying:)``.
+    public init(
+        code: Code,
+        message: String,
+        key: String? = nil,
+        attempts: Int? = nil,
+        underlyingError: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.key = key
+        self.attempts = attempts
+        self.underlyingError = underlyingError
+    }
+
+    /// No value is stored and there is no fetcher.
+    public static let notFound = CacheError(code: .notFound, message: "No value is stored for this key.")
+
+    /// No value is stored for `key` and there is no fetcher to ask.
+    public static func notFound(key: String) -> CacheError {
+        CacheError(code: .notFound, message: "No value is stored for key \"\(key)\".", key: key)
+    }
+
+    /// Every fetch attempt for `key` failed; `underlying` is the last attempt's error.
+    public static func fetchFailed(key: String, attempts: Int, underlying: any Error) -> CacheError {
+        CacheError(
+            code: .fetchFailed,
+            message: "Fetching key \"\(key)\" failed after \(attempts) attempt(s): \(underlying)",
+            key: key,
+            attempts: attempts,
+            underlyingError: underlying
+        )
+    }
+
+    /// A builder option has an unusable value; `message` names the option.
+    public static func invalidConfiguration(_ message: String) -> CacheError {
+        CacheError(code: .invalidConfiguration, message: message)
+    }
+
+    /// The serializer failed to encode the value for `key`.
+    public static func serializationFailed(key: String?, underlying: any Error) -> CacheError {
+        CacheError(
+            code: .serializationFailed,
+            message: "Could not serialize the value\(key.map { " for key \"\($0)\"" } ?? ""): \(underlying)",
+            key: key,
+            underlyingError: underlying
+        )
+    }
+
+    /// The serializer failed to decode the stored bytes for `key`.
+    public static func deserializationFailed(key: String?, underlying: any Error) -> CacheError {
+        CacheError(
+            code: .deserializationFailed,
+            message: "Could not deserialize the value\(key.map { " for key \"\($0)\"" } ?? ""): \(underlying)",
+            key: key,
+            underlyingError: underlying
+        )
+    }
+
+    /// A file-system operation failed; `message` says which and where.
+    public static func io(_ message: String, key: String? = nil, underlying: (any Error)? = nil) -> CacheError {
+        CacheError(code: .io, message: message, key: key, underlyingError: underlying)
+    }
+
+    /// Compares codes only: the key, message and underlying error do not take part.
+    public static func == (lhs: CacheError, rhs: CacheError) -> Bool { lhs.code == rhs.code }
+
+    /// Lets `catch CacheError.notFound` match any error with that code.
+    public static func ~= (pattern: CacheError, value: any Error) -> Bool {
+        (value as? CacheError)?.code == pattern.code
+    }
+
+    /// The code and the message.
+    public var description: String { "CacheError.\(code): \(message)" }
+}
+
+/// An error from a POSIX call: the function's name, the path and `errno`.
+public struct POSIXFileError: Error, Sendable, CustomStringConvertible {
+    /// The system call that failed, such as `open` or `rename`.
+    public let operation: String
+    /// The file or folder it was applied to.
+    public let path: String
+    /// The `errno` value it set.
+    public let errorNumber: Int32
+
+    /// Creates the error from a failed call's name, path and `errno`.
+    public init(operation: String, path: String, errorNumber: Int32) {
+        self.operation = operation
+        self.path = path
+        self.errorNumber = errorNumber
+    }
+
+    /// For example `open(/tmp/x) failed: No such file or directory (errno 2)`.
+    public var description: String {
+        "\(operation)(\(path)) failed: \(String(cString: strerror(errorNumber))) (errno \(errorNumber))"
+    }
+}
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif

@@ -1,0 +1,171 @@
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+#if canImport(Darwin)
+private let systemRead = Darwin.read
+#elseif canImport(Glibc)
+private let systemRead = Glibc.read
+#elseif canImport(Musl)
+private let systemRead = Musl.read
+#endif
+
+/// An open folder and the POSIX calls the disk store makes inside it.
+///
+/// Every call is relative to the folder's descriptor (`openat`, `renameat`, `unlinkat`) with names
+/// the store made itself, never a path built from a key. Files are opened with `O_NOFOLLOW`, so a
+/// symbolic link planted in the container is not followed. Writes go to a temporary file created
+/// with `O_EXCL` and are renamed into place without `fsync`: a crash can lose the last writes, never
+/// tear one (readers see the old file or the new one, and a torn file fails its checksum).
+final class Directory: Sendable {
+    /// The folder's path, for messages.
+    let path: String
+    private let descriptor: Int32
+
+    /// Opens a folder, creating it (mode 0700) and its parents if needed.
+    ///
+    /// - Throws: ``CacheError`` with code `io` when the folder cannot be created or opened.
+    init(creatingAt url: URL) throws {
+        path = url.path
+        do {
+            let parent = url.deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        } catch {
+            throw CacheError.io("Cannot create the folder \(url.deletingLastPathComponent().path).", underlying: error)
+        }
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw CacheError.io(
+                "Cannot create the container \(path).",
+                underlying: POSIXFileError(operation: "mkdir", path: path, errorNumber: errno)
+            )
+        }
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CacheError.io(
+                "Cannot open the container \(path).",
+                underlying: POSIXFileError(operation: "open", path: path, errorNumber: errno)
+            )
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    private func error(_ operation: String, _ name: String, _ number: Int32 = errno) -> POSIXFileError {
+        POSIXFileError(operation: operation, path: path + "/" + name, errorNumber: number)
+    }
+
+    /// Reads a whole regular file; `nil` when it does not exist.
+    ///
+    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
+    func read(_ name: String) throws(POSIXFileError) -> [UInt8]? {
+        let file = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard file >= 0 else {
+            if errno == ENOENT { return nil }
+            throw error("open", name)
+        }
+        defer { close(file) }
+        var status = stat()
+        guard fstat(file, &status) == 0 else { throw error("fstat", name) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw error("read", name, EISDIR) }
+        let size = Int(status.st_size)
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            var done = 0
+            while done < size {
+                let result = systemRead(file, buffer.baseAddress! + done, size - done)
+                if result > 0 {
+                    done += result
+                } else if result == 0 {
+                    break
+                } else if errno != EINTR {
+                    failure = errno
+                    break
+                }
+            }
+            initialized = done
+        }
+        if failure != 0 { throw error("read", name, failure) }
+        return bytes
+    }
+
+    /// Writes `bytes` to `name` through the temporary file `temporaryName`, then renames it into place.
+    ///
+    /// - Throws: ``POSIXFileError``; the temporary file is removed on failure.
+    func writeAtomically(_ bytes: [UInt8], to name: String, through temporaryName: String) throws(POSIXFileError) {
+        let file = openat(descriptor, temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard file >= 0 else { throw error("open", temporaryName) }
+        var failure: POSIXFileError?
+        bytes.withUnsafeBytes { buffer in
+            var done = 0
+            while done < buffer.count {
+                let result = write(file, buffer.baseAddress! + done, buffer.count - done)
+                if result >= 0 {
+                    done += result
+                } else if errno != EINTR {
+                    failure = error("write", temporaryName)
+                    return
+                }
+            }
+        }
+        if close(file) != 0 && failure == nil { failure = error("close", temporaryName) }
+        if failure == nil && renameat(descriptor, temporaryName, descriptor, name) != 0 {
+            failure = error("rename", name)
+        }
+        if let failure {
+            unlinkat(descriptor, temporaryName, 0)
+            throw failure
+        }
+    }
+
+    /// Removes a file; a missing file is not an error.
+    ///
+    /// - Throws: ``POSIXFileError`` for any other failure.
+    func remove(_ name: String) throws(POSIXFileError) {
+        if unlinkat(descriptor, name, 0) != 0 && errno != ENOENT {
+            throw error("unlink", name)
+        }
+    }
+
+    /// The names in the folder with their modification times, `.` and `..` left out.
+    ///
+    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    func list() throws(POSIXFileError) -> [(name: String, modified: Double)] {
+        let copy = dup(descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            throw error("opendir", ".")
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names: [(name: String, modified: Double)] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            var status = stat()
+            let modified: Double
+            if fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 {
+                #if canImport(Darwin)
+                let time = status.st_mtimespec
+                #else
+                let time = status.st_mtim
+                #endif
+                modified = Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+            } else {
+                modified = 0
+            }
+            names.append((name, modified))
+        }
+        return names
+    }
+}

@@ -1,0 +1,558 @@
+import Dispatch
+import Foundation
+
+/// Told by a disk store what became of the writes a cache enqueued, and of changes made by others.
+///
+/// Every method is called outside the store's locks, from the store's background writer or from the
+/// thread of the cache that made the change.
+protocol DiskStoreObserver: AnyObject, Sendable {
+    /// The store is about to remove `key` to stay within its count limit.
+    func diskStore(willEvictKey key: String)
+    /// A value the observer set could not be written; it is not on disk.
+    func diskStore(didFailToStoreKey key: String, error: CacheError)
+    /// Another cache on the same container set or removed `key`.
+    func diskStoreDidChange(key: String)
+}
+
+/// A value waiting for the background writer, readable until it lands.
+struct PendingValue: Sendable {
+    /// The value as it was set; a reader of the same type takes it as it is.
+    let value: any Sendable
+    /// Encodes the value with the serializer of the cache that set it.
+    let serialize: @Sendable () throws -> Data
+    /// When the value expires, in seconds since 1970.
+    let expiresAt: Double?
+}
+
+/// What the disk level holds for a key.
+enum DiskLookup {
+    /// A set whose write has not landed yet.
+    case pending(PendingValue)
+    /// An intact entry file.
+    case stored(EntryFormat.Entry)
+    /// Nothing (or a removal that has not landed yet).
+    case miss
+}
+
+/// A thread-safe, file-backed store of serialized entries in one container folder.
+///
+/// The engine under both ``Cache`` and the disk cache level. Reads are synchronous and run on the
+/// caller's thread; writes and removals are queued and applied in order by one background writer,
+/// and until one lands, readers see it in the pending table. Caches in one process that open the same
+/// container share one store (see ``shared(at:options:)``).
+///
+/// Two locks: `lock` guards the in-memory state and is never held across I/O or user code;
+/// `ioLock` is held by whoever changes files (the writer, one operation at a time, and
+/// ``removeAll()``), so that no write lands after a clear that followed it. Readers never take `ioLock`
+/// except to repair a damaged file.
+final class DiskStore: @unchecked Sendable {
+    // Safe because `state` is only touched while holding `lock`, `temporaryCounter` only while holding
+    // `ioLock`, and everything else is immutable.
+
+    /// What a store is opened with.
+    struct Options: Equatable, Sendable {
+        /// The most entry files kept; at least 1.
+        var capacity: Int
+        /// Which entry to remove when a new one needs room.
+        var policy: EvictionPolicy
+        /// Entries written under another schema version are misses and are removed.
+        var schemaVersion: UInt32 = 0
+    }
+
+    private enum Operation {
+        case write(PendingValue)
+        case remove
+    }
+
+    private struct Pending {
+        var key: DiskKey
+        var generation: UInt64
+        var operation: Operation
+        weak var observer: (any DiskStoreObserver)?
+    }
+
+    private enum QueueItem {
+        case key(SHA256Digest)
+        case flush(CheckedContinuation<Void, Never>)
+    }
+
+    private struct WeakObserver {
+        weak var observer: (any DiskStoreObserver)?
+    }
+
+    private struct State {
+        var index: EvictionIndex<SHA256Digest, DiskEntryInfo>
+        var pending: [SHA256Digest: Pending] = [:]
+        var queue: [QueueItem] = []
+        var queueHead = 0
+        var isDraining = false
+        var generation: UInt64 = 0
+        var changesSinceSave = 0
+        var observers: [ObjectIdentifier: WeakObserver] = [:]
+    }
+
+    /// How many changes (writes, removals, hits) the writer lets pass before saving the index when idle.
+    static let changesBetweenIndexSaves = 1_000
+
+    let directory: Directory
+    let options: Options
+    private let lock = Lock()
+    private let ioLock = Lock()
+    private var state: State
+    private var temporaryCounter = 0
+    private let writer: DispatchQueue
+
+    /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
+    ///
+    /// - Throws: ``CacheError`` with code `io` when the container cannot be created or listed.
+    init(at url: URL, options: Options) throws {
+        var options = options
+        options.capacity = max(1, options.capacity)
+        self.options = options
+        directory = try Directory(creatingAt: url)
+        writer = DispatchQueue(label: "Hoard.DiskStore.writer")
+        state = State(index: EvictionIndex(policy: options.policy, capacity: options.capacity))
+        state.index = try loadIndex()
+    }
+
+    deinit {
+        if state.changesSinceSave > 0 { saveIndex() }
+    }
+
+    // MARK: - Sharing one store per container
+
+    private struct WeakStore {
+        weak var store: DiskStore?
+    }
+
+    private static let openStores = Locked<[String: WeakStore]>([:])
+
+    /// Returns the store already open on this container in this process, or opens one.
+    ///
+    /// Two stores on one folder would overwrite each other's index and miss each other's pending
+    /// writes, so a process keeps one per folder. The first opening's options stay in force while the
+    /// store is open; a later opening with other options gets the open store, and a warning is logged.
+    static func shared(at url: URL, options: Options) throws -> DiskStore {
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        return try openStores.withLock { stores in
+            stores = stores.filter { $0.value.store != nil }
+            if let store = stores[path]?.store {
+                if store.options.capacity != max(1, options.capacity) || store.options.policy != options.policy
+                    || store.options.schemaVersion != options.schemaVersion
+                {
+                    HoardLogger.log(
+                        .warning,
+                        "The container \(path) is already open with \(store.options); \(options) is ignored."
+                    )
+                }
+                return store
+            }
+            let store = try DiskStore(at: url, options: options)
+            stores[path] = WeakStore(store: store)
+            return store
+        }
+    }
+
+    /// Registers a cache to hear of changes that other caches make to this container.
+    func addObserver(_ observer: any DiskStoreObserver) {
+        lock.withLock { state.observers[ObjectIdentifier(observer)] = WeakObserver(observer: observer) }
+    }
+
+    /// Stops telling a cache of changes.
+    func removeObserver(_ observer: any DiskStoreObserver) {
+        lock.withLock { state.observers[ObjectIdentifier(observer)] = nil }
+    }
+
+    // MARK: - Reading
+
+    /// The number of entry files.
+    var count: Int { lock.withLock { state.index.count } }
+
+    /// The keys of the entry files, next victim first. - Complexity: O(n).
+    var keysInEvictionOrder: [String] { lock.withLock { state.index.entriesInEvictionOrder.map(\.payload.key) } }
+
+    /// Returns what the store holds for `key`; a stored entry's read counts as an access.
+    ///
+    /// A damaged, truncated or foreign file is removed, logged and reported as a miss.
+    /// - Complexity: O(1) and, when the key has a file, one file read.
+    func lookup(_ key: DiskKey) -> DiskLookup {
+        lock.lock()
+        if let pending = state.pending[key.digest] {
+            lock.unlock()
+            if case .write(let value) = pending.operation { return .pending(value) }
+            return .miss
+        }
+        let isIndexed = state.index.contains(key.digest)
+        lock.unlock()
+        guard isIndexed else { return .miss }
+
+        switch readEntry(key) {
+        case .success(let entry):
+            lock.withLock {
+                if state.index.access(key.digest) != nil { state.changesSinceSave += 1 }
+            }
+            return .stored(entry)
+        case .failure(let problem):
+            repair(key, after: problem)
+            return .miss
+        }
+    }
+
+    private enum ReadProblem: Error, CustomStringConvertible {
+        case missing
+        case unreadable(POSIXFileError)
+        case damaged(EntryFormat.Damage)
+        case foreignKey(String)
+        case otherVersion(UInt32)
+
+        var description: String {
+            switch self {
+            case .missing: "the file is gone"
+            case .unreadable(let error): "\(error)"
+            case .damaged(let damage): "\(damage)"
+            case .foreignKey(let key): "it holds another key (\"\(key.prefix(100))\")"
+            case .otherVersion(let version): "it was written under schema version \(version)"
+            }
+        }
+    }
+
+    private func readEntry(_ key: DiskKey) -> Result<EntryFormat.Entry, ReadProblem> {
+        let bytes: [UInt8]
+        do {
+            guard let read = try directory.read(key.fileName) else { return .failure(.missing) }
+            bytes = read
+        } catch {
+            return .failure(.unreadable(error))
+        }
+        let entry: EntryFormat.Entry
+        do {
+            entry = try EntryFormat.decode(bytes)
+        } catch {
+            return .failure(.damaged(error))
+        }
+        guard entry.key == key.string else { return .failure(.foreignKey(entry.key)) }
+        guard entry.schemaVersion == options.schemaVersion else { return .failure(.otherVersion(entry.schemaVersion)) }
+        return .success(entry)
+    }
+
+    /// Removes the file of `key` if it is still unusable once the writer is out of the way.
+    private func repair(_ key: DiskKey, after problem: ReadProblem) {
+        ioLock.lock()
+        defer { ioLock.unlock() }
+        if lock.withLock({ state.pending[key.digest] != nil }) { return }
+        let confirmed: ReadProblem
+        switch readEntry(key) {
+        case .success: return
+        case .failure(.unreadable(let error)) where error.errorNumber != EISDIR:
+            // A transient failure (too many open files, a permission problem): keep the file.
+            HoardLogger.log(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
+            return
+        case .failure(let problem): confirmed = problem
+        }
+        if case .missing = confirmed {
+            HoardLogger.log(.warning, "The entry file for key \"\(key.string.prefix(100))\" vanished; forgetting it.")
+        } else {
+            HoardLogger.log(
+                .warning,
+                "Removed the entry file \(key.fileName) for key \"\(key.string.prefix(100))\": \(confirmed)."
+            )
+            removeFile(key.fileName)
+        }
+        lock.withLock {
+            if state.index.removeValue(forKey: key.digest) != nil { state.changesSinceSave += 1 }
+        }
+        _ = problem
+    }
+
+    private func removeFile(_ name: String) {
+        do {
+            try directory.remove(name)
+        } catch {
+            HoardLogger.log(.error, "Cannot remove \(directory.path)/\(name): \(error)")
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Queues a write of `value` for `key`; readers see it at once, the file lands in the background.
+    ///
+    /// Writes and removals of one key apply in the order they were queued; the writer only writes the
+    /// latest one. Other caches on the container are told (outside the lock) that `key` changed.
+    func enqueueWrite(_ key: DiskKey, value: PendingValue, observer: (any DiskStoreObserver)?) {
+        enqueue(key, .write(value), observer: observer)
+    }
+
+    /// Queues a removal of `key`; readers miss it at once, the file goes in the background.
+    func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) {
+        enqueue(key, .remove, observer: observer)
+    }
+
+    private func enqueue(_ key: DiskKey, _ operation: Operation, observer: (any DiskStoreObserver)?) {
+        lock.lock()
+        state.generation &+= 1
+        if state.pending[key.digest] == nil {
+            state.queue.append(.key(key.digest))
+        }
+        state.pending[key.digest] = Pending(
+            key: key,
+            generation: state.generation,
+            operation: operation,
+            observer: observer
+        )
+        let startsWriter = !state.isDraining
+        state.isDraining = true
+        let others = state.observers.count > 1 ? otherObservers(than: observer) : []
+        lock.unlock()
+        if startsWriter { writer.async { self.drain() } }
+        for other in others { other.diskStoreDidChange(key: key.string) }
+    }
+
+    private func otherObservers(than origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
+        let originID = origin.map(ObjectIdentifier.init)
+        return state.observers.compactMap { id, box in id == originID ? nil : box.observer }
+    }
+
+    /// Waits until every write and removal queued before the call is on disk, and the index is saved.
+    func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            state.queue.append(.flush(continuation))
+            let startsWriter = !state.isDraining
+            state.isDraining = true
+            lock.unlock()
+            if startsWriter { writer.async { self.drain() } }
+        }
+    }
+
+    /// Removes every entry file, pending write and temporary file; waits for a write in progress.
+    ///
+    /// - Complexity: O(n) file removals.
+    func removeAll() {
+        ioLock.lock()
+        defer { ioLock.unlock() }
+        lock.withLock {
+            state.index.removeAll()
+            state.pending.removeAll()
+            state.changesSinceSave += 1
+        }
+        do {
+            for (name, _) in try directory.list()
+            where ContainerFile.isEntryName(name) || name.hasPrefix(ContainerFile.temporaryPrefix) {
+                removeFile(name)
+            }
+        } catch {
+            HoardLogger.log(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
+        }
+        saveIndex()
+    }
+
+    /// The background writer's loop: applies queued items in order until the queue is empty.
+    private func drain() {
+        while true {
+            lock.lock()
+            guard state.queueHead < state.queue.count else {
+                state.queue.removeAll(keepingCapacity: state.queue.count < 4_096)
+                state.queueHead = 0
+                state.isDraining = false
+                let savesIndex = state.changesSinceSave >= Self.changesBetweenIndexSaves
+                lock.unlock()
+                if savesIndex { ioLock.withLock { saveIndex() } }
+                return
+            }
+            let item = state.queue[state.queueHead]
+            state.queueHead += 1
+            lock.unlock()
+
+            switch item {
+            case .flush(let continuation):
+                ioLock.withLock {
+                    if lock.withLock({ state.changesSinceSave > 0 }) { saveIndex() }
+                }
+                continuation.resume()
+            case .key(let digest):
+                ioLock.lock()
+                apply(digest)
+                ioLock.unlock()
+            }
+        }
+    }
+
+    /// Applies the latest pending operation of one key. Called by the writer holding `ioLock`.
+    private func apply(_ digest: SHA256Digest) {
+        // Read the operation only now, under `ioLock`, so that a clear that ran meanwhile wins.
+        guard let pending = lock.withLock({ state.pending[digest] }) else { return }
+        let key = pending.key
+        switch pending.operation {
+        case .remove:
+            removeFile(key.fileName)
+            lock.withLock {
+                state.index.removeValue(forKey: digest)
+                state.changesSinceSave += 1
+                finish(pending)
+            }
+        case .write(let value):
+            do {
+                let info = try write(value, for: key)
+                let victims = lock.withLock {
+                    var victims: [DiskEntryInfo] = []
+                    if !state.index.contains(digest) {
+                        while state.index.count >= options.capacity, let victim = state.index.popVictim() {
+                            victims.append(victim.payload)
+                        }
+                    }
+                    state.index.upsert(info, forKey: digest)
+                    state.changesSinceSave += 1 + victims.count
+                    finish(pending)
+                    return victims
+                }
+                for victim in victims {
+                    pending.observer?.diskStore(willEvictKey: victim.key)
+                    HoardLogger.log(.debug, "Evicted \"\(victim.key.prefix(100))\" from disk (\(options.policy)).")
+                    removeFile(DiskKey(victim.key).fileName)
+                }
+            } catch {
+                // The old file holds an older value than the one that failed: it must not be served.
+                removeFile(key.fileName)
+                lock.withLock {
+                    state.index.removeValue(forKey: digest)
+                    state.changesSinceSave += 1
+                    finish(pending)
+                }
+                HoardLogger.log(.warning, error.message)
+                pending.observer?.diskStore(didFailToStoreKey: key.string, error: error)
+            }
+        }
+    }
+
+    /// Drops a pending entry once applied, unless a newer operation replaced it meanwhile.
+    private func finish(_ applied: Pending) {
+        if state.pending[applied.key.digest]?.generation == applied.generation {
+            state.pending[applied.key.digest] = nil
+        }
+    }
+
+    private func write(_ value: PendingValue, for key: DiskKey) throws(CacheError) -> DiskEntryInfo {
+        let payload: Data
+        do {
+            payload = try value.serialize()
+        } catch {
+            throw CacheError.serializationFailed(key: key.string, underlying: error)
+        }
+        guard payload.count <= EntryFormat.maximumFieldSize, key.string.utf8.count <= EntryFormat.maximumFieldSize else {
+            throw CacheError.io("The value for key \"\(key.string.prefix(100))\" is too large for one entry file.")
+        }
+        let bytes = EntryFormat.encode(
+            key: key.string,
+            payload: payload,
+            schemaVersion: options.schemaVersion,
+            expiresAt: value.expiresAt
+        )
+        do {
+            try directory.writeAtomically(bytes, to: key.fileName, through: nextTemporaryName())
+        } catch {
+            throw CacheError.io(
+                "Cannot write the entry for key \"\(key.string.prefix(100))\".",
+                key: key.string,
+                underlying: error
+            )
+        }
+        return DiskEntryInfo(key: key.string, size: bytes.count)
+    }
+
+    private func nextTemporaryName() -> String {
+        temporaryCounter += 1
+        return "\(ContainerFile.temporaryPrefix)\(getpid())-\(temporaryCounter)"
+    }
+
+    // MARK: - The saved index
+
+    /// Writes the eviction order to the index file. Called holding `ioLock` (or from `deinit`).
+    private func saveIndex() {
+        let records = lock.withLock {
+            state.changesSinceSave = 0
+            return state.index.entriesInEvictionOrder.map { entry in
+                DiskIndexFile.Record(digest: entry.key, count: entry.count, info: entry.payload)
+            }
+        }
+        do {
+            try directory.writeAtomically(
+                DiskIndexFile.encode(records),
+                to: ContainerFile.index,
+                through: nextTemporaryName()
+            )
+        } catch {
+            HoardLogger.log(.warning, "Cannot save the index of \(directory.path): \(error)")
+        }
+    }
+
+    /// Lists the container, sweeps temporary files, and rebuilds the eviction order from the saved
+    /// index and the entry files.
+    private func loadIndex() throws -> EvictionIndex<SHA256Digest, DiskEntryInfo> {
+        let listing: [(name: String, modified: Double)]
+        do {
+            listing = try directory.list()
+        } catch {
+            throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
+        }
+        var unindexed: [String: Double] = [:]
+        var hasIndexFile = false
+        for (name, modified) in listing {
+            if name.hasPrefix(ContainerFile.temporaryPrefix) {
+                removeFile(name)
+            } else if ContainerFile.isEntryName(name) {
+                unindexed[name] = modified
+            } else if name == ContainerFile.index {
+                hasIndexFile = true
+            }
+        }
+
+        var index = EvictionIndex<SHA256Digest, DiskEntryInfo>(policy: options.policy, capacity: options.capacity)
+        let saved = hasIndexFile ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
+            bytes.withUnsafeBytes { DiskIndexFile.decode($0) }
+        } : nil
+        if let saved {
+            for record in saved where unindexed.removeValue(forKey: record.digest.hex) != nil {
+                index.append(record.info, forKey: record.digest, count: record.count)
+            }
+        } else if hasIndexFile {
+            HoardLogger.log(.warning, "The index of \(directory.path) is damaged; rebuilding it from the entry files.")
+        }
+        if !unindexed.isEmpty {
+            HoardLogger.log(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
+        }
+        for (name, _) in unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
+            if let info = validEntry(named: name) {
+                index.append(info.info, forKey: info.digest, count: 1)
+            } else {
+                removeFile(name)
+            }
+        }
+        while index.count > options.capacity, let victim = index.popVictim() {
+            HoardLogger.log(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count limit.")
+            removeFile(victim.key.hex)
+        }
+        state.changesSinceSave = saved == nil || !unindexed.isEmpty ? 1 : 0
+        return index
+    }
+
+    /// Reads a file found in the container; returns its entry if it is intact and named by its key.
+    private func validEntry(named name: String) -> (digest: SHA256Digest, info: DiskEntryInfo)? {
+        guard let digest = SHA256Digest(hex: name) else { return nil }
+        do {
+            guard let bytes = try directory.read(name) else { return nil }
+            let entry = try EntryFormat.decode(bytes)
+            guard DiskKey(entry.key).digest == digest else {
+                HoardLogger.log(.warning, "Removed \(directory.path)/\(name): it holds another key's entry.")
+                return nil
+            }
+            guard entry.schemaVersion == options.schemaVersion else {
+                HoardLogger.log(.info, "Removed \(directory.path)/\(name): written under schema version \(entry.schemaVersion).")
+                return nil
+            }
+            return (digest, DiskEntryInfo(key: entry.key, size: bytes.count))
+        } catch {
+            HoardLogger.log(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")
+            return nil
+        }
+    }
+}

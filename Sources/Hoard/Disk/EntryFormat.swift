@@ -1,0 +1,129 @@
+import Foundation
+
+/// The bytes of one entry file: a fixed header, the key, the payload and a CRC-32 over all of it.
+///
+/// ```
+/// offset  size  field
+///      0     4  magic "HRDE"
+///      4     2  format version (1), little-endian like every number here
+///      6     2  flags: bit 0 = has an expiry date
+///      8     4  schema version (the cache's `version`; 0 by default)
+///     12     4  key length in bytes (UTF-8)
+///     16     4  payload length in bytes
+///     20     8  expiry date, seconds since 1970 as a Float64 bit pattern (0 without bit 0)
+///     28     k  key
+///   28+k     p  payload
+/// 28+k+p     4  CRC-32 of bytes 0 ..< 28+k+p
+/// ```
+/// A file whose size, magic, version or checksum does not match is damaged; so is one whose key is
+/// not the key that was asked for (a file renamed or copied by hand). Damaged files are misses.
+enum EntryFormat {
+    static let magic: [UInt8] = Array("HRDE".utf8)
+    static let version: UInt16 = 1
+    static let headerSize = 28
+    static let trailerSize = 4
+    static let hasExpiryFlag: UInt16 = 1
+
+    /// One decoded entry.
+    struct Entry {
+        var key: String
+        var payload: Data
+        var schemaVersion: UInt32
+        var expiresAt: Double?
+    }
+
+    /// Why a file is not a valid entry.
+    enum Damage: Error, CustomStringConvertible {
+        case tooShort(Int)
+        case badMagic
+        case unsupportedVersion(UInt16)
+        case lengthMismatch(expected: Int, actual: Int)
+        case checksumMismatch
+        case invalidKey
+
+        var description: String {
+            switch self {
+            case .tooShort(let size): "too short (\(size) bytes)"
+            case .badMagic: "not a Hoard entry (bad magic)"
+            case .unsupportedVersion(let version): "unsupported format version \(version)"
+            case .lengthMismatch(let expected, let actual): "truncated or padded (\(actual) bytes, \(expected) expected)"
+            case .checksumMismatch: "checksum mismatch"
+            case .invalidKey: "the stored key is not valid UTF-8"
+            }
+        }
+    }
+
+    /// Encodes an entry into the bytes of its file.
+    static func encode(key: String, payload: Data, schemaVersion: UInt32, expiresAt: Double?) -> [UInt8] {
+        let keyBytes = key.utf8
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(headerSize + keyBytes.count + payload.count + trailerSize)
+        bytes.append(contentsOf: magic)
+        bytes.appendLittleEndian(version)
+        bytes.appendLittleEndian(expiresAt == nil ? 0 : hasExpiryFlag)
+        bytes.appendLittleEndian(schemaVersion)
+        bytes.appendLittleEndian(UInt32(truncatingIfNeeded: keyBytes.count))
+        bytes.appendLittleEndian(UInt32(truncatingIfNeeded: payload.count))
+        bytes.appendLittleEndian((expiresAt ?? 0).bitPattern)
+        bytes.append(contentsOf: keyBytes)
+        bytes.append(contentsOf: payload)
+        let checksum = bytes.withUnsafeBytes { CRC32.checksum($0) }
+        bytes.appendLittleEndian(checksum)
+        return bytes
+    }
+
+    /// The largest key or payload a file can hold (the length fields are 32-bit).
+    static let maximumFieldSize = Int(UInt32.max)
+
+    /// Decodes and checks the bytes of an entry file.
+    ///
+    /// - Throws: ``Damage`` when the bytes are not a complete, intact entry.
+    static func decode(_ bytes: [UInt8]) throws(Damage) -> Entry {
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(Damage) in try decode(buffer) }
+        }.get()
+    }
+
+    /// Decodes and checks the bytes of an entry file.
+    ///
+    /// - Throws: ``Damage`` when the bytes are not a complete, intact entry.
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(Damage) -> Entry {
+        guard bytes.count >= headerSize + trailerSize else { throw .tooShort(bytes.count) }
+        guard bytes.starts(with: magic) else { throw .badMagic }
+        let version: UInt16 = bytes.loadLittleEndian(at: 4)
+        guard version == Self.version else { throw .unsupportedVersion(version) }
+        let flags: UInt16 = bytes.loadLittleEndian(at: 6)
+        let schemaVersion: UInt32 = bytes.loadLittleEndian(at: 8)
+        let keyLength = Int(bytes.loadLittleEndian(at: 12) as UInt32)
+        let payloadLength = Int(bytes.loadLittleEndian(at: 16) as UInt32)
+        let expiryBits: UInt64 = bytes.loadLittleEndian(at: 20)
+        let expected = headerSize + keyLength + payloadLength + trailerSize
+        guard bytes.count == expected else { throw .lengthMismatch(expected: expected, actual: bytes.count) }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[0 ..< expected - trailerSize])
+        let stored: UInt32 = bytes.loadLittleEndian(at: expected - trailerSize)
+        guard CRC32.checksum(body) == stored else { throw .checksumMismatch }
+        let keyStart = headerSize
+        let payloadStart = keyStart + keyLength
+        let keyBytes = bytes[keyStart ..< payloadStart]
+        // `String(decoding:)` repairs invalid UTF-8; a repaired key is not the stored key.
+        let key = String(decoding: keyBytes, as: UTF8.self)
+        guard key.utf8.elementsEqual(keyBytes) else { throw .invalidKey }
+        let payload = Data(bytes[payloadStart ..< payloadStart + payloadLength])
+        let expiresAt = flags & hasExpiryFlag != 0 ? Double(bitPattern: expiryBits) : nil
+        return Entry(key: key, payload: payload, schemaVersion: schemaVersion, expiresAt: expiresAt)
+    }
+}
+
+extension [UInt8] {
+    /// Appends a fixed-width integer in little-endian byte order.
+    mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Reads a little-endian integer at a byte offset; the caller has checked the bounds.
+    func loadLittleEndian<T: FixedWidthInteger>(at offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+}

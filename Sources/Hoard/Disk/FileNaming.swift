@@ -1,0 +1,57 @@
+import Foundation
+
+/// A key as the disk level sees it: the key itself, and the SHA-256 of its canonical form that
+/// names its file.
+///
+/// Swift compares strings by canonical equivalence (`"\u{E9}" == "e\u{301}"`), and so does the memory
+/// level. Their UTF-8 bytes differ, so the disk level hashes the NFC form: both spellings name one
+/// file, and memory and disk agree about what one key is. The file name is 64 lowercase hex digits,
+/// whatever the key holds (`/`, `..`, NUL, 10 000 characters), so no key can name a path outside its
+/// container.
+@usableFromInline
+struct DiskKey: Sendable {
+    /// The key as the caller spelled it; stored in the entry so that keys can be listed.
+    let string: String
+    /// The SHA-256 of the key's NFC form.
+    let digest: SHA256Digest
+
+    /// Hashes `key`; ASCII keys skip normalization, since they are already in NFC.
+    @usableFromInline
+    init(_ key: String) {
+        string = key
+        var isASCII = true
+        for byte in key.utf8 where byte >= 0x80 {
+            isASCII = false
+            break
+        }
+        if isASCII {
+            digest = SHA256Digest.hash(key.utf8)
+        } else {
+            digest = SHA256Digest.hash(key.precomposedStringWithCanonicalMapping.utf8)
+        }
+    }
+
+    /// Rebuilds a key from a stored key string and the digest its file is named by.
+    init(string: String, digest: SHA256Digest) {
+        self.string = string
+        self.digest = digest
+    }
+
+    /// The entry's file name inside the container.
+    var fileName: String { digest.hex }
+}
+
+/// The names of the files a disk store keeps in its container besides its entries.
+enum ContainerFile {
+    /// The saved eviction order.
+    static let index = ".hoard-index"
+    /// The prefix of the store's own temporary files; they are swept when a container is opened.
+    static let temporaryPrefix = ".hoard-tmp-"
+
+    /// Whether `name` has the shape of an entry file: 64 lowercase hex digits.
+    static func isEntryName(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        guard utf8.count == 64 else { return false }
+        return utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}

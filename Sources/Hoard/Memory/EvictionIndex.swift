@@ -1,0 +1,386 @@
+/// The eviction order of a cache level: a hash map from key to slot, plus frequency buckets.
+///
+/// Nodes live in one contiguous array (`nodes`) and link to each other by `Int32` slot numbers, so
+/// an entry costs no allocation of its own. Buckets form a list in increasing access count; each
+/// bucket holds its nodes from least to most recently used. The victim is always the head of the
+/// first bucket. LRU is the special case in which every node stays in the count-1 bucket and an
+/// access only moves the node to that bucket's tail.
+///
+/// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
+@usableFromInline
+struct EvictionIndex<Key: Hashable, Payload> {
+    /// One entry: its key, what the owner stores with it, and its links.
+    @usableFromInline
+    struct Node {
+        @usableFromInline var key: Key
+        @usableFromInline var payload: Payload
+        @usableFromInline var prev: Int32
+        @usableFromInline var next: Int32
+        @usableFromInline var bucket: Int32
+        /// The index clock at the last access; orders nodes of two buckets merged by aging.
+        @usableFromInline var stamp: UInt64
+
+        @inlinable
+        init(key: Key, payload: Payload, stamp: UInt64) {
+            self.key = key
+            self.payload = payload
+            self.prev = -1
+            self.next = -1
+            self.bucket = -1
+            self.stamp = stamp
+        }
+    }
+
+    /// The nodes that share one access count, least recently used first.
+    @usableFromInline
+    struct Bucket {
+        @usableFromInline var count: UInt32
+        @usableFromInline var head: Int32 = -1
+        @usableFromInline var tail: Int32 = -1
+        @usableFromInline var prev: Int32 = -1
+        @usableFromInline var next: Int32 = -1
+
+        @inlinable
+        init(count: UInt32) { self.count = count }
+    }
+
+    @usableFromInline let policy: EvictionPolicy
+    @usableFromInline var slots: [Key: Int32] = [:]
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var buckets: [Bucket] = []
+    @usableFromInline var firstBucket: Int32 = -1
+    @usableFromInline var freeBuckets: [Int32] = []
+    @usableFromInline var clock: UInt64 = 0
+    @usableFromInline let agingPeriod: Int
+    @usableFromInline var agingCountdown: Int
+
+    /// Creates an empty index.
+    ///
+    /// - Parameters:
+    ///   - policy: The eviction policy.
+    ///   - capacity: The most entries the owner keeps; sets the LFU aging period.
+    @usableFromInline
+    init(policy: EvictionPolicy, capacity: Int) {
+        self.policy = policy
+        let (product, overflow) = capacity.multipliedReportingOverflow(by: 10)
+        agingPeriod = overflow ? Int.max : max(1_024, product)
+        agingCountdown = agingPeriod
+        if capacity > 0 && capacity < 1 << 20 { slots.reserveCapacity(capacity) }
+    }
+
+    /// The number of entries.
+    @inlinable
+    var count: Int { nodes.count }
+
+    /// Whether an entry exists for `key`, without counting an access.
+    @inlinable
+    func contains(_ key: Key) -> Bool { slots[key] != nil }
+
+    /// The payload stored for `key`, without counting an access.
+    @inlinable
+    func peek(_ key: Key) -> Payload? {
+        guard let slot = slots[key] else { return nil }
+        return nodes[Int(slot)].payload
+    }
+
+    /// Returns the payload stored for `key` and counts an access to it.
+    @inlinable
+    mutating func access(_ key: Key) -> Payload? {
+        guard let slot = slots[key] else { return nil }
+        recordAccess(slot)
+        return nodes[Int(slot)].payload
+    }
+
+    /// Stores `payload` for `key`, counting an access; returns the payload it replaced.
+    ///
+    /// The owner makes room first (``popVictim()``) when a new key would exceed its capacity.
+    @discardableResult
+    @inlinable
+    mutating func upsert(_ payload: Payload, forKey key: Key) -> Payload? {
+        if let slot = slots[key] {
+            let old = nodes[Int(slot)].payload
+            nodes[Int(slot)].payload = payload
+            recordAccess(slot)
+            return old
+        }
+        insertNew(key: key, payload: payload, count: 1)
+        tickAging()
+        return nil
+    }
+
+    /// Removes the entry for `key`; returns its payload.
+    @discardableResult
+    @usableFromInline
+    mutating func removeValue(forKey key: Key) -> Payload? {
+        guard let slot = slots[key] else { return nil }
+        return remove(slot: slot).payload
+    }
+
+    /// The entry the policy would remove next, without removing it.
+    @usableFromInline
+    var victim: (key: Key, payload: Payload)? {
+        guard firstBucket >= 0 else { return nil }
+        let node = nodes[Int(buckets[Int(firstBucket)].head)]
+        return (node.key, node.payload)
+    }
+
+    /// Removes and returns the entry the policy chooses.
+    @usableFromInline
+    mutating func popVictim() -> (key: Key, payload: Payload)? {
+        guard firstBucket >= 0 else { return nil }
+        let node = remove(slot: buckets[Int(firstBucket)].head)
+        return (node.key, node.payload)
+    }
+
+    /// Removes every entry.
+    @usableFromInline
+    mutating func removeAll() {
+        slots.removeAll()
+        nodes.removeAll()
+        buckets.removeAll()
+        freeBuckets.removeAll()
+        firstBucket = -1
+    }
+
+    /// Every entry with its access count, in eviction order (the next victim first).
+    ///
+    /// Appending them to an empty index in this order with ``append(_:forKey:count:)`` restores the
+    /// same order. - Complexity: O(n).
+    @usableFromInline
+    var entriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
+        var result: [(key: Key, payload: Payload, count: UInt32)] = []
+        result.reserveCapacity(nodes.count)
+        var bucket = firstBucket
+        while bucket >= 0 {
+            let count = buckets[Int(bucket)].count
+            var slot = buckets[Int(bucket)].head
+            while slot >= 0 {
+                let node = nodes[Int(slot)]
+                result.append((node.key, node.payload, count))
+                slot = node.next
+            }
+            bucket = buckets[Int(bucket)].next
+        }
+        return result
+    }
+
+    /// Adds an entry as the most recently used one with the given access count, without counting an
+    /// access; used to restore a saved order. An existing entry for `key` is replaced.
+    @usableFromInline
+    mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
+        if let slot = slots[key] { remove(slot: slot) }
+        insertNew(key: key, payload: payload, count: policy == .lru ? 1 : max(1, count))
+    }
+
+    // MARK: - Links
+
+    @inlinable
+    mutating func recordAccess(_ slot: Int32) {
+        clock &+= 1
+        nodes[Int(slot)].stamp = clock
+        let bucket = nodes[Int(slot)].bucket
+        if policy == .lru {
+            if nodes[Int(slot)].next >= 0 {
+                unlink(slot)
+                appendNode(slot, to: bucket)
+            }
+            return
+        }
+        let count = buckets[Int(bucket)].count
+        let next = buckets[Int(bucket)].next
+        if count == .max {
+            unlink(slot)
+            appendNode(slot, to: bucket)
+        } else if next >= 0 && buckets[Int(next)].count == count + 1 {
+            unlink(slot)
+            appendNode(slot, to: next)
+            removeBucketIfEmpty(bucket)
+        } else if buckets[Int(bucket)].head == slot && buckets[Int(bucket)].tail == slot {
+            buckets[Int(bucket)].count = count + 1
+        } else {
+            let created = makeBucket(count: count + 1, after: bucket)
+            unlink(slot)
+            appendNode(slot, to: created)
+        }
+        tickAging()
+    }
+
+    @usableFromInline
+    mutating func insertNew(key: Key, payload: Payload, count: UInt32) {
+        clock &+= 1
+        let slot = Int32(nodes.count)
+        nodes.append(Node(key: key, payload: payload, stamp: clock))
+        slots[key] = slot
+        // Find the bucket with this count, or where it belongs; restoring appends in increasing
+        // count order, so look from the last bucket when the count is above 1.
+        var previous: Int32 = -1
+        var bucket = firstBucket
+        if count > 1 {
+            while bucket >= 0 && buckets[Int(bucket)].count < count {
+                previous = bucket
+                bucket = buckets[Int(bucket)].next
+            }
+        }
+        if bucket < 0 || buckets[Int(bucket)].count != count {
+            bucket = makeBucket(count: count, after: previous)
+        }
+        appendNode(slot, to: bucket)
+    }
+
+    @usableFromInline
+    @discardableResult
+    mutating func remove(slot: Int32) -> Node {
+        let removed = nodes[Int(slot)]
+        unlink(slot)
+        removeBucketIfEmpty(removed.bucket)
+        slots[removed.key] = nil
+        let last = Int32(nodes.count - 1)
+        if slot != last {
+            let moved = nodes[Int(last)]
+            nodes[Int(slot)] = moved
+            if moved.prev >= 0 { nodes[Int(moved.prev)].next = slot } else { buckets[Int(moved.bucket)].head = slot }
+            if moved.next >= 0 { nodes[Int(moved.next)].prev = slot } else { buckets[Int(moved.bucket)].tail = slot }
+            slots[moved.key] = slot
+        }
+        nodes.removeLast()
+        return removed
+    }
+
+    @inlinable
+    mutating func unlink(_ slot: Int32) {
+        let prev = nodes[Int(slot)].prev
+        let next = nodes[Int(slot)].next
+        let bucket = nodes[Int(slot)].bucket
+        if prev >= 0 { nodes[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
+        if next >= 0 { nodes[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
+    }
+
+    @inlinable
+    mutating func appendNode(_ slot: Int32, to bucket: Int32) {
+        let tail = buckets[Int(bucket)].tail
+        nodes[Int(slot)].bucket = bucket
+        nodes[Int(slot)].prev = tail
+        nodes[Int(slot)].next = -1
+        if tail >= 0 { nodes[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
+        buckets[Int(bucket)].tail = slot
+    }
+
+    /// Creates an empty bucket after `previous` (or first when `previous` is -1).
+    @usableFromInline
+    mutating func makeBucket(count: UInt32, after previous: Int32) -> Int32 {
+        var bucket = Bucket(count: count)
+        bucket.prev = previous
+        bucket.next = previous >= 0 ? buckets[Int(previous)].next : firstBucket
+        let index: Int32
+        if let free = freeBuckets.popLast() {
+            index = free
+            buckets[Int(index)] = bucket
+        } else {
+            index = Int32(buckets.count)
+            buckets.append(bucket)
+        }
+        if bucket.next >= 0 { buckets[Int(bucket.next)].prev = index }
+        if previous >= 0 { buckets[Int(previous)].next = index } else { firstBucket = index }
+        return index
+    }
+
+    @usableFromInline
+    mutating func removeBucketIfEmpty(_ bucket: Int32) {
+        let current = buckets[Int(bucket)]
+        guard current.head < 0 else { return }
+        if current.prev >= 0 { buckets[Int(current.prev)].next = current.next } else { firstBucket = current.next }
+        if current.next >= 0 { buckets[Int(current.next)].prev = current.prev }
+        freeBuckets.append(bucket)
+    }
+
+    // MARK: - Aging
+
+    @inlinable
+    mutating func tickAging() {
+        guard policy == .lfu else { return }
+        agingCountdown -= 1
+        if agingCountdown <= 0 { age() }
+    }
+
+    /// Halves every access count (`c` becomes `(c + 1) / 2`), merging buckets whose counts meet.
+    ///
+    /// - Complexity: O(n), once every `agingPeriod` operations, so O(1) amortised.
+    @usableFromInline
+    mutating func age() {
+        agingCountdown = agingPeriod
+        var kept: Int32 = -1
+        var bucket = firstBucket
+        while bucket >= 0 {
+            let next = buckets[Int(bucket)].next
+            let halved = (buckets[Int(bucket)].count &+ 1) / 2
+            if kept >= 0 && buckets[Int(kept)].count == halved {
+                mergeByStamp(bucket, into: kept)
+                // Unlink the emptied bucket (it directly follows `kept`).
+                buckets[Int(kept)].next = next
+                if next >= 0 { buckets[Int(next)].prev = kept }
+                freeBuckets.append(bucket)
+            } else {
+                buckets[Int(bucket)].count = max(1, halved)
+                kept = bucket
+            }
+            bucket = next
+        }
+    }
+
+    /// Moves every node of `source` into `target`, keeping both lists' least-recent-first order.
+    @usableFromInline
+    mutating func mergeByStamp(_ source: Int32, into target: Int32) {
+        var left = buckets[Int(target)].head
+        var right = buckets[Int(source)].head
+        var tail: Int32 = -1
+        var head: Int32 = -1
+        while left >= 0 || right >= 0 {
+            let takeLeft = right < 0 || (left >= 0 && nodes[Int(left)].stamp <= nodes[Int(right)].stamp)
+            let slot = takeLeft ? left : right
+            if takeLeft { left = nodes[Int(left)].next } else { right = nodes[Int(right)].next }
+            nodes[Int(slot)].bucket = target
+            nodes[Int(slot)].prev = tail
+            nodes[Int(slot)].next = -1
+            if tail >= 0 { nodes[Int(tail)].next = slot } else { head = slot }
+            tail = slot
+        }
+        buckets[Int(target)].head = head
+        buckets[Int(target)].tail = tail
+        buckets[Int(source)].head = -1
+        buckets[Int(source)].tail = -1
+    }
+}
+
+extension EvictionIndex {
+    /// Checks every link and count; traps on the first inconsistency. Debug builds and tests only.
+    ///
+    /// - Complexity: O(n).
+    func checkInvariants() {
+        var seen = 0
+        var bucket = firstBucket
+        var previousBucket: Int32 = -1
+        var previousCount: UInt32 = 0
+        while bucket >= 0 {
+            let current = buckets[Int(bucket)]
+            precondition(current.prev == previousBucket, "bucket back link")
+            precondition(current.count > previousCount, "bucket counts must increase")
+            precondition(current.head >= 0, "empty bucket in the list")
+            if policy == .lru { precondition(current.count == 1, "LRU uses one bucket") }
+            var slot = current.head
+            var previous: Int32 = -1
+            while slot >= 0 {
+                let node = nodes[Int(slot)]
+                precondition(node.prev == previous && node.bucket == bucket, "node links")
+                precondition(slots[node.key] == slot, "slot map")
+                seen += 1
+                previous = slot
+                slot = node.next
+            }
+            precondition(current.tail == previous, "bucket tail")
+            previousCount = current.count
+            previousBucket = bucket
+            bucket = current.next
+        }
+        precondition(seen == nodes.count && seen == slots.count, "node count")
+    }
+}

@@ -1,0 +1,81 @@
+/// A thread-safe, count-limited, in-memory key-value store with O(1) LFU or LRU eviction.
+///
+/// The engine under both ``Cache`` and the memory cache level. Every method takes one lock for a few
+/// pointer updates; none calls user code, so callers report evictions after the call returns.
+@usableFromInline
+final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+    // Safe because `index` is only read or written while holding `lock`.
+    @usableFromInline let lock = Lock()
+    @usableFromInline var index: EvictionIndex<Key, Value>
+    /// The most entries kept; at least 1.
+    @usableFromInline let capacity: Int
+
+    /// Creates an empty store.
+    ///
+    /// - Parameters:
+    ///   - capacity: The most entries kept (at least 1).
+    ///   - policy: Which entry to remove when a new one needs room.
+    @usableFromInline
+    init(capacity: Int, policy: EvictionPolicy) {
+        self.capacity = max(1, capacity)
+        self.index = EvictionIndex(policy: policy, capacity: self.capacity)
+    }
+
+    /// The eviction policy.
+    var policy: EvictionPolicy { index.policy }
+
+    /// Returns the value for `key` and counts the access, or `nil`.
+    @inlinable
+    func value(forKey key: Key) -> Value? {
+        lock.lock()
+        defer { lock.unlock() }
+        return index.access(key)
+    }
+
+    /// Whether a value is stored for `key`; not an access.
+    func contains(_ key: Key) -> Bool {
+        lock.withLock { index.contains(key) }
+    }
+
+    /// Stores `value`, counting an access; returns the entry evicted to make room, if any.
+    ///
+    /// When the key is new and the store is full, the victim is chosen among the entries already
+    /// stored, so the new value always stays.
+    @inlinable
+    @discardableResult
+    func set(_ value: Value, forKey key: Key) -> (key: Key, value: Value)? {
+        lock.lock()
+        defer { lock.unlock() }
+        var evicted: (key: Key, value: Value)?
+        if index.count >= capacity && !index.contains(key), let victim = index.popVictim() {
+            evicted = (victim.key, victim.payload)
+        }
+        index.upsert(value, forKey: key)
+        return evicted
+    }
+
+    /// Removes the value for `key`; returns it.
+    @discardableResult
+    func removeValue(forKey key: Key) -> Value? {
+        lock.withLock { index.removeValue(forKey: key) }
+    }
+
+    /// Removes every value; returns how many there were.
+    @discardableResult
+    func removeAll() -> Int {
+        lock.withLock {
+            let count = index.count
+            index.removeAll()
+            return count
+        }
+    }
+
+    /// The number of values stored.
+    var count: Int { lock.withLock { index.count } }
+
+    /// The keys in eviction order, the next victim first. - Complexity: O(n).
+    var keysInEvictionOrder: [Key] { lock.withLock { index.entriesInEvictionOrder.map(\.key) } }
+
+    /// Checks the index's links and counts; traps on an inconsistency. For tests.
+    func checkInvariants() { lock.withLock { index.checkInvariants() } }
+}

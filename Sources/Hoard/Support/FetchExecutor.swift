@@ -1,0 +1,45 @@
+import Dispatch
+
+/// The task executor that runs fetches and the blocking and callback forms of `getOrFetch`.
+///
+/// A blocking `getOrFetch` waits on a semaphore for async work. If that work needed the cooperative
+/// thread pool, two callers blocking pool threads would deadlock a 2-core machine; so the work runs
+/// here, on Hoard's own threads, which are never blocked by callers.
+///
+/// Jobs go round-robin to a few serial dispatch queues (serial queues get threads of their own,
+/// outside the width-limited pool).
+final class FetchExecutor: TaskExecutor {
+    static let shared = FetchExecutor(width: 4)
+
+    private let queues: [DispatchQueue]
+    private let next = Locked(0)
+
+    private init(width: Int) {
+        queues = (0 ..< width).map { DispatchQueue(label: "Hoard.FetchExecutor.\($0)") }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let queue = queues[next.withLock { index in
+            index = (index + 1) % queues.count
+            return index
+        }]
+        queue.async {
+            job.runSynchronously(on: self.asUnownedTaskExecutor())
+        }
+    }
+
+    /// Starts an unstructured task on this executor where the platform supports task executors, and
+    /// on the global executor elsewhere (before macOS 15 / iOS 18, where the blocking form can then
+    /// deadlock if called from the cooperative pool).
+    @discardableResult
+    static func run<Success: Sendable>(
+        _ operation: @escaping @Sendable () async throws -> Success
+    ) -> Task<Success, any Error> {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+            return Task(executorPreference: shared, operation: operation)
+        } else {
+            return Task(operation: operation)
+        }
+    }
+}

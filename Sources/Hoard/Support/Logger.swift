@@ -1,0 +1,53 @@
+/// Where Hoard reports what it does: evictions, damaged files removed, retries, failed writes.
+///
+/// Hoard is silent by default. Set ``output`` to see its messages:
+/// ```swift
+/// HoardLogger.output = { message, level in
+///     if level >= .warning { print("[Hoard] \(level): \(message)") }
+/// }
+/// ```
+/// The closure may be called from any thread, including Hoard's background writer, and must be
+/// thread-safe. Reading and setting ``output`` is safe from any thread.
+public enum HoardLogger {
+    /// How much a message matters.
+    public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
+        /// Detail useful while debugging a cache: evictions, rebuilt indexes.
+        case debug
+        /// A notable event in normal operation: a retry, a fallback value.
+        case info
+        /// Something went wrong and was handled: a damaged file removed, a failed write.
+        case warning
+        /// Something went wrong that the user should act on: an unusable container.
+        case error
+
+        /// Orders levels from ``debug`` to ``error``.
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        /// The level's name, in lower case.
+        public var description: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+    }
+
+    /// A function that receives every message Hoard reports.
+    public typealias Output = @Sendable (_ message: String, _ level: Level) -> Void
+
+    private static let storage = Locked<Output?>(nil)
+
+    /// Receives every message Hoard reports; `nil` (the default) discards them.
+    public static var output: Output? {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+
+    /// Sends a message to ``output``; the message is only built when someone listens.
+    static func log(_ level: Level, _ message: @autoclosure () -> String) {
+        guard let output = output else { return }
+        output(message(), level)
+    }
+}

@@ -1,0 +1,98 @@
+/// In-flight work shared by every caller asking for the same key (request pooling, single-flight).
+///
+/// The first caller for a key starts the operation in an unstructured task; later callers for that
+/// key wait for the same task. Its value or error reaches every waiter. A waiter whose task is
+/// cancelled stops waiting at once (it gets `CancellationError`) without disturbing the others; when
+/// the last waiter goes, the operation is cancelled. Nothing is kept after completion: this shares
+/// work in flight, it does not cache.
+///
+/// Built as a state machine behind a lock: each method changes the table inside the lock and resumes
+/// continuations or cancels tasks after unlocking.
+final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Flight {
+        let id: UInt64
+        var task: Task<Void, any Error>?
+        var waiters: [UInt64: CheckedContinuation<Value, any Error>]
+    }
+
+    private struct State {
+        var flights: [Key: Flight] = [:]
+        var nextID: UInt64 = 0
+
+        mutating func makeID() -> UInt64 {
+            nextID &+= 1
+            return nextID
+        }
+    }
+
+    private let state = Locked(State())
+
+    /// The number of keys with work in flight.
+    var count: Int { state.withLock { $0.flights.count } }
+
+    /// Returns the result of `operation` for `key`, sharing one run among concurrent callers.
+    ///
+    /// The unstructured task exists because the operation must outlive any one waiter: it is cancelled
+    /// only when every waiter is.
+    /// - Throws: The operation's error, or `CancellationError` when the calling task is cancelled.
+    func value(
+        forKey key: Key,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let waiterID = state.withLock { $0.makeID() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                let cancelledAlready = state.withLock { state -> Bool in
+                    // Checked inside the lock: a cancellation handler that runs later finds this waiter.
+                    if Task.isCancelled { return true }
+                    if state.flights[key] != nil {
+                        state.flights[key]?.waiters[waiterID] = continuation
+                        return false
+                    }
+                    let flightID = state.makeID()
+                    state.flights[key] = Flight(id: flightID, task: nil, waiters: [waiterID: continuation])
+                    // Creating the task inside the lock is safe: it cannot finish before we unlock,
+                    // since finishing takes the lock.
+                    state.flights[key]?.task = FetchExecutor.run { [self] in
+                        let result: Result<Value, any Error>
+                        do {
+                            result = .success(try await operation())
+                        } catch {
+                            result = .failure(error)
+                        }
+                        finish(key: key, flightID: flightID, with: result)
+                    }
+                    return false
+                }
+                if cancelledAlready { continuation.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            cancelWaiter(waiterID, forKey: key)
+        }
+    }
+
+    private func finish(key: Key, flightID: UInt64, with result: Result<Value, any Error>) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
+            guard let flight = state.flights[key], flight.id == flightID else { return [] }
+            state.flights[key] = nil
+            return Array(flight.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    private func cancelWaiter(_ waiterID: UInt64, forKey key: Key) {
+        let (waiter, abandoned) = state.withLock { state -> (CheckedContinuation<Value, any Error>?, Task<Void, any Error>?) in
+            guard var flight = state.flights[key], let waiter = flight.waiters.removeValue(forKey: waiterID) else {
+                return (nil, nil)
+            }
+            if flight.waiters.isEmpty {
+                state.flights[key] = nil
+                return (waiter, flight.task)
+            }
+            state.flights[key] = flight
+            return (waiter, nil)
+        }
+        waiter?.resume(throwing: CancellationError())
+        abandoned?.cancel()
+    }
+}
