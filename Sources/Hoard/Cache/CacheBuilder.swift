@@ -111,6 +111,12 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     ///   empty or path-like container name, a negative count), or with code `io` when the container
     ///   cannot be created or read.
     public func build() throws -> Cache<Value> {
+        try build(sharingStore: true)
+    }
+
+    /// Builds the cache; with `sharingStore` false, opens a disk store of its own even when one is
+    /// open on the container, as a new process would (tests use it to check what survives a restart).
+    func build(sharingStore: Bool) throws -> Cache<Value> {
         let url = try containerURL()
         guard maxRamCount >= 0 else { throw CacheError.invalidConfiguration("maxRamCount must be 0 or more, not \(maxRamCount).") }
         guard maxDiskCount >= 0 else {
@@ -120,9 +126,11 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
             throw CacheError.invalidConfiguration("maxRetryCount must be 0 or more, not \(maxRetryCount).")
         }
         let memory = maxRamCount > 0 ? MemoryStore<String, Value>(capacity: maxRamCount, policy: evictionPolicy) : nil
-        let disk =
-            maxDiskCount > 0
-            ? try DiskStore.shared(at: url, options: .init(capacity: maxDiskCount, policy: evictionPolicy)) : nil
+        var disk: DiskStore?
+        if maxDiskCount > 0 {
+            let options = DiskStore.Options(capacity: maxDiskCount, policy: evictionPolicy)
+            disk = sharingStore ? try DiskStore.shared(at: url, options: options) : try DiskStore(at: url, options: options)
+        }
         return Cache(configuration: self, memory: memory, disk: disk)
     }
 }

@@ -30,6 +30,9 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The number of keys with work in flight.
     var count: Int { state.withLock { $0.flights.count } }
 
+    /// The number of callers waiting for `key`.
+    func waiterCount(forKey key: Key) -> Int { state.withLock { $0.flights[key]?.waiters.count ?? 0 } }
+
     /// Returns the result of `operation` for `key`, sharing one run among concurrent callers.
     ///
     /// The unstructured task exists because the operation must outlive any one waiter: it is cancelled

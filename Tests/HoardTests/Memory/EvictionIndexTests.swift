@@ -1,0 +1,183 @@
+import Testing
+@testable import Hoard
+
+/// A slow, obviously correct model of the eviction order: counts and last-access times per key.
+private struct ReferenceOrder {
+    let policy: EvictionPolicy
+    let agingPeriod: Int
+    var countdown: Int
+    var clock = 0
+    var entries: [Int: (count: Int, lastAccess: Int)] = [:]
+
+    init(policy: EvictionPolicy, agingPeriod: Int) {
+        self.policy = policy
+        self.agingPeriod = agingPeriod
+        countdown = agingPeriod
+    }
+
+    mutating func touch(_ key: Int) {
+        clock += 1
+        let count = entries[key].map { policy == .lru ? 1 : $0.count + 1 } ?? 1
+        entries[key] = (count, clock)
+        if policy == .lfu {
+            countdown -= 1
+            if countdown <= 0 {
+                countdown = agingPeriod
+                for (key, entry) in entries { entries[key] = ((entry.count + 1) / 2, entry.lastAccess) }
+            }
+        }
+    }
+
+    var victim: Int? {
+        entries.min { ($0.value.count, $0.value.lastAccess) < ($1.value.count, $1.value.lastAccess) }?.key
+    }
+}
+
+@Suite struct EvictionIndexTests {
+    @Test func lruEvictsTheLeastRecentlyUsedEntry() {
+        var index = EvictionIndex<String, Int>(policy: .lru, capacity: 3)
+        index.upsert(1, forKey: "a")
+        index.upsert(2, forKey: "b")
+        index.upsert(3, forKey: "c")
+        #expect(index.access("a") == 1)
+        #expect(index.victim?.key == "b")
+        #expect(index.popVictim()?.key == "b")
+        #expect(index.popVictim()?.key == "c")
+        #expect(index.popVictim()?.key == "a")
+        #expect(index.popVictim() == nil)
+        index.checkInvariants()
+    }
+
+    @Test func lfuEvictsTheLeastAccessedThenTheLeastRecentlyUsed() {
+        var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 4)
+        for key in ["a", "b", "c", "d"] { index.upsert(0, forKey: key) }
+        _ = index.access("a")
+        _ = index.access("a")
+        _ = index.access("c")
+        _ = index.access("b")
+        // Counts: a 3, b 2, c 2, d 1; c was used before b.
+        #expect(index.entriesInEvictionOrder.map(\.key) == ["d", "c", "b", "a"])
+        #expect(index.entriesInEvictionOrder.map(\.count) == [1, 2, 2, 3])
+        index.checkInvariants()
+    }
+
+    @Test func peekAndContainsDoNotCountAsAccesses() {
+        var index = EvictionIndex<String, Int>(policy: .lru, capacity: 2)
+        index.upsert(1, forKey: "a")
+        index.upsert(2, forKey: "b")
+        #expect(index.peek("a") == 1)
+        #expect(index.contains("a"))
+        #expect(index.victim?.key == "a")
+    }
+
+    @Test func replacingAValueKeepsOneEntry() {
+        var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 2)
+        #expect(index.upsert(1, forKey: "a") == nil)
+        #expect(index.upsert(2, forKey: "a") == 1)
+        #expect(index.count == 1)
+        #expect(index.removeValue(forKey: "a") == 2)
+        #expect(index.removeValue(forKey: "a") == nil)
+        #expect(index.count == 0)
+        index.checkInvariants()
+    }
+
+    @Test(arguments: EvictionPolicy.allCases)
+    func savedOrderIsRestoredByAppending(policy: EvictionPolicy) {
+        var index = EvictionIndex<Int, Int>(policy: policy, capacity: 100)
+        var generator = SplitMix64(seed: 7)
+        for _ in 0 ..< 500 {
+            let key = Int(generator.next() % 50)
+            if index.access(key) == nil { index.upsert(key, forKey: key) }
+        }
+        var restored = EvictionIndex<Int, Int>(policy: policy, capacity: 100)
+        for entry in index.entriesInEvictionOrder { restored.append(entry.payload, forKey: entry.key, count: entry.count) }
+        #expect(restored.entriesInEvictionOrder.map(\.key) == index.entriesInEvictionOrder.map(\.key))
+        #expect(restored.entriesInEvictionOrder.map(\.count) == index.entriesInEvictionOrder.map(\.count))
+        restored.checkInvariants()
+    }
+
+    @Test func agingHalvesCountsAndKeepsRecencyAmongNewEquals() {
+        var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 1)
+        #expect(index.agingPeriod == 1_024)
+        index.upsert(0, forKey: "old")  // count 1, used first
+        index.upsert(0, forKey: "hot")
+        for _ in 0 ..< 5 { _ = index.access("hot") }  // count 6
+        _ = index.access("old")  // count 2, used last
+        // 8 operations so far; age now.
+        index.age()
+        // (2 + 1) / 2 = 1 and (6 + 1) / 2 = 3.
+        #expect(index.entriesInEvictionOrder.map(\.key) == ["old", "hot"])
+        #expect(index.entriesInEvictionOrder.map(\.count) == [1, 3])
+        index.upsert(0, forKey: "new")
+        // "old" (count 1) was used before "new" (count 1): it goes first.
+        #expect(index.victim?.key == "old")
+        index.checkInvariants()
+    }
+
+    @Test func agingLetsANewHotSetDisplaceAnOldOne() {
+        // Capacity 10: aging every 1 024 operations. The old hot keys reach high counts, then stop.
+        var index = EvictionIndex<Int, Int>(policy: .lfu, capacity: 10)
+        for round in 0 ..< 200 {
+            for key in 0 ..< 10 {
+                if index.access(key) == nil { index.upsert(key, forKey: key) }
+                _ = round
+            }
+        }
+        // A new hot set, accessed steadily, must end up holding the cache.
+        for _ in 0 ..< 3_000 {
+            for key in 100 ..< 105 {
+                if index.access(key) == nil {
+                    if index.count >= 10 { _ = index.popVictim() }
+                    index.upsert(key, forKey: key)
+                }
+            }
+        }
+        for key in 100 ..< 105 { #expect(index.contains(key)) }
+        index.checkInvariants()
+    }
+
+    @Test(arguments: EvictionPolicy.allCases)
+    func matchesAReferenceModelOnRandomOperations(policy: EvictionPolicy) {
+        let capacity = 8
+        var index = EvictionIndex<Int, Int>(policy: policy, capacity: capacity)
+        var model = ReferenceOrder(policy: policy, agingPeriod: index.agingPeriod)
+        var generator = SplitMix64(seed: policy == .lru ? 1 : 2)
+        for step in 0 ..< 20_000 {
+            let key = Int(generator.next() % 20)
+            switch generator.next() % 10 {
+            case 0:
+                #expect(index.removeValue(forKey: key) != nil ? model.entries.removeValue(forKey: key) != nil : model.entries[key] == nil)
+            case 1 ... 4:
+                let hit = index.access(key) != nil
+                #expect(hit == (model.entries[key] != nil))
+                if hit { model.touch(key) }
+            default:
+                if !index.contains(key) && index.count >= capacity {
+                    let victim = index.popVictim()?.key
+                    #expect(victim == model.victim, "step \(step)")
+                    if let victim { model.entries[victim] = nil }
+                }
+                index.upsert(key, forKey: key)
+                model.touch(key)
+            }
+            #expect(index.count == model.entries.count)
+            if step % 997 == 0 { index.checkInvariants() }
+        }
+        index.checkInvariants()
+    }
+}
+
+/// A small deterministic random number generator for tests.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

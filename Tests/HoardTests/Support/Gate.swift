@@ -1,0 +1,58 @@
+import Foundation
+
+/// A one-shot gate: tasks that `wait()` are suspended until `open()`; cancelling a waiter ends its wait
+/// with `CancellationError`.
+final class Gate: @unchecked Sendable {
+    // Safe because `isOpen` and `waiters` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
+
+    func open() {
+        let toResume = lock.withLock {
+            isOpen = true
+            defer { waiters.removeAll() }
+            return Array(waiters.values)
+        }
+        for waiter in toResume { waiter.resume() }
+    }
+
+    func wait() async throws {
+        let id = UUID()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome: Result<Void, any Error>? = lock.withLock {
+                    if isOpen { return .success(()) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    waiters[id] = continuation
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let waiter = lock.withLock { waiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+}
+
+/// A thread-safe counter.
+final class Counter: @unchecked Sendable {
+    // Safe because `value` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var count = 0
+
+    @discardableResult
+    func increment() -> Int { lock.withLock { count += 1; return count } }
+    var value: Int { lock.withLock { count } }
+}
+
+/// Suspends until `condition` holds, yielding between checks; fails after `limit` checks so that a
+/// broken test ends instead of hanging.
+func waitUntil(_ limit: Int = 2_000_000, _ condition: () -> Bool) async -> Bool {
+    for _ in 0 ..< limit {
+        if condition() { return true }
+        await Task.yield()
+    }
+    return condition()
+}

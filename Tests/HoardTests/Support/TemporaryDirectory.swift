@@ -1,0 +1,42 @@
+import Foundation
+@testable import Hoard
+
+/// A fresh folder for one test, removed when the value is deinitialized.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("HoardTests-\(UUID().uuidString)", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// The folder a container of that name gets.
+    func container(_ name: String = "test") -> URL { url.appendingPathComponent(name, isDirectory: true) }
+
+    /// Every path below the folder, relative to it, sorted.
+    func allPaths() -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: url.path) else { return [] }
+        return enumerator.compactMap { $0 as? String }.sorted()
+    }
+
+    /// The names of the entry files in a container.
+    func entryFiles(in container: String = "test") -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: self.container(container).path)) ?? []
+        return names.filter { ContainerFile.isEntryName($0) }.sorted()
+    }
+
+    /// A builder for `Data` values in a container of this folder.
+    func dataBuilder(_ name: String = "test") -> CacheBuilder<Data> {
+        CacheBuilder<Data>(serializer: DataSerializer()).containerName(name).directory(url)
+    }
+
+    /// A builder for `String` values in a container of this folder.
+    func stringBuilder(_ name: String = "test") -> CacheBuilder<String> {
+        CacheBuilder<String>(serializer: StringSerializer()).containerName(name).directory(url)
+    }
+}
