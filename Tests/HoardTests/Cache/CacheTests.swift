@@ -1,0 +1,305 @@
+import Foundation
+import Testing
+@testable import Hoard
+
+@Suite struct CacheTests {
+    @Test func subscriptSetsReadsAndRemoves() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        #expect(cache["a"] == nil)
+        cache["a"] = "1"
+        #expect(cache["a"] == "1")
+        #expect(cache.value(forKey: "a") == "1")
+        cache["a"] = nil
+        #expect(cache["a"] == nil)
+        await cache.flush()
+        #expect(cache.diskCount == 0)
+        #expect(cache.memoryCount == 0)
+    }
+
+    @Test func aSetReachesDiskAfterFlushAndAMemoryMissReadsIt() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache.set("value", forKey: "k")
+        await cache.flush()
+        #expect(cache.diskCount == 1)
+        #expect(folder.entryFiles().count == 1)
+        cache.clearMemory()
+        #expect(cache.memoryCount == 0)
+        #expect(cache["k"] == "value")
+        // A disk hit is kept in memory.
+        #expect(cache.memoryCount == 1)
+    }
+
+    @Test func aValueEvictedFromMemoryIsReadableBeforeItsWriteLands() async throws {
+        let folder = TemporaryDirectory()
+        let gate = Gate()
+        let blocking = BlockingSerializer(gate: gate)
+        let cache = try CacheBuilder<String>(serializer: blocking).containerName("c").directory(folder.url)
+            .maxRamCount(1).build()
+        cache["first"] = "1"
+        // The writer is now stuck serializing "first"; the next sets queue behind it.
+        #expect(await waitUntil { blocking.started.value >= 1 })
+        cache["second"] = "2"
+        cache["third"] = "3"
+        #expect(cache.memoryCount == 1)
+        #expect(cache["first"] == "1")
+        #expect(cache["second"] == "2")
+        gate.open()
+        await cache.flush()
+        #expect(cache.diskCount == 3)
+        cache.clearMemory()
+        #expect(cache["first"] == "1")
+        #expect(cache["second"] == "2")
+        #expect(cache["third"] == "3")
+    }
+
+    @Test func theLastOfManyWritesToOneKeyWins() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(0).build()
+        for index in 0 ..< 500 { cache["k"] = "\(index)" }
+        #expect(cache["k"] == "499")
+        await cache.flush()
+        #expect(cache["k"] == "499")
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == "499")
+    }
+
+    @Test func removeWinsOverAnEarlierSetNotYetWritten() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["k"] = "v"
+        cache.removeValue(forKey: "k")
+        #expect(cache["k"] == nil)
+        await cache.flush()
+        #expect(cache["k"] == nil)
+        #expect(cache.diskCount == 0)
+        #expect(folder.entryFiles().isEmpty)
+    }
+
+    @Test func removeAllClearsBothLevelsAndTellsTheDelegateFirst() async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let cache = try folder.stringBuilder().delegate(delegate).build()
+        let counts = Locked<[Int]>([])
+        delegate.onEvent = { cache, event in
+            if event == .willClearMemory || event == .willClearDisk {
+                counts.withLock { $0.append(cache.memoryCount + cache.diskCount) }
+            }
+        }
+        for index in 0 ..< 10 { cache["\(index)"] = "\(index)" }
+        await cache.flush()
+        cache["pending"] = "not yet written"
+        cache.removeAll()
+        #expect(delegate.events == [.willClearMemory, .willClearDisk])
+        #expect(counts.withLock { $0 } == [21, 10])  // memory 11 + disk 10, then disk 10
+        #expect(cache.memoryCount == 0)
+        #expect(cache.diskCount == 0)
+        #expect(cache["pending"] == nil)
+        #expect(cache["3"] == nil)
+        await cache.flush()
+        #expect(folder.entryFiles().isEmpty)
+    }
+
+    @Test func clearMemoryKeepsDiskAndClearDiskKeepsMemory() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["a"] = "1"
+        await cache.flush()
+        cache.clearMemory()
+        #expect(cache.memoryCount == 0)
+        #expect(cache.diskCount == 1)
+        #expect(cache["a"] == "1")
+        cache.clearDisk()
+        #expect(cache.diskCount == 0)
+        #expect(cache.memoryCount == 1)
+        #expect(cache["a"] == "1")
+    }
+
+    @Test(arguments: EvictionPolicy.allCases)
+    func memoryEvictsTheVictimThePolicyNames(policy: EvictionPolicy) throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let cache = try folder.stringBuilder().maxRamCount(3).maxDiskCount(0).evictionPolicy(policy).delegate(delegate)
+            .build()
+        cache["a"] = "a"
+        cache["b"] = "b"
+        cache["c"] = "c"
+        _ = cache["a"]
+        _ = cache["a"]
+        _ = cache["c"]
+        _ = cache["b"]
+        // LFU: a 3, c 2, b 2 (b used last) -> c. LRU: order a, c, b -> a.
+        cache["d"] = "d"
+        #expect(delegate.memoryEvictions == [policy == .lfu ? "c" : "a"])
+        #expect(cache.memoryCount == 3)
+    }
+
+    @Test(arguments: EvictionPolicy.allCases)
+    func diskKeepsItsCountLimitAndReportsRealEvictions(policy: EvictionPolicy) async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let cache = try folder.stringBuilder().maxRamCount(0).maxDiskCount(3).evictionPolicy(policy).delegate(delegate)
+            .build()
+        for key in ["a", "b", "c"] { cache[key] = key }
+        await cache.flush()
+        _ = cache["a"]  // a disk hit refreshes the disk order
+        _ = cache["a"]
+        _ = cache["b"]
+        cache["d"] = "d"
+        await cache.flush()
+        #expect(cache.diskCount == 3)
+        #expect(folder.entryFiles().count == 3)
+        // LFU: a 3, b 2, c 1 -> c. LRU: order c, a, b -> c.
+        #expect(delegate.diskEvictions == ["c"])
+        #expect(cache["c"] == nil)
+        for key in 0 ..< 20 { cache["x\(key)"] = "x" }
+        await cache.flush()
+        #expect(cache.diskCount == 3)
+        #expect(folder.entryFiles().count == 3)
+        #expect(delegate.diskEvictions.count == 21)
+    }
+
+    @Test(arguments: EvictionPolicy.allCases)
+    func diskEvictionOrderSurvivesARestart(policy: EvictionPolicy) async throws {
+        let folder = TemporaryDirectory()
+        let builder = folder.stringBuilder().maxRamCount(0).maxDiskCount(4).evictionPolicy(policy)
+        do {
+            let cache = try builder.build()
+            for key in ["a", "b", "c", "d"] { cache[key] = key }
+            await cache.flush()
+            for _ in 0 ..< 3 { _ = cache["a"] }
+            _ = cache["b"]
+            _ = cache["b"]
+            _ = cache["c"]
+            await cache.flush()
+            #expect(cache.disk?.keysInEvictionOrder == (policy == .lfu ? ["d", "c", "b", "a"] : ["d", "a", "b", "c"]))
+        }
+        let reopened = try builder.build(sharingStore: false)
+        #expect(reopened.disk?.keysInEvictionOrder == (policy == .lfu ? ["d", "c", "b", "a"] : ["d", "a", "b", "c"]))
+    }
+
+    @Test func aNewCacheFindsWhatAnEarlierOneWrote() async throws {
+        let folder = TemporaryDirectory()
+        do {
+            let cache = try folder.stringBuilder().build()
+            for index in 0 ..< 50 { cache["key \(index)"] = "value \(index)" }
+            await cache.flush()
+        }
+        let reopened = try folder.stringBuilder().build(sharingStore: false)
+        #expect(reopened.diskCount == 50)
+        for index in 0 ..< 50 { #expect(reopened["key \(index)"] == "value \(index)") }
+    }
+
+    @Test func twoCachesOnOneContainerAgree() async throws {
+        let folder = TemporaryDirectory()
+        let first = try folder.stringBuilder().build()
+        let second = try folder.stringBuilder().build()
+        #expect(first.disk === second.disk)
+        first["k"] = "1"
+        #expect(second["k"] == "1")
+        second["k"] = "2"
+        #expect(first["k"] == "2")
+        first.removeValue(forKey: "k")
+        #expect(second["k"] == nil)
+        await first.flush()
+        #expect(second.diskCount == 0)
+    }
+
+    @Test func cachesOfDifferentValueTypesOnOneContainerReadEachOthersPendingWrites() async throws {
+        let folder = TemporaryDirectory()
+        let strings = try folder.stringBuilder().build()
+        let data = try folder.dataBuilder().build()
+        strings["k"] = "text"
+        #expect(data["k"] == Data("text".utf8))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aDelegateMayReenterTheCacheDuringEviction() async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let cache = try folder.stringBuilder().maxRamCount(2).maxDiskCount(10).delegate(delegate).build()
+        let seen = Locked<[(key: String, value: String?)]>([])
+        delegate.onEvent = { cache, event in
+            switch event {
+            case .memoryEviction(let key):
+                // Reading the evicted key goes to disk (or the pending table) and back into memory.
+                let value = cache[key]
+                seen.withLock { $0.append((key, value)) }
+                _ = cache.memoryCount
+                _ = cache.diskCount
+            case .diskEviction(let key):
+                cache["re-\(key)"] = "from the disk eviction callback"
+                cache.removeValue(forKey: "re-\(key)")
+            default: break
+            }
+        }
+        for index in 0 ..< 20 { cache["\(index)"] = "v\(index)" }
+        await cache.flush()
+        #expect(!delegate.memoryEvictions.isEmpty)
+        #expect(!delegate.diskEvictions.isEmpty)
+        let reads = seen.withLock { $0 }
+        #expect(!reads.isEmpty)
+        // A key evicted from memory is still on disk (or pending) unless disk evicted it too; whatever
+        // is read is that key's own value.
+        #expect(reads.allSatisfy { $0.value == nil || $0.value == "v" + $0.key })
+        #expect(reads.filter { $0.value != nil }.count >= 10)
+        await cache.flush()
+        #expect(cache.diskCount <= 10)
+        cache.memory?.checkInvariants()
+    }
+
+    @Test(.timeLimit(.minutes(1)), arguments: EvictionPolicy.allCases)
+    func eightTasksHammeringOneCacheStayConsistent(policy: EvictionPolicy) async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(8).maxDiskCount(16).evictionPolicy(policy).build()
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0 ..< 8 {
+                group.addTask {
+                    var generator = SplitMix64(seed: UInt64(task) + 100)
+                    for _ in 0 ..< 2_000 {
+                        let key = "k\(generator.next() % 24)"
+                        switch generator.next() % 8 {
+                        case 0: cache.removeValue(forKey: key)
+                        case 1, 2: cache[key] = key + "-value"
+                        case 3: if generator.next() % 50 == 0 { cache.clearMemory() }
+                        default:
+                            if let value = cache[key] { precondition(value == key + "-value", "wrong value for \(key)") }
+                        }
+                    }
+                }
+            }
+        }
+        await cache.flush()
+        #expect(cache.diskCount <= 16)
+        #expect(folder.entryFiles().count == cache.diskCount)
+        #expect(cache.memoryCount <= 8)
+        cache.memory?.checkInvariants()
+        for index in 0 ..< 24 {
+            let key = "k\(index)"
+            if let value = cache[key] { #expect(value == key + "-value") }
+        }
+    }
+}
+
+/// A string serializer that waits for a gate before its first encoding, to hold the writer.
+final class BlockingSerializer: CacheSerializer, Sendable {
+    let gate: Gate
+    let started = Counter()
+
+    init(gate: Gate) { self.gate = gate }
+
+    func serialize(_ value: String) throws -> Data {
+        if started.increment() == 1 {
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                try? await gate.wait()
+                done.signal()
+            }
+            done.wait()
+        }
+        return Data(value.utf8)
+    }
+
+    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
+}
