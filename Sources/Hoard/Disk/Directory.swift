@@ -126,12 +126,17 @@ final class Directory: Sendable {
         }
     }
 
-    /// Removes a file; a missing file is not an error.
+    /// Removes a file, a symbolic link (not its target) or an empty folder; a missing name is not an error.
     ///
-    /// - Throws: ``POSIXFileError`` for any other failure.
+    /// - Throws: ``POSIXFileError`` for any other failure, such as a folder that is not empty.
     func remove(_ name: String) throws(POSIXFileError) {
-        if unlinkat(descriptor, name, 0) != 0 && errno != ENOENT {
-            throw error("unlink", name)
+        guard unlinkat(descriptor, name, 0) != 0 else { return }
+        switch errno {
+        case ENOENT: return
+        case EISDIR, EPERM:
+            // Linux says EISDIR for a folder, macOS EPERM.
+            if unlinkat(descriptor, name, AT_REMOVEDIR) != 0 && errno != ENOENT { throw error("rmdir", name) }
+        default: throw error("unlink", name)
         }
     }
 

@@ -192,8 +192,8 @@ final class DiskStore: @unchecked Sendable {
                 if state.index.access(key.digest) != nil { state.changesSinceSave += 1 }
             }
             return .stored(entry)
-        case .failure(let problem):
-            repair(key, after: problem)
+        case .failure:
+            repair(key)
             return .miss
         }
     }
@@ -236,32 +236,37 @@ final class DiskStore: @unchecked Sendable {
     }
 
     /// Removes the file of `key` if it is still unusable once the writer is out of the way.
-    private func repair(_ key: DiskKey, after problem: ReadProblem) {
+    ///
+    /// The file is read again under `ioLock`: the first read may have raced with the writer replacing
+    /// it, and a transient failure (too many open files) is not damage.
+    private func repair(_ key: DiskKey) {
         ioLock.lock()
         defer { ioLock.unlock() }
         if lock.withLock({ state.pending[key.digest] != nil }) { return }
         let confirmed: ReadProblem
         switch readEntry(key) {
         case .success: return
-        case .failure(.unreadable(let error)) where error.errorNumber != EISDIR:
+        case .failure(.unreadable(let error)) where error.errorNumber != EISDIR && error.errorNumber != ELOOP:
             // A transient failure (too many open files, a permission problem): keep the file.
             HoardLogger.log(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
             return
         case .failure(let problem): confirmed = problem
         }
         if case .missing = confirmed {
-            HoardLogger.log(.warning, "The entry file for key \"\(key.string.prefix(100))\" vanished; forgetting it.")
+            HoardLogger.log(
+                .warning,
+                "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished."
+            )
         } else {
             HoardLogger.log(
                 .warning,
-                "Removed the entry file \(key.fileName) for key \"\(key.string.prefix(100))\": \(confirmed)."
+                "Removed the entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\": \(confirmed)."
             )
             removeFile(key.fileName)
         }
         lock.withLock {
             if state.index.removeValue(forKey: key.digest) != nil { state.changesSinceSave += 1 }
         }
-        _ = problem
     }
 
     private func removeFile(_ name: String) {

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+@testable import Hoard
+
+@Suite struct EntryFormatTests {
+    private let sample = EntryFormat.encode(
+        key: "user/42 ✓",
+        payload: Data("{\"name\":\"Ada\"}".utf8),
+        schemaVersion: 3,
+        expiresAt: 1_700_000_000.5
+    )
+
+    @Test func roundTripsEveryField() throws {
+        let entry = try EntryFormat.decode(sample)
+        #expect(entry.key == "user/42 ✓")
+        #expect(entry.payload == Data("{\"name\":\"Ada\"}".utf8))
+        #expect(entry.schemaVersion == 3)
+        #expect(entry.expiresAt == 1_700_000_000.5)
+        let plain = try EntryFormat.decode(EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: nil))
+        #expect(plain.key == "")
+        #expect(plain.payload.isEmpty)
+        #expect(plain.expiresAt == nil)
+    }
+
+    @Test func theLayoutIsTheDocumentedOne() {
+        #expect(Array(sample.prefix(4)) == Array("HRDE".utf8))
+        #expect(sample.count == EntryFormat.headerSize + "user/42 ✓".utf8.count + 14 + EntryFormat.trailerSize)
+    }
+
+    @Test func everyFlippedByteIsDetected() {
+        for offset in sample.indices {
+            var damaged = sample
+            damaged[offset] ^= 0x41
+            #expect(throws: EntryFormat.Damage.self, "offset \(offset)") { try EntryFormat.decode(damaged) }
+        }
+    }
+
+    @Test func everyTruncationAndPaddingIsDetected() {
+        for length in 0 ..< sample.count {
+            #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(Array(sample.prefix(length))) }
+        }
+        #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(sample + [0]) }
+    }
+
+    @Test func foreignBytesAreRejected() {
+        var generator = SplitMix64(seed: 99)
+        for length in [0, 1, 31, 32, 100, 4_096] {
+            let garbage = (0 ..< length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(garbage) }
+        }
+        #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(Array("{\"json\": true}".utf8)) }
+    }
+
+    @Test func anInvalidUTF8KeyIsRejectedEvenWithAValidChecksum() {
+        var bytes: [UInt8] = Array("HRDE".utf8)
+        bytes.appendLittleEndian(EntryFormat.version)
+        bytes.appendLittleEndian(UInt16(0))
+        bytes.appendLittleEndian(UInt32(0))
+        bytes.appendLittleEndian(UInt32(2))
+        bytes.appendLittleEndian(UInt32(0))
+        bytes.appendLittleEndian(UInt64(0))
+        bytes += [0xFF, 0xFE]
+        bytes.appendLittleEndian(bytes.withUnsafeBytes { CRC32.checksum($0) })
+        #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(bytes) }
+    }
+}
+
+@Suite struct DiskIndexFileTests {
+    @Test func roundTripsAndRejectsDamage() throws {
+        let records = (0 ..< 20).map { index in
+            DiskIndexFile.Record(
+                digest: DiskKey("key \(index)").digest,
+                count: UInt32(index + 1),
+                info: DiskEntryInfo(key: "key \(index)", size: 100 + index)
+            )
+        }
+        let bytes = DiskIndexFile.encode(records)
+        let decoded = try #require(bytes.withUnsafeBytes { DiskIndexFile.decode($0) })
+        #expect(decoded.map(\.info.key) == records.map(\.info.key))
+        #expect(decoded.map(\.count) == records.map(\.count))
+        #expect(decoded.map(\.info.size) == records.map(\.info.size))
+        #expect(decoded.map(\.digest) == records.map(\.digest))
+        for offset in stride(from: 0, to: bytes.count, by: 7) {
+            var damaged = bytes
+            damaged[offset] ^= 0x10
+            #expect(damaged.withUnsafeBytes { DiskIndexFile.decode($0) } == nil)
+        }
+        for length in stride(from: 0, to: bytes.count, by: 5) {
+            #expect(Array(bytes.prefix(length)).withUnsafeBytes { DiskIndexFile.decode($0) } == nil)
+        }
+    }
+}
+
+@Suite struct FileNamingTests {
+    @Test func fileNamesAreTheSHA256OfTheNFCKey() {
+        #expect(DiskKey("abc").fileName == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(DiskKey("\u{E9}").fileName == DiskKey("e\u{301}").fileName)
+        #expect(DiskKey("\u{E9}").fileName == SHA256Digest.hash(Array("\u{E9}".utf8)).hex)
+        #expect(DiskKey("Key").fileName != DiskKey("key").fileName)
+        #expect(ContainerFile.isEntryName(DiskKey("../../etc/passwd").fileName))
+        #expect(!ContainerFile.isEntryName(ContainerFile.index))
+        #expect(!ContainerFile.isEntryName(String(repeating: "A", count: 64)))
+    }
+}
