@@ -1,0 +1,280 @@
+import Foundation
+import Testing
+@testable import Hoard
+
+private struct FetchError: Error, Equatable {
+    let attempt: Int
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct CacheFetchingTests {
+    @Test func fetchesOnAMissAndStoresInBothLevels() async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let cache = try folder.stringBuilder().fetcher { key in
+            calls.increment()
+            return "fetched \(key)"
+        }.build()
+        #expect(try await cache.getOrFetch(forKey: "a") == "fetched a")
+        #expect(calls.value == 1)
+        #expect(cache.memoryCount == 1)
+        await cache.flush()
+        #expect(cache.diskCount == 1)
+        // Memory, then disk, before the fetcher.
+        #expect(try await cache.getOrFetch(forKey: "a") == "fetched a")
+        cache.clearMemory()
+        #expect(try await cache.getOrFetch(forKey: "a") == "fetched a")
+        #expect(calls.value == 1)
+    }
+
+    @Test func withoutAFetcherAMissIsNotFound() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        await #expect(throws: CacheError.notFound) { try await cache.getOrFetch(forKey: "missing") }
+        do {
+            _ = try await cache.getOrFetch(forKey: "missing")
+        } catch CacheError.notFound {
+            // The pattern matches whatever key the error carries.
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+        cache["present"] = "here"
+        #expect(try await cache.getOrFetch(forKey: "present") == "here")
+    }
+
+    @Test(arguments: [0, 1, 3])
+    func retriesMaxRetryCountTimesThenFailsWithTheLastError(retries: Int) async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let cache = try folder.stringBuilder().maxRetryCount(retries).fetcher { _ in
+            throw FetchError(attempt: calls.increment())
+        }.build()
+        do {
+            _ = try await cache.getOrFetch(forKey: "k")
+            Issue.record("expected a failure")
+        } catch let error as CacheError {
+            #expect(error.code == .fetchFailed)
+            #expect(error.key == "k")
+            #expect(error.attempts == retries + 1)
+            #expect(error.underlyingError as? FetchError == FetchError(attempt: retries + 1))
+        }
+        #expect(calls.value == retries + 1)
+        #expect(cache["k"] == nil)
+    }
+
+    @Test func aRetryThatSucceedsIsStored() async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let cache = try folder.stringBuilder().maxRetryCount(3).retryBackoff(.constant(.milliseconds(1)))
+            .fetcher { _ in
+                if calls.increment() < 3 { throw FetchError(attempt: calls.value) }
+                return "third time"
+            }.build()
+        #expect(try await cache.getOrFetch(forKey: "k") == "third time")
+        #expect(calls.value == 3)
+        #expect(cache["k"] == "third time")
+    }
+
+    @Test func maxRetryCountCanBeChangedAfterBuild() async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let cache = try folder.stringBuilder().fetcher { _ in throw FetchError(attempt: calls.increment()) }.build()
+        cache.maxRetryCount = 2
+        #expect(cache.maxRetryCount == 2)
+        _ = try? await cache.getOrFetch(forKey: "k")
+        #expect(calls.value == 3)
+        cache.maxRetryCount = -4
+        #expect(cache.maxRetryCount == 0)
+    }
+
+    @Test func theDelegateMaySupplyAFallbackThatIsNotStored() async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        delegate.setFallback("placeholder", forKey: "k")
+        let cache = try folder.stringBuilder().delegate(delegate).maxRetryCount(1)
+            .fetcher { _ in throw FetchError(attempt: 0) }.build()
+        #expect(try await cache.getOrFetch(forKey: "k") == "placeholder")
+        #expect(cache["k"] == nil)
+        let reported = try #require(delegate.lastFetchError as? CacheError)
+        #expect(reported.code == .fetchFailed)
+        #expect(reported.attempts == 2)
+        // No fallback for another key: the error reaches the caller.
+        await #expect(throws: CacheError.self) { try await cache.getOrFetch(forKey: "other") }
+    }
+
+    @Test(arguments: [2, 16, 64])
+    func concurrentCallersForOneKeyShareOneFetch(callers: Int) async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().fetcher { key in
+            calls.increment()
+            try await gate.wait()
+            return "shared \(key)"
+        }.build()
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0 ..< callers {
+                group.addTask { try await cache.getOrFetch(forKey: "k") }
+            }
+            #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == callers })
+            gate.open()
+            for try await value in group { #expect(value == "shared k") }
+        }
+        #expect(calls.value == 1)
+        #expect(cache.flights.count == 0)
+    }
+
+    @Test func aFetchErrorReachesEveryWaiter() async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().fetcher { _ in
+            calls.increment()
+            try await gate.wait()
+            throw FetchError(attempt: 1)
+        }.build()
+        let failures = Counter()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0 ..< 8 {
+                group.addTask {
+                    do {
+                        _ = try await cache.getOrFetch(forKey: "k")
+                    } catch let error as CacheError where error.code == .fetchFailed {
+                        failures.increment()
+                    } catch {}
+                }
+            }
+            #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == 8 })
+            gate.open()
+        }
+        #expect(failures.value == 8)
+        #expect(calls.value == 1)
+    }
+
+    @Test func cancellingOneWaiterNeitherFailsTheOthersNorCancelsTheFetch() async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let gate = Gate()
+        let sawCancellation = Counter()
+        let cache = try folder.stringBuilder().fetcher { _ in
+            calls.increment()
+            try await gate.wait()
+            if Task.isCancelled { sawCancellation.increment() }
+            return "value"
+        }.build()
+        let quitter = Task { try await cache.getOrFetch(forKey: "k") }
+        let stayer = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == 2 })
+        quitter.cancel()
+        await #expect(throws: CancellationError.self) { try await quitter.value }
+        #expect(cache.flights.waiterCount(forKey: "k") == 1)
+        gate.open()
+        #expect(try await stayer.value == "value")
+        #expect(calls.value == 1)
+        #expect(sawCancellation.value == 0)
+        #expect(cache["k"] == "value")
+    }
+
+    @Test func cancellingEveryWaiterCancelsTheFetch() async throws {
+        let folder = TemporaryDirectory()
+        let fetchCancelled = Gate()
+        let cache = try folder.stringBuilder().fetcher { _ in
+            do {
+                try await Gate().wait()  // never opened: only cancellation ends it
+            } catch {
+                fetchCancelled.open()
+                throw error
+            }
+            return "never"
+        }.build()
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == 2 })
+        first.cancel()
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        await #expect(throws: CancellationError.self) { try await second.value }
+        try await fetchCancelled.wait()
+        #expect(cache.flights.count == 0)
+        #expect(cache["k"] == nil)
+    }
+
+    @Test func aCancelledCallerGetsCancellationErrorBeforeAnyFetch() async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let cache = try folder.stringBuilder().fetcher { _ in
+            calls.increment()
+            return "v"
+        }.build()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await cache.getOrFetch(forKey: "k")
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(calls.value == 0)
+    }
+
+    @Test func asyncGetDeliversTheResultOnce() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().fetcher { "fetched \($0)" }.build()
+        let value = try await withCheckedThrowingContinuation { continuation in
+            cache.asyncGet(forKey: "a") { continuation.resume(with: $0) }
+        }
+        #expect(value == "fetched a")
+        let failing = try folder.stringBuilder("failing").build()
+        await #expect(throws: CacheError.notFound) {
+            try await withCheckedThrowingContinuation { continuation in
+                failing.asyncGet(forKey: "a") { continuation.resume(with: $0) }
+            }
+        }
+    }
+
+    @Test func theBlockingFormWorksFromManyPlainThreadsAtOnce() async throws {
+        let folder = TemporaryDirectory()
+        let calls = Counter()
+        let cache = try folder.stringBuilder().fetcher { key in
+            calls.increment()
+            try await Task.sleep(for: .milliseconds(20))
+            return "fetched \(key)"
+        }.build()
+        // More blocked threads than cores: the fetches must still run.
+        let results = Locked<[String]>([])
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let group = DispatchGroup()
+            for index in 0 ..< 6 {
+                group.enter()
+                Thread.detachNewThread {
+                    let value = try? blockingGet(cache, "key \(index % 3)")
+                    results.withLock { $0.append(value ?? "failed") }
+                    group.leave()
+                }
+            }
+            group.notify(queue: .global()) { continuation.resume() }
+        }
+        #expect(results.withLock { $0.sorted() } == (0 ..< 6).map { "fetched key \($0 % 3)" }.sorted())
+        #expect(calls.value <= 6)
+        #expect(throws: CacheError.notFound) { try blockingGet(try folder.stringBuilder("empty").build(), "x") }
+    }
+
+    @Test func blockingCallsFromCooperativeThreadsDoNotDeadlock() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().fetcher { key in
+            try await Task.sleep(for: .milliseconds(5))
+            return key
+        }.build()
+        // Block every cooperative thread (2 on this machine) and more: the fetch runs elsewhere.
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0 ..< 4 {
+                group.addTask { try blockingGet(cache, "key \(index)") }
+            }
+            var seen: [String] = []
+            for try await value in group { seen.append(value) }
+            #expect(seen.sorted() == (0 ..< 4).map { "key \($0)" })
+        }
+    }
+}
+
+/// Calls the blocking `getOrFetch` from synchronous code.
+private func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
+    try cache.getOrFetch(forKey: key)
+}
