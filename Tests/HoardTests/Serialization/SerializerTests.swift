@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+@testable import Hoard
+
+private struct Event: Codable, Sendable, Equatable {
+    let name: String
+    let date: Date
+}
+
+private struct Unencodable: Error {}
+
+/// Refuses to encode values equal to "poison".
+private struct PickySerializer: CacheSerializer {
+    func serialize(_ value: String) throws -> Data {
+        if value == "poison" { throw Unencodable() }
+        return Data(value.utf8)
+    }
+
+    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
+}
+
+@Suite struct SerializerTests {
+    @Test func builtInSerializersRoundTrip() throws {
+        #expect(try DataSerializer().deserialize(DataSerializer().serialize(Data([0, 1, 255]))) == Data([0, 1, 255]))
+        #expect(try StringSerializer().deserialize(StringSerializer().serialize("héllo 🦄")) == "héllo 🦄")
+        #expect(throws: StringSerializer.InvalidUTF8.self) { try StringSerializer().deserialize(Data([0xFF, 0xFE])) }
+        let event = Event(name: "launch", date: Date(timeIntervalSince1970: 1_000))
+        #expect(try CodableSerializer<Event>().deserialize(CodableSerializer<Event>().serialize(event)) == event)
+    }
+
+    @Test func codableSerializerUsesTheGivenEncoderAndDecoder() throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let serializer = CodableSerializer<Event>(encoder: encoder, decoder: decoder)
+        let event = Event(name: "launch", date: Date(timeIntervalSince1970: 0))
+        let data = try serializer.serialize(event)
+        #expect(String(decoding: data, as: UTF8.self).contains("1970-01-01T00:00:00Z"))
+        #expect(try serializer.deserialize(data) == event)
+        #expect(throws: (any Error).self) { try CodableSerializer<Event>().deserialize(data) }
+    }
+
+    @Test func aCodableCacheStoresJSONByDefault() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try CacheBuilder<Event>().containerName("events").directory(folder.url).build()
+        let event = Event(name: "json", date: Date(timeIntervalSince1970: 5))
+        cache["e"] = event
+        await cache.flush()
+        cache.clearMemory()
+        #expect(cache["e"] == event)
+    }
+
+    @Test func aValueTheSerializerRejectsStaysInMemoryOnlyAndHarmsNoOtherEntry() async throws {
+        TestLog.install()
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let cache = try CacheBuilder<String>(serializer: PickySerializer()).containerName("c").directory(folder.url)
+            .delegate(delegate).build()
+        cache["good"] = "fine"
+        cache["bad"] = "fine before"
+        await cache.flush()
+        cache["bad"] = "poison"
+        cache["after"] = "also fine"
+        await cache.flush()
+        #expect(cache["bad"] == "poison")  // memory still has it
+        #expect(delegate.events == [.storeFailure("bad")])
+        let error = try #require(delegate.lastStoreError as? CacheError)
+        #expect(error.code == .serializationFailed)
+        #expect(error.key == "bad")
+        #expect(error.underlyingError is Unencodable)
+        // The older value on disk is gone, never served in place of the newer one.
+        cache.clearMemory()
+        #expect(cache["bad"] == nil)
+        #expect(cache["good"] == "fine")
+        #expect(cache["after"] == "also fine")
+        #expect(cache.diskCount == 2)
+    }
+
+    @Test func anEntryTheSerializerCannotReadIsAMissAndIsRemoved() async throws {
+        let folder = TemporaryDirectory()
+        let strings = try folder.stringBuilder().build()
+        strings["k"] = "not json"
+        await strings.flush()
+        let events = try CacheBuilder<Event>().containerName("test").directory(folder.url).build()
+        #expect(events["k"] == nil)
+        await events.flush()
+        #expect(events.diskCount == 0)
+    }
+}
+
+@Suite struct CacheErrorTests {
+    @Test func errorsMatchByCode() {
+        let error: any Error = CacheError.fetchFailed(key: "k", attempts: 2, underlying: Unencodable())
+        #expect(CacheError.fetchFailed(key: "x", attempts: 1, underlying: Unencodable()) ~= error)
+        #expect(!(CacheError.notFound ~= error))
+        #expect(CacheError.notFound(key: "a") == CacheError.notFound)
+        #expect(CacheError.notFound != CacheError.invalidConfiguration("x"))
+        let description = String(describing: error)
+        #expect(description.contains("fetchFailed") && description.contains("\"k\"") && description.contains("2"))
+    }
+
+    @Test func posixErrorsNameTheCallThePathAndTheReason() {
+        let error = POSIXFileError(operation: "open", path: "/x/y", errorNumber: 2)
+        #expect(error.description.contains("open(/x/y)"))
+        #expect(error.description.contains("errno 2"))
+    }
+}
