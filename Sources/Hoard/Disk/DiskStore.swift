@@ -69,6 +69,9 @@ final class DiskStore: @unchecked Sendable {
         var generation: UInt64
         var operation: Operation
         weak var observer: (any DiskStoreObserver)?
+        /// Whether the key is in the queue; false once the writer has taken the operation, so that a
+        /// newer operation queues the key again.
+        var isQueued = true
     }
 
     private enum QueueItem {
@@ -295,7 +298,7 @@ final class DiskStore: @unchecked Sendable {
     private func enqueue(_ key: DiskKey, _ operation: Operation, observer: (any DiskStoreObserver)?) {
         lock.lock()
         state.generation &+= 1
-        if state.pending[key.digest] == nil {
+        if state.pending[key.digest]?.isQueued != true {
             state.queue.append(.key(key.digest))
         }
         state.pending[key.digest] = Pending(
@@ -385,7 +388,11 @@ final class DiskStore: @unchecked Sendable {
     /// Applies the latest pending operation of one key. Called by the writer holding `ioLock`.
     private func apply(_ digest: SHA256Digest) {
         // Read the operation only now, under `ioLock`, so that a clear that ran meanwhile wins.
-        guard let pending = lock.withLock({ state.pending[digest] }) else { return }
+        let taken = lock.withLock { () -> Pending? in
+            state.pending[digest]?.isQueued = false
+            return state.pending[digest]
+        }
+        guard let pending = taken else { return }
         let key = pending.key
         switch pending.operation {
         case .remove:

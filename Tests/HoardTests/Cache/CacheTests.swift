@@ -77,6 +77,27 @@ import Testing
         #expect(folder.entryFiles().isEmpty)
     }
 
+    @Test func operationsQueuedWhileTheirKeyIsBeingWrittenAreApplied() async throws {
+        let folder = TemporaryDirectory()
+        let gate = Gate()
+        let blocking = BlockingSerializer(gate: gate)
+        let builder = CacheBuilder<String>(serializer: blocking).containerName("c").directory(folder.url)
+        let cache = try builder.build()
+        cache["removed"] = "1"
+        #expect(await waitUntil { blocking.started.value >= 1 })
+        // The writer is inside the write of "removed": queue a removal of it, and two writes of another key.
+        cache.removeValue(forKey: "removed")
+        cache["kept"] = "old"
+        cache["kept"] = "new"
+        gate.open()
+        await cache.flush()
+        #expect(cache.diskCount == 1)
+        #expect(folder.entryFiles(in: "c").count == 1)
+        let reopened = try builder.maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["removed"] == nil)
+        #expect(reopened["kept"] == "new")
+    }
+
     @Test func removeAllClearsBothLevelsAndTellsTheDelegateFirst() async throws {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
