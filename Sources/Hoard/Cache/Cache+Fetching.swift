@@ -67,7 +67,10 @@ extension Cache {
         while attempts <= retries {
             try Task.checkCancellation()
             if attempts > 0 {
-                HoardLogger.log(.info, "Retrying the fetch of \"\(key.prefix(100))\" (retry \(attempts) of \(retries)): \(lastError)")
+                HoardLogger.log(
+                    .info,
+                    "Retrying the fetch of \"\(key.prefix(100))\" (retry \(attempts) of \(retries)): \(lastError)"
+                )
                 let wait = retryBackoff.delay(beforeRetry: attempts)
                 if wait > .zero { try await Task.sleep(for: wait) }
                 try Task.checkCancellation()

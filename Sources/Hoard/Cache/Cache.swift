@@ -43,7 +43,9 @@ public final class Cache<Value: Sendable>: Sendable {
         serializer = configuration.serializer
         fetcher = configuration.fetcher
         retryBackoff = configuration.retryBackoff
-        settings = Locked(Settings(maxRetryCount: configuration.maxRetryCount, delegate: configuration.delegateBox.delegate))
+        settings = Locked(
+            Settings(maxRetryCount: configuration.maxRetryCount, delegate: configuration.delegateBox.delegate)
+        )
         disk?.addObserver(self)
     }
 

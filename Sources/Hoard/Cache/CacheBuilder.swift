@@ -118,7 +118,9 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// open on the container, as a new process would (tests use it to check what survives a restart).
     func build(sharingStore: Bool) throws -> Cache<Value> {
         let url = try containerURL()
-        guard maxRamCount >= 0 else { throw CacheError.invalidConfiguration("maxRamCount must be 0 or more, not \(maxRamCount).") }
+        guard maxRamCount >= 0 else {
+            throw CacheError.invalidConfiguration("maxRamCount must be 0 or more, not \(maxRamCount).")
+        }
         guard maxDiskCount >= 0 else {
             throw CacheError.invalidConfiguration("maxDiskCount must be 0 or more, not \(maxDiskCount).")
         }
@@ -129,7 +131,9 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         var disk: DiskStore?
         if maxDiskCount > 0 {
             let options = DiskStore.Options(capacity: maxDiskCount, policy: evictionPolicy)
-            disk = sharingStore ? try DiskStore.shared(at: url, options: options) : try DiskStore(at: url, options: options)
+            disk =
+                sharingStore
+                ? try DiskStore.shared(at: url, options: options) : try DiskStore(at: url, options: options)
         }
         return Cache(configuration: self, memory: memory, disk: disk)
     }

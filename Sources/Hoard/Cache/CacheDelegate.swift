@@ -14,8 +14,11 @@ public protocol CacheDelegate<Value>: AnyObject, Sendable {
     /// Every attempt to fetch `key` failed; return a value to give the caller instead of the error.
     ///
     /// A fallback is returned to every caller waiting on that fetch but not stored.
-    /// - Parameter error: A ``CacheError`` with code `fetchFailed`, carrying the attempts and the
-    ///   last fetch error.
+    ///
+    /// - Parameters:
+    ///   - cache: The cache whose fetch failed.
+    ///   - key: The key that could not be fetched.
+    ///   - error: A ``CacheError`` with code `fetchFailed`, carrying the attempts and the last fetch error.
     /// - Returns: A fallback value, or `nil` to let the callers get the error.
     func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) -> Value?
 

@@ -25,7 +25,7 @@ public struct RetryBackoff: Sendable {
     public static func exponential(initial: Duration, multiplier: Double = 2, maximum: Duration) -> RetryBackoff {
         RetryBackoff { retry in
             var wait = initial
-            for _ in 1 ..< max(1, retry) {
+            for _ in 1..<max(1, retry) {
                 wait = wait * multiplier
                 if wait >= maximum { return maximum }
             }

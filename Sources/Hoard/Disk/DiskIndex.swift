@@ -55,22 +55,22 @@ enum DiskIndexFile {
     static func decode(_ bytes: UnsafeRawBufferPointer) -> [Record]? {
         guard bytes.count >= 16, bytes.starts(with: magic) else { return nil }
         guard bytes.loadLittleEndian(at: 4) as UInt16 == version else { return nil }
-        let body = UnsafeRawBufferPointer(rebasing: bytes[0 ..< bytes.count - 4])
+        let body = UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count - 4])
         guard CRC32.checksum(body) == bytes.loadLittleEndian(at: bytes.count - 4) as UInt32 else { return nil }
         let count = Int(bytes.loadLittleEndian(at: 8) as UInt32)
         var records: [Record] = []
         records.reserveCapacity(min(count, body.count / 48))
         var offset = 12
-        for _ in 0 ..< count {
+        for _ in 0..<count {
             guard offset + 48 <= body.count,
-                let digest = SHA256Digest(rawBytes: body[offset ..< offset + 32])
+                let digest = SHA256Digest(rawBytes: body[offset..<offset + 32])
             else { return nil }
             let accesses: UInt32 = body.loadLittleEndian(at: offset + 32)
             let size: UInt64 = body.loadLittleEndian(at: offset + 36)
             let keyLength = Int(body.loadLittleEndian(at: offset + 44) as UInt32)
             offset += 48
             guard keyLength <= body.count - offset, size <= UInt64(Int.max) else { return nil }
-            let keyBytes = body[offset ..< offset + keyLength]
+            let keyBytes = body[offset..<offset + keyLength]
             let key = String(decoding: keyBytes, as: UTF8.self)
             guard key.utf8.elementsEqual(keyBytes) else { return nil }
             offset += keyLength

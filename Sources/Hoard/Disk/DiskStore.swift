@@ -171,7 +171,9 @@ final class DiskStore: @unchecked Sendable {
     /// The number of entry files.
     var count: Int { lock.withLock { state.index.count } }
 
-    /// The keys of the entry files, next victim first. - Complexity: O(n).
+    /// The keys of the entry files, next victim first.
+    ///
+    /// - Complexity: O(n).
     var keysInEvictionOrder: [String] { lock.withLock { state.index.entriesInEvictionOrder.map(\.payload.key) } }
 
     /// Returns what the store holds for `key`; a stored entry's read counts as an access.
@@ -385,7 +387,9 @@ final class DiskStore: @unchecked Sendable {
         }
     }
 
-    /// Applies the latest pending operation of one key. Called by the writer holding `ioLock`.
+    /// Applies the latest pending operation of one key.
+    ///
+    /// Called by the writer, holding `ioLock`.
     private func apply(_ digest: SHA256Digest) {
         // Read the operation only now, under `ioLock`, so that a clear that ran meanwhile wins.
         let taken = lock.withLock { () -> Pending? in
@@ -450,7 +454,8 @@ final class DiskStore: @unchecked Sendable {
         } catch {
             throw CacheError.serializationFailed(key: key.string, underlying: error)
         }
-        guard payload.count <= EntryFormat.maximumFieldSize, key.string.utf8.count <= EntryFormat.maximumFieldSize else {
+        guard payload.count <= EntryFormat.maximumFieldSize, key.string.utf8.count <= EntryFormat.maximumFieldSize
+        else {
             throw CacheError.io("The value for key \"\(key.string.prefix(100))\" is too large for one entry file.")
         }
         let bytes = EntryFormat.encode(
@@ -478,7 +483,9 @@ final class DiskStore: @unchecked Sendable {
 
     // MARK: - The saved index
 
-    /// Writes the eviction order to the index file. Called holding `ioLock` (or from `deinit`).
+    /// Writes the eviction order to the index file.
+    ///
+    /// Called holding `ioLock`, or from `deinit`.
     private func saveIndex() {
         let records = lock.withLock {
             state.changesSinceSave = 0
@@ -519,9 +526,11 @@ final class DiskStore: @unchecked Sendable {
         }
 
         var index = EvictionIndex<SHA256Digest, DiskEntryInfo>(policy: options.policy, capacity: options.capacity)
-        let saved = hasIndexFile ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
-            bytes.withUnsafeBytes { DiskIndexFile.decode($0) }
-        } : nil
+        let saved =
+            hasIndexFile
+            ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
+                bytes.withUnsafeBytes { DiskIndexFile.decode($0) }
+            } : nil
         if let saved {
             for record in saved where unindexed.removeValue(forKey: record.digest.hex) != nil {
                 index.append(record.info, forKey: record.digest, count: record.count)
@@ -530,7 +539,10 @@ final class DiskStore: @unchecked Sendable {
             HoardLogger.log(.warning, "The index of \(directory.path) is damaged; rebuilding it from the entry files.")
         }
         if !unindexed.isEmpty {
-            HoardLogger.log(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
+            HoardLogger.log(
+                .info,
+                "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index."
+            )
         }
         for (name, _) in unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
             if let info = validEntry(named: name) {
@@ -558,7 +570,10 @@ final class DiskStore: @unchecked Sendable {
                 return nil
             }
             guard entry.schemaVersion == options.schemaVersion else {
-                HoardLogger.log(.info, "Removed \(directory.path)/\(name): written under schema version \(entry.schemaVersion).")
+                HoardLogger.log(
+                    .info,
+                    "Removed \(directory.path)/\(name): written under schema version \(entry.schemaVersion)."
+                )
                 return nil
             }
             return (digest, DiskEntryInfo(key: entry.key, size: bytes.count))

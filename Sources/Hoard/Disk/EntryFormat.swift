@@ -46,7 +46,8 @@ enum EntryFormat {
             case .tooShort(let size): "too short (\(size) bytes)"
             case .badMagic: "not a Hoard entry (bad magic)"
             case .unsupportedVersion(let version): "unsupported format version \(version)"
-            case .lengthMismatch(let expected, let actual): "truncated or padded (\(actual) bytes, \(expected) expected)"
+            case .lengthMismatch(let expected, let actual):
+                "truncated or padded (\(actual) bytes, \(expected) expected)"
             case .checksumMismatch: "checksum mismatch"
             case .invalidKey: "the stored key is not valid UTF-8"
             }
@@ -99,16 +100,16 @@ enum EntryFormat {
         let expiryBits: UInt64 = bytes.loadLittleEndian(at: 20)
         let expected = headerSize + keyLength + payloadLength + trailerSize
         guard bytes.count == expected else { throw .lengthMismatch(expected: expected, actual: bytes.count) }
-        let body = UnsafeRawBufferPointer(rebasing: bytes[0 ..< expected - trailerSize])
+        let body = UnsafeRawBufferPointer(rebasing: bytes[0..<expected - trailerSize])
         let stored: UInt32 = bytes.loadLittleEndian(at: expected - trailerSize)
         guard CRC32.checksum(body) == stored else { throw .checksumMismatch }
         let keyStart = headerSize
         let payloadStart = keyStart + keyLength
-        let keyBytes = bytes[keyStart ..< payloadStart]
+        let keyBytes = bytes[keyStart..<payloadStart]
         // `String(decoding:)` repairs invalid UTF-8; a repaired key is not the stored key.
         let key = String(decoding: keyBytes, as: UTF8.self)
         guard key.utf8.elementsEqual(keyBytes) else { throw .invalidKey }
-        let payload = Data(bytes[payloadStart ..< payloadStart + payloadLength])
+        let payload = Data(bytes[payloadStart..<payloadStart + payloadLength])
         let expiresAt = flags & hasExpiryFlag != 0 ? Double(bitPattern: expiryBits) : nil
         return Entry(key: key, payload: payload, schemaVersion: schemaVersion, expiresAt: expiresAt)
     }

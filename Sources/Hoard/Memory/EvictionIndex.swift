@@ -145,7 +145,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Every entry with its access count, in eviction order (the next victim first).
     ///
     /// Appending them to an empty index in this order with ``append(_:forKey:count:)`` restores the
-    /// same order. - Complexity: O(n).
+    /// same order.
+    ///
+    /// - Complexity: O(n).
     @usableFromInline
     var entriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
         var result: [(key: Key, payload: Payload, count: UInt32)] = []
@@ -164,8 +166,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
         return result
     }
 
-    /// Adds an entry as the most recently used one with the given access count, without counting an
-    /// access; used to restore a saved order. An existing entry for `key` is replaced.
+    /// Adds an entry as the most recently used one with the given access count.
+    ///
+    /// This is not an access; it restores a saved order. An existing entry for `key` is replaced.
     @usableFromInline
     mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
         if let slot = slots[key] { remove(slot: slot) }
@@ -352,7 +355,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
 }
 
 extension EvictionIndex {
-    /// Checks every link and count; traps on the first inconsistency. Debug builds and tests only.
+    /// Checks every link and count; traps on the first inconsistency.
+    ///
+    /// For tests and debugging; nothing in the library calls it.
     ///
     /// - Complexity: O(n).
     func checkInvariants() {

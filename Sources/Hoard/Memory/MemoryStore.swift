@@ -73,9 +73,13 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// The number of values stored.
     var count: Int { lock.withLock { index.count } }
 
-    /// The keys in eviction order, the next victim first. - Complexity: O(n).
+    /// The keys in eviction order, the next victim first.
+    ///
+    /// - Complexity: O(n).
     var keysInEvictionOrder: [Key] { lock.withLock { index.entriesInEvictionOrder.map(\.key) } }
 
-    /// Checks the index's links and counts; traps on an inconsistency. For tests.
+    /// Checks the index's links and counts; traps on an inconsistency.
+    ///
+    /// For tests and debugging; nothing in the library calls it.
     func checkInvariants() { lock.withLock { index.checkInvariants() } }
 }

@@ -29,7 +29,8 @@ enum CRC32 {
                 let chunk = UInt64(littleEndian: pointer.loadUnaligned(as: UInt64.self))
                 let low = UInt32(truncatingIfNeeded: chunk) ^ crc
                 let high = UInt32(truncatingIfNeeded: chunk &>> 32)
-                crc = table[7 &* 256 &+ Int(low & 0xff)]
+                crc =
+                    table[7 &* 256 &+ Int(low & 0xff)]
                     ^ table[6 &* 256 &+ Int((low &>> 8) & 0xff)]
                     ^ table[5 &* 256 &+ Int((low &>> 16) & 0xff)]
                     ^ table[4 &* 256 &+ Int(low &>> 24)]

@@ -15,15 +15,17 @@ final class FetchExecutor: TaskExecutor {
     private let next = Locked(0)
 
     private init(width: Int) {
-        queues = (0 ..< width).map { DispatchQueue(label: "Hoard.FetchExecutor.\($0)") }
+        queues = (0..<width).map { DispatchQueue(label: "Hoard.FetchExecutor.\($0)") }
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let queue = queues[next.withLock { index in
-            index = (index + 1) % queues.count
-            return index
-        }]
+        let queue = queues[
+            next.withLock { index in
+                index = (index + 1) % queues.count
+                return index
+            }
+        ]
         queue.async {
             job.runSynchronously(on: self.asUnownedTaskExecutor())
         }

@@ -173,8 +173,14 @@ extension SHA256Digest {
         ///   - constantPlusWord: The round constant plus the message schedule word.
         @inline(__always)
         private static func round(
-            _ a: UInt32, _ b: UInt32, _ c: UInt32, _ d: inout UInt32,
-            _ e: UInt32, _ f: UInt32, _ g: UInt32, _ h: inout UInt32,
+            _ a: UInt32,
+            _ b: UInt32,
+            _ c: UInt32,
+            _ d: inout UInt32,
+            _ e: UInt32,
+            _ f: UInt32,
+            _ g: UInt32,
+            _ h: inout UInt32,
             _ constantPlusWord: UInt32
         ) {
             let bigSigma1 = rotateRight(e, by: 6) ^ rotateRight(e, by: 11) ^ rotateRight(e, by: 25)

@@ -84,7 +84,8 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private func cancelWaiter(_ waiterID: UInt64, forKey key: Key) {
-        let (waiter, abandoned) = state.withLock { state -> (CheckedContinuation<Value, any Error>?, Task<Void, any Error>?) in
+        let (waiter, abandoned) = state.withLock {
+            state -> (CheckedContinuation<Value, any Error>?, Task<Void, any Error>?) in
             guard var flight = state.flights[key], let waiter = flight.waiters.removeValue(forKey: waiterID) else {
                 return (nil, nil)
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Hoard
 
 private struct User: Codable, Sendable, Equatable {
@@ -54,7 +55,8 @@ private struct User: Codable, Sendable, Equatable {
 
     @Test func buildCreatesTheContainerWithOwnerOnlyPermissions() throws {
         let folder = TemporaryDirectory()
-        _ = try CacheBuilder<User>().containerName("users").directory(folder.url.appendingPathComponent("deep/er")).build()
+        _ = try CacheBuilder<User>().containerName("users").directory(folder.url.appendingPathComponent("deep/er"))
+            .build()
         let path = folder.url.appendingPathComponent("deep/er/users").path
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         #expect(attributes[.type] as? FileAttributeType == .typeDirectory)

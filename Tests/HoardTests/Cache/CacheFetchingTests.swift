@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Hoard
 
 private struct FetchError: Error, Equatable {
@@ -113,7 +114,7 @@ struct CacheFetchingTests {
             return "shared \(key)"
         }.build()
         try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0 ..< callers {
+            for _ in 0..<callers {
                 group.addTask { try await cache.getOrFetch(forKey: "k") }
             }
             #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == callers })
@@ -135,7 +136,7 @@ struct CacheFetchingTests {
         }.build()
         let failures = Counter()
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0 ..< 8 {
+            for _ in 0..<8 {
                 group.addTask {
                     do {
                         _ = try await cache.getOrFetch(forKey: "k")
@@ -241,7 +242,7 @@ struct CacheFetchingTests {
         let results = Locked<[String]>([])
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let group = DispatchGroup()
-            for index in 0 ..< 6 {
+            for index in 0..<6 {
                 group.enter()
                 Thread.detachNewThread {
                     let value = try? blockingGet(cache, "key \(index % 3)")
@@ -251,7 +252,7 @@ struct CacheFetchingTests {
             }
             group.notify(queue: .global()) { continuation.resume() }
         }
-        #expect(results.withLock { $0.sorted() } == (0 ..< 6).map { "fetched key \($0 % 3)" }.sorted())
+        #expect(results.withLock { $0.sorted() } == (0..<6).map { "fetched key \($0 % 3)" }.sorted())
         #expect(calls.value <= 6)
         #expect(throws: CacheError.notFound) { try blockingGet(try folder.stringBuilder("empty").build(), "x") }
     }
@@ -264,12 +265,12 @@ struct CacheFetchingTests {
         }.build()
         // Block every cooperative thread (2 on this machine) and more: the fetch runs elsewhere.
         try await withThrowingTaskGroup(of: String.self) { group in
-            for index in 0 ..< 4 {
+            for index in 0..<4 {
                 group.addTask { try blockingGet(cache, "key \(index)") }
             }
             var seen: [String] = []
             for try await value in group { seen.append(value) }
-            #expect(seen.sorted() == (0 ..< 4).map { "key \($0)" })
+            #expect(seen.sorted() == (0..<4).map { "key \($0)" })
         }
     }
 }

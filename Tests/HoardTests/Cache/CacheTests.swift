@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Hoard
 
 @Suite struct CacheTests {
@@ -57,7 +58,7 @@ import Testing
     @Test func theLastOfManyWritesToOneKeyWins() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().maxRamCount(0).build()
-        for index in 0 ..< 500 { cache["k"] = "\(index)" }
+        for index in 0..<500 { cache["k"] = "\(index)" }
         #expect(cache["k"] == "499")
         await cache.flush()
         #expect(cache["k"] == "499")
@@ -108,7 +109,7 @@ import Testing
                 counts.withLock { $0.append(cache.memoryCount + cache.diskCount) }
             }
         }
-        for index in 0 ..< 10 { cache["\(index)"] = "\(index)" }
+        for index in 0..<10 { cache["\(index)"] = "\(index)" }
         await cache.flush()
         cache["pending"] = "not yet written"
         cache.removeAll()
@@ -174,7 +175,7 @@ import Testing
         // LFU: a 3, b 2, c 1 -> c. LRU: order c, a, b -> c.
         #expect(delegate.diskEvictions == ["c"])
         #expect(cache["c"] == nil)
-        for key in 0 ..< 20 { cache["x\(key)"] = "x" }
+        for key in 0..<20 { cache["x\(key)"] = "x" }
         await cache.flush()
         #expect(cache.diskCount == 3)
         #expect(folder.entryFiles().count == 3)
@@ -189,7 +190,7 @@ import Testing
             let cache = try builder.build()
             for key in ["a", "b", "c", "d"] { cache[key] = key }
             await cache.flush()
-            for _ in 0 ..< 3 { _ = cache["a"] }
+            for _ in 0..<3 { _ = cache["a"] }
             _ = cache["b"]
             _ = cache["b"]
             _ = cache["c"]
@@ -204,12 +205,12 @@ import Testing
         let folder = TemporaryDirectory()
         do {
             let cache = try folder.stringBuilder().build()
-            for index in 0 ..< 50 { cache["key \(index)"] = "value \(index)" }
+            for index in 0..<50 { cache["key \(index)"] = "value \(index)" }
             await cache.flush()
         }
         let reopened = try folder.stringBuilder().build(sharingStore: false)
         #expect(reopened.diskCount == 50)
-        for index in 0 ..< 50 { #expect(reopened["key \(index)"] == "value \(index)") }
+        for index in 0..<50 { #expect(reopened["key \(index)"] == "value \(index)") }
     }
 
     @Test func twoCachesOnOneContainerAgree() async throws {
@@ -255,7 +256,7 @@ import Testing
             default: break
             }
         }
-        for index in 0 ..< 20 { cache["\(index)"] = "v\(index)" }
+        for index in 0..<20 { cache["\(index)"] = "v\(index)" }
         await cache.flush()
         #expect(!delegate.memoryEvictions.isEmpty)
         #expect(!delegate.diskEvictions.isEmpty)
@@ -275,17 +276,19 @@ import Testing
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().maxRamCount(8).maxDiskCount(16).evictionPolicy(policy).build()
         await withTaskGroup(of: Void.self) { group in
-            for task in 0 ..< 8 {
+            for task in 0..<8 {
                 group.addTask {
                     var generator = SplitMix64(seed: UInt64(task) + 100)
-                    for _ in 0 ..< 2_000 {
+                    for _ in 0..<2_000 {
                         let key = "k\(generator.next() % 24)"
                         switch generator.next() % 8 {
                         case 0: cache.removeValue(forKey: key)
                         case 1, 2: cache[key] = key + "-value"
                         case 3: if generator.next() % 50 == 0 { cache.clearMemory() }
                         default:
-                            if let value = cache[key] { precondition(value == key + "-value", "wrong value for \(key)") }
+                            if let value = cache[key] {
+                                precondition(value == key + "-value", "wrong value for \(key)")
+                            }
                         }
                     }
                 }
@@ -296,7 +299,7 @@ import Testing
         #expect(folder.entryFiles().count == cache.diskCount)
         #expect(cache.memoryCount <= 8)
         cache.memory?.checkInvariants()
-        for index in 0 ..< 24 {
+        for index in 0..<24 {
             let key = "k\(index)"
             if let value = cache[key] { #expect(value == key + "-value") }
         }

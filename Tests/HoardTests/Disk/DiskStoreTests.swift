@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Hoard
 
 @Suite struct DiskStoreTests {
@@ -8,7 +9,7 @@ import Testing
     /// Writes `count` entries "key i" = "value i" and returns the folder; the cache is released.
     private func populate(_ folder: TemporaryDirectory, count: Int) async throws {
         let cache = try folder.stringBuilder().maxRamCount(0).build()
-        for index in 0 ..< count { cache["key \(index)"] = "value \(index)" }
+        for index in 0..<count { cache["key \(index)"] = "value \(index)" }
         await cache.flush()
     }
 
@@ -88,7 +89,10 @@ import Testing
         switch damage {
         case .directory: try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: false)
         case .symlink:
-            try FileManager.default.createSymbolicLink(atPath: victim, withDestinationPath: path(of: "key 0", in: folder))
+            try FileManager.default.createSymbolicLink(
+                atPath: victim,
+                withDestinationPath: path(of: "key 0", in: folder)
+            )
         default: try Data(bytes).write(to: URL(fileURLWithPath: victim))
         }
 
@@ -146,7 +150,7 @@ import Testing
         let expected = 10  // for "stale": 10 keys, less "key 0", plus "late"
         #expect(cache.diskCount == expected)
         #expect(Set(cache.disk?.keysInEvictionOrder ?? []).count == expected)
-        for index in (problem == "stale" ? 1 : 0) ..< 10 { #expect(cache["key \(index)"] == "value \(index)") }
+        for index in (problem == "stale" ? 1 : 0)..<10 { #expect(cache["key \(index)"] == "value \(index)") }
         if problem == "stale" {
             #expect(cache["late"] == "added after the index was saved")
             #expect(cache["key 0"] == nil)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Hoard
 
 @Suite struct EntryFormatTests {
@@ -16,7 +17,9 @@ import Testing
         #expect(entry.payload == Data("{\"name\":\"Ada\"}".utf8))
         #expect(entry.schemaVersion == 3)
         #expect(entry.expiresAt == 1_700_000_000.5)
-        let plain = try EntryFormat.decode(EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: nil))
+        let plain = try EntryFormat.decode(
+            EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: nil)
+        )
         #expect(plain.key == "")
         #expect(plain.payload.isEmpty)
         #expect(plain.expiresAt == nil)
@@ -36,7 +39,7 @@ import Testing
     }
 
     @Test func everyTruncationAndPaddingIsDetected() {
-        for length in 0 ..< sample.count {
+        for length in 0..<sample.count {
             #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(Array(sample.prefix(length))) }
         }
         #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(sample + [0]) }
@@ -45,7 +48,7 @@ import Testing
     @Test func foreignBytesAreRejected() {
         var generator = SplitMix64(seed: 99)
         for length in [0, 1, 31, 32, 100, 4_096] {
-            let garbage = (0 ..< length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            let garbage = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(garbage) }
         }
         #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(Array("{\"json\": true}".utf8)) }
@@ -67,7 +70,7 @@ import Testing
 
 @Suite struct DiskIndexFileTests {
     @Test func roundTripsAndRejectsDamage() throws {
-        let records = (0 ..< 20).map { index in
+        let records = (0..<20).map { index in
             DiskIndexFile.Record(
                 digest: DiskKey("key \(index)").digest,
                 count: UInt32(index + 1),

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Hoard
 
 /// A slow, obviously correct model of the eviction order: counts and last-access times per key.
@@ -85,12 +86,14 @@ private struct ReferenceOrder {
     func savedOrderIsRestoredByAppending(policy: EvictionPolicy) {
         var index = EvictionIndex<Int, Int>(policy: policy, capacity: 100)
         var generator = SplitMix64(seed: 7)
-        for _ in 0 ..< 500 {
+        for _ in 0..<500 {
             let key = Int(generator.next() % 50)
             if index.access(key) == nil { index.upsert(key, forKey: key) }
         }
         var restored = EvictionIndex<Int, Int>(policy: policy, capacity: 100)
-        for entry in index.entriesInEvictionOrder { restored.append(entry.payload, forKey: entry.key, count: entry.count) }
+        for entry in index.entriesInEvictionOrder {
+            restored.append(entry.payload, forKey: entry.key, count: entry.count)
+        }
         #expect(restored.entriesInEvictionOrder.map(\.key) == index.entriesInEvictionOrder.map(\.key))
         #expect(restored.entriesInEvictionOrder.map(\.count) == index.entriesInEvictionOrder.map(\.count))
         restored.checkInvariants()
@@ -101,7 +104,7 @@ private struct ReferenceOrder {
         #expect(index.agingPeriod == 1_024)
         index.upsert(0, forKey: "old")  // count 1, used first
         index.upsert(0, forKey: "hot")
-        for _ in 0 ..< 5 { _ = index.access("hot") }  // count 6
+        for _ in 0..<5 { _ = index.access("hot") }  // count 6
         _ = index.access("old")  // count 2, used last
         // 8 operations so far; age now.
         index.age()
@@ -117,22 +120,22 @@ private struct ReferenceOrder {
     @Test func agingLetsANewHotSetDisplaceAnOldOne() {
         // Capacity 10: aging every 1 024 operations. The old hot keys reach high counts, then stop.
         var index = EvictionIndex<Int, Int>(policy: .lfu, capacity: 10)
-        for round in 0 ..< 200 {
-            for key in 0 ..< 10 {
+        for round in 0..<200 {
+            for key in 0..<10 {
                 if index.access(key) == nil { index.upsert(key, forKey: key) }
                 _ = round
             }
         }
         // A new hot set, accessed steadily, must end up holding the cache.
-        for _ in 0 ..< 3_000 {
-            for key in 100 ..< 105 {
+        for _ in 0..<3_000 {
+            for key in 100..<105 {
                 if index.access(key) == nil {
                     if index.count >= 10 { _ = index.popVictim() }
                     index.upsert(key, forKey: key)
                 }
             }
         }
-        for key in 100 ..< 105 { #expect(index.contains(key)) }
+        for key in 100..<105 { #expect(index.contains(key)) }
         index.checkInvariants()
     }
 
@@ -142,12 +145,15 @@ private struct ReferenceOrder {
         var index = EvictionIndex<Int, Int>(policy: policy, capacity: capacity)
         var model = ReferenceOrder(policy: policy, agingPeriod: index.agingPeriod)
         var generator = SplitMix64(seed: policy == .lru ? 1 : 2)
-        for step in 0 ..< 20_000 {
+        for step in 0..<20_000 {
             let key = Int(generator.next() % 20)
             switch generator.next() % 10 {
             case 0:
-                #expect(index.removeValue(forKey: key) != nil ? model.entries.removeValue(forKey: key) != nil : model.entries[key] == nil)
-            case 1 ... 4:
+                #expect(
+                    index.removeValue(forKey: key) != nil
+                        ? model.entries.removeValue(forKey: key) != nil : model.entries[key] == nil
+                )
+            case 1...4:
                 let hit = index.access(key) != nil
                 #expect(hit == (model.entries[key] != nil))
                 if hit { model.touch(key) }

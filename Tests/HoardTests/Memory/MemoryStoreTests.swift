@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Hoard
 
 @Suite struct MemoryStoreTests {
@@ -27,7 +28,7 @@ import Testing
         let store = MemoryStore<String, Int>(capacity: 2, policy: .lfu)
         store.set(1, forKey: "a")
         store.set(2, forKey: "b")
-        for _ in 0 ..< 5 {
+        for _ in 0..<5 {
             _ = store.value(forKey: "a")
             _ = store.value(forKey: "b")
         }
@@ -37,7 +38,7 @@ import Testing
 
     @Test func removeAllEmptiesTheStore() {
         let store = MemoryStore<String, Int>(capacity: 10, policy: .lfu)
-        for index in 0 ..< 5 { store.set(index, forKey: "\(index)") }
+        for index in 0..<5 { store.set(index, forKey: "\(index)") }
         #expect(store.removeAll() == 5)
         #expect(store.count == 0)
         #expect(store.value(forKey: "1") == nil)
@@ -47,10 +48,10 @@ import Testing
     func staysConsistentUnderConcurrentUse(policy: EvictionPolicy) async {
         let store = MemoryStore<Int, Int>(capacity: 16, policy: policy)
         await withTaskGroup(of: Void.self) { group in
-            for task in 0 ..< 8 {
+            for task in 0..<8 {
                 group.addTask {
                     var generator = SplitMix64(seed: UInt64(task))
-                    for _ in 0 ..< 20_000 {
+                    for _ in 0..<20_000 {
                         let key = Int(generator.next() % 40)
                         switch generator.next() % 4 {
                         case 0: store.set(key, forKey: key)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Hoard
 
 private struct Event: Codable, Sendable, Equatable {

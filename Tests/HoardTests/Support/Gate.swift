@@ -43,14 +43,18 @@ final class Counter: @unchecked Sendable {
     private var count = 0
 
     @discardableResult
-    func increment() -> Int { lock.withLock { count += 1; return count } }
+    func increment() -> Int {
+        lock.withLock {
+            count += 1; return count
+        }
+    }
     var value: Int { lock.withLock { count } }
 }
 
 /// Suspends until `condition` holds, yielding between checks; fails after `limit` checks so that a
 /// broken test ends instead of hanging.
 func waitUntil(_ limit: Int = 2_000_000, _ condition: () -> Bool) async -> Bool {
-    for _ in 0 ..< limit {
+    for _ in 0..<limit {
         if condition() { return true }
         await Task.yield()
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Hoard
 
 /// A delegate that records every callback, optionally running a closure on each one.

@@ -272,4 +272,3 @@ import Testing
         #expect(Set([first, again, second]).count == 2)
     }
 }
-

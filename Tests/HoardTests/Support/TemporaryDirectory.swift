@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Hoard
 
 /// A fresh folder for one test, removed when the value is deinitialized.

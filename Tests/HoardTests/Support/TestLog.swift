@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Hoard
 
 /// Collects every message Hoard logs during the test run.
