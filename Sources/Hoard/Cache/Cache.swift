@@ -104,6 +104,7 @@ public final class Cache<Value: Sendable>: Sendable {
     func valueFromDisk(forKey key: String) -> Value? {
         guard let disk else { return nil }
         let diskKey = DiskKey(key)
+        let generation = memory?.currentGeneration
         let value: Value
         switch disk.lookup(diskKey) {
         case .miss:
@@ -128,7 +129,11 @@ public final class Cache<Value: Sendable>: Sendable {
                 return nil
             }
         }
-        keepInMemory(value, forKey: key)
+        if let memory, let generation,
+            let evicted = memory.set(value, forKey: key, ifUnchangedSince: generation)
+        {
+            reportMemoryEviction(evicted)
+        }
         return value
     }
 
@@ -153,7 +158,11 @@ public final class Cache<Value: Sendable>: Sendable {
     /// Puts a value in memory and reports what that evicted.
     func keepInMemory(_ value: Value, forKey key: String) {
         guard let memory, let evicted = memory.set(value, forKey: key) else { return }
-        HoardLogger.log(.debug, "Evicted \"\(evicted.key.prefix(100))\" from memory (\(memory.policy)).")
+        reportMemoryEviction(evicted)
+    }
+
+    private func reportMemoryEviction(_ evicted: (key: String, value: Value)) {
+        HoardLogger.log(.debug, "Evicted \"\(evicted.key.prefix(100))\" from memory.")
         delegate?.cache(self, willEvictFromMemory: evicted.value, forKey: evicted.key)
     }
 

@@ -247,7 +247,8 @@ final class DiskStore: @unchecked Sendable {
     private func repair(_ key: DiskKey) {
         ioLock.lock()
         defer { ioLock.unlock() }
-        if lock.withLock({ state.pending[key.digest] != nil }) { return }
+        // A newer operation, or a removal that already landed, explains the failed read.
+        if lock.withLock({ state.pending[key.digest] != nil || !state.index.contains(key.digest) }) { return }
         let confirmed: ReadProblem
         switch readEntry(key) {
         case .success: return

@@ -34,8 +34,8 @@ import Testing
 
     @Test func aValueEvictedFromMemoryIsReadableBeforeItsWriteLands() async throws {
         let folder = TemporaryDirectory()
-        let gate = Gate()
-        let blocking = BlockingSerializer(gate: gate)
+        let blocking = BlockingSerializer()
+        let gate = blocking.gate
         let cache = try CacheBuilder<String>(serializer: blocking).containerName("c").directory(folder.url)
             .maxRamCount(1).build()
         cache["first"] = "1"
@@ -80,8 +80,8 @@ import Testing
 
     @Test func operationsQueuedWhileTheirKeyIsBeingWrittenAreApplied() async throws {
         let folder = TemporaryDirectory()
-        let gate = Gate()
-        let blocking = BlockingSerializer(gate: gate)
+        let blocking = BlockingSerializer()
+        let gate = blocking.gate
         let builder = CacheBuilder<String>(serializer: blocking).containerName("c").directory(folder.url)
         let cache = try builder.build()
         cache["removed"] = "1"
@@ -97,6 +97,27 @@ import Testing
         let reopened = try builder.maxRamCount(0).build(sharingStore: false)
         #expect(reopened["removed"] == nil)
         #expect(reopened["kept"] == "new")
+    }
+
+    @Test(arguments: ["set", "remove"])
+    func aDiskReadRacingASetOrRemoveNeverLeavesAStaleValueInMemory(change: String) async throws {
+        let folder = TemporaryDirectory()
+        let serializer = GatedDeserializer()
+        let cache = try CacheBuilder<String>(serializer: serializer).containerName("c").directory(folder.url).build()
+        cache["k"] = "old"
+        await cache.flush()
+        cache.clearMemory()
+        serializer.armed.withLock { $0 = true }
+        async let read = onPlainThread { cache["k"] }
+        // The reader has the old bytes from disk and is decoding them; change the key meanwhile.
+        #expect(await waitUntil { serializer.waiting.value == 1 })
+        if change == "set" { cache["k"] = "new" } else { cache.removeValue(forKey: "k") }
+        serializer.gate.open()
+        #expect(await read == "old")  // it read before the change: either answer is fine
+        #expect(cache["k"] == (change == "set" ? "new" : nil))
+        await cache.flush()
+        cache.clearMemory()
+        #expect(cache["k"] == (change == "set" ? "new" : nil))
     }
 
     @Test func removeAllClearsBothLevelsAndTellsTheDelegateFirst() async throws {
@@ -311,22 +332,30 @@ import Testing
 
 /// A string serializer that waits for a gate before its first encoding, to hold the writer.
 final class BlockingSerializer: CacheSerializer, Sendable {
-    let gate: Gate
+    let gate = ThreadGate()
     let started = Counter()
 
-    init(gate: Gate) { self.gate = gate }
-
     func serialize(_ value: String) throws -> Data {
-        if started.increment() == 1 {
-            let done = DispatchSemaphore(value: 0)
-            Task {
-                try? await gate.wait()
-                done.signal()
-            }
-            done.wait()
-        }
+        if started.increment() == 1 { gate.wait() }
         return Data(value.utf8)
     }
 
     func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
+}
+
+/// A string serializer whose decoding, once armed, waits for a gate: holds a reader mid-read.
+final class GatedDeserializer: CacheSerializer, Sendable {
+    let gate = ThreadGate()
+    let armed = Locked(false)
+    let waiting = Counter()
+
+    func serialize(_ value: String) throws -> Data { Data(value.utf8) }
+
+    func deserialize(_ data: Data) throws -> String {
+        if armed.withLock({ $0 }) {
+            waiting.increment()
+            gate.wait()
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
 }
