@@ -130,7 +130,7 @@ import Testing
                 counts.withLock { $0.append((cache.memoryCount, cache.diskCount)) }
             }
         }
-        for index in 0 ..< 10 { cache["\(index)"] = "\(index)" }
+        for index in 0..<10 { cache["\(index)"] = "\(index)" }
         await cache.flush()
         cache["pending"] = "maybe not written yet"
         cache.removeAll()
