@@ -25,7 +25,7 @@ extension Cache {
     /// The same as the async ``getOrFetch(forKey:)-4zr8e``, for code that uses callbacks.
     /// `onComplete` runs on a Hoard background thread, once.
     public func asyncGet(forKey key: String, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {
-        FetchExecutor.run { [self] in
+        FetchTask.run { [self] in
             do {
                 onComplete(.success(try await getOrFetch(forKey: key)))
             } catch {

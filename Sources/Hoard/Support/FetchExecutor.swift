@@ -8,6 +8,7 @@ import Dispatch
 ///
 /// Jobs go round-robin to a few serial dispatch queues (serial queues get threads of their own,
 /// outside the width-limited pool).
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 final class FetchExecutor: TaskExecutor {
     static let shared = FetchExecutor(width: 4)
 
@@ -20,26 +21,27 @@ final class FetchExecutor: TaskExecutor {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let queue = queues[
-            next.withLock { index in
-                index = (index + 1) % queues.count
-                return index
-            }
-        ]
-        queue.async {
+        let index = next.withLock { index in
+            index = (index + 1) % queues.count
+            return index
+        }
+        queues[index].async {
             job.runSynchronously(on: self.asUnownedTaskExecutor())
         }
     }
+}
 
-    /// Starts an unstructured task on this executor where the platform supports task executors, and
-    /// on the global executor elsewhere (before macOS 15 / iOS 18, where the blocking form can then
-    /// deadlock if called from the cooperative pool).
+/// Starts the unstructured tasks that run fetches.
+enum FetchTask {
+    /// Starts `operation` on ``FetchExecutor`` where the platform supports task executors, and on the
+    /// global executor elsewhere (before macOS 15 / iOS 18, where a blocking `getOrFetch` called from
+    /// the cooperative pool can then starve its own fetch).
     @discardableResult
     static func run<Success: Sendable>(
         _ operation: @escaping @Sendable () async throws -> Success
     ) -> Task<Success, any Error> {
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-            return Task(executorPreference: shared, operation: operation)
+            return Task(executorPreference: FetchExecutor.shared, operation: operation)
         } else {
             return Task(operation: operation)
         }

@@ -56,7 +56,7 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     state.flights[key] = Flight(id: flightID, task: nil, waiters: [waiterID: continuation])
                     // Creating the task inside the lock is safe: it cannot finish before we unlock,
                     // since finishing takes the lock.
-                    state.flights[key]?.task = FetchExecutor.run { [self] in
+                    state.flights[key]?.task = FetchTask.run { [self] in
                         let result: Result<Value, any Error>
                         do {
                             result = .success(try await operation())
