@@ -23,15 +23,27 @@ extension Cache {
     /// Calls `onComplete` with the value for a key from memory, disk or the fetcher.
     ///
     /// The same as the async ``getOrFetch(forKey:)-4zr8e``, for code that uses callbacks.
-    /// `onComplete` runs on a Hoard background thread, once.
+    /// `onComplete` is called once, on a global dispatch queue; it may block or call back into the
+    /// cache, the blocking `getOrFetch` included.
     public func asyncGet(forKey key: String, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         FetchTask.run { [self] in
+            let result: Result<Value, any Error>
             do {
-                onComplete(.success(try await getOrFetch(forKey: key)))
+                result = .success(try await getOrFetch(forKey: key))
             } catch {
-                onComplete(.failure(error))
+                result = .failure(error)
             }
+            // Not on the fetch executor: a callback that blocks must not hold up other fetches.
+            DispatchQueue.global().async { onComplete(result) }
         }
+    }
+
+    /// Returns the value for a key from memory, disk or the fetcher: ``getOrFetch(forKey:)-4zr8e``
+    /// under the name a cache level uses.
+    ///
+    /// - Throws: The same errors as ``getOrFetch(forKey:)-4zr8e``.
+    public func get(_ key: String) async throws -> Value {
+        try await getOrFetch(forKey: key)
     }
 
     /// Returns the value for a key from memory, disk or the fetcher, blocking the calling thread.
@@ -72,7 +84,7 @@ extension Cache {
                     "Retrying the fetch of \"\(key.prefix(100))\" (retry \(attempts) of \(retries)): \(lastError)"
                 )
                 let wait = retryBackoff.delay(beforeRetry: attempts)
-                if wait > .zero { try await Task.sleep(for: wait) }
+                if wait > .zero { try await retryBackoff.sleep(wait) }
                 try Task.checkCancellation()
             }
             attempts += 1

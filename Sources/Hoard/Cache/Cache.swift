@@ -30,6 +30,7 @@ public final class Cache<Value: Sendable>: Sendable {
     let fetcher: (@Sendable (String) async throws -> Value)?
     let retryBackoff: RetryBackoff
     let flights = SharedFlights<String, Value>()
+    let stripes = KeyStripes()
     private let settings: Locked<Settings>
 
     struct Settings {
@@ -104,7 +105,7 @@ public final class Cache<Value: Sendable>: Sendable {
     func valueFromDisk(forKey key: String) -> Value? {
         guard let disk else { return nil }
         let diskKey = DiskKey(key)
-        let generation = memory?.currentGeneration
+        let changes = stripes.changes(key)
         let value: Value
         switch disk.lookup(diskKey) {
         case .miss:
@@ -125,12 +126,14 @@ public final class Cache<Value: Sendable>: Sendable {
                     .warning,
                     CacheError.deserializationFailed(key: key, underlying: error).message + " Removing the entry."
                 )
-                disk.enqueueRemove(diskKey, observer: self)
+                disk.removeIfUnchanged(diskKey, payload: entry.payload)
                 return nil
             }
         }
-        if let memory, let generation,
-            let evicted = memory.set(value, forKey: key, ifUnchangedSince: generation)
+        // Copy into memory unless the key changed meanwhile (memory would keep a stale value) or this
+        // read comes from an eviction callback.
+        if let memory, !EvictionCallback.isRunning,
+            let evicted = stripes.ifUnchanged(key, since: changes, { memory.set(value, forKey: key) })
         {
             reportMemoryEviction(evicted)
         }
@@ -145,41 +148,58 @@ public final class Cache<Value: Sendable>: Sendable {
     ///
     /// - Complexity: O(1), plus hashing the key when the disk level is on.
     public func set(_ value: Value, forKey key: String) {
-        keepInMemory(value, forKey: key)
-        guard let disk else { return }
+        guard let disk else {
+            if let evicted = memory?.set(value, forKey: key) { reportMemoryEviction(evicted) }
+            return
+        }
         let serializer = serializer
-        disk.enqueueWrite(
-            DiskKey(key),
-            value: PendingValue(value: value, serialize: { try serializer.serialize(value) }, expiresAt: nil),
-            observer: self
-        )
-    }
-
-    /// Puts a value in memory and reports what that evicted.
-    func keepInMemory(_ value: Value, forKey key: String) {
-        guard let memory, let evicted = memory.set(value, forKey: key) else { return }
-        reportMemoryEviction(evicted)
+        let pending = PendingValue(value: value, serialize: { try serializer.serialize(value) }, expiresAt: nil)
+        let diskKey = DiskKey(key)
+        var evicted: (key: String, value: Value)?
+        let others = stripes.change(key) {
+            let others = disk.enqueueWrite(diskKey, value: pending, observer: self)
+            evicted = memory?.set(value, forKey: key)
+            return others
+        }
+        if let evicted { reportMemoryEviction(evicted) }
+        for other in others { other.diskStoreDidChange(key: key) }
     }
 
     private func reportMemoryEviction(_ evicted: (key: String, value: Value)) {
         HoardLogger.log(.debug, "Evicted \"\(evicted.key.prefix(100))\" from memory.")
-        delegate?.cache(self, willEvictFromMemory: evicted.value, forKey: evicted.key)
+        guard let delegate else { return }
+        EvictionCallback.$isRunning.withValue(true) {
+            delegate.cache(self, willEvictFromMemory: evicted.value, forKey: evicted.key)
+        }
     }
 
     /// Removes the value for a key from both levels.
     ///
     /// Memory forgets it at once and reads miss at once; the file is removed in the background.
     public func removeValue(forKey key: String) {
-        memory?.removeValue(forKey: key)
-        disk?.enqueueRemove(DiskKey(key), observer: self)
+        guard let disk else {
+            memory?.removeValue(forKey: key)
+            return
+        }
+        let diskKey = DiskKey(key)
+        let others = stripes.change(key) {
+            let others = disk.enqueueRemove(diskKey, observer: self)
+            memory?.removeValue(forKey: key)
+            return others
+        }
+        for other in others { other.diskStoreDidChange(key: key) }
     }
 
     /// Removes every value from both levels; the delegate hears both clear callbacks first.
     ///
+    /// Other caches on the same container forget their values too.
     /// - Complexity: O(n) file removals; waits for a disk write in progress.
     public func removeAll() {
         clearMemory()
         clearDisk()
+        // A read made between the two clears may have copied a disk value back into memory.
+        stripes.changeAll { memory?.removeAll() }
+        for other in disk?.observers(except: self) ?? [] { other.diskStoreDidClear() }
     }
 
     /// Removes every value from memory; the delegate hears ``CacheDelegate/cacheWillClearMemory(_:)`` first.
@@ -227,6 +247,12 @@ extension Cache: DiskStoreObserver {
     }
 
     func diskStoreDidChange(key: String) {
-        memory?.removeValue(forKey: key)
+        guard let memory else { return }
+        stripes.change(key) { _ = memory.removeValue(forKey: key) }
+    }
+
+    func diskStoreDidClear() {
+        guard let memory else { return }
+        stripes.changeAll { memory.removeAll() }
     }
 }

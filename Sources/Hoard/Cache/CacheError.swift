@@ -65,6 +65,26 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No value is stored and there is no fetcher.
     public static let notFound = CacheError(code: .notFound, message: "No value is stored for this key.")
 
+    /// Every fetch attempt failed; matches any error with that code (`catch CacheError.fetchFailed`).
+    public static let fetchFailed = CacheError(code: .fetchFailed, message: "Every fetch attempt failed.")
+    /// A builder option has an unusable value; matches any error with that code.
+    public static let invalidConfiguration = CacheError(
+        code: .invalidConfiguration,
+        message: "A builder option has an unusable value."
+    )
+    /// The serializer could not encode a value; matches any error with that code.
+    public static let serializationFailed = CacheError(
+        code: .serializationFailed,
+        message: "The serializer could not encode a value."
+    )
+    /// The serializer could not decode stored bytes; matches any error with that code.
+    public static let deserializationFailed = CacheError(
+        code: .deserializationFailed,
+        message: "The serializer could not decode stored bytes."
+    )
+    /// A file-system operation failed; matches any error with that code.
+    public static let io = CacheError(code: .io, message: "A file-system operation failed.")
+
     /// No value is stored for `key` and there is no fetcher to ask.
     public static func notFound(key: String) -> CacheError {
         CacheError(code: .notFound, message: "No value is stored for key \"\(key)\".", key: key)

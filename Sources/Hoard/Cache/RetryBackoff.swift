@@ -4,13 +4,24 @@
 /// .maxRetryCount(3)
 /// .retryBackoff(.exponential(initial: .milliseconds(100), maximum: .seconds(2)))
 /// ```
-/// The wait is cancellable: cancelling every caller of a fetch ends it at once.
+/// The wait is cancellable: cancelling every caller of a fetch ends it at once. Tests can pass their
+/// own `sleep` to run retries without waiting.
 public struct RetryBackoff: Sendable {
     private let delay: @Sendable (_ retry: Int) -> Duration
+    private let sleeper: @Sendable (Duration) async throws -> Void
 
     /// Creates a backoff from a function of the retry number (1 for the first retry).
-    public init(_ delay: @escaping @Sendable (_ retry: Int) -> Duration) {
+    ///
+    /// - Parameters:
+    ///   - delay: The wait before each retry; negative waits count as none.
+    ///   - sleep: How to wait; `Task.sleep(for:)` by default. It must throw `CancellationError` when
+    ///     the task is cancelled.
+    public init(
+        _ delay: @escaping @Sendable (_ retry: Int) -> Duration,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
         self.delay = delay
+        self.sleeper = sleep
     }
 
     /// Retry at once (the default).
@@ -22,17 +33,37 @@ public struct RetryBackoff: Sendable {
     }
 
     /// Wait `initial`, then `multiplier` times longer before each further retry, never more than `maximum`.
+    ///
+    /// A multiplier below 1 (or not a number) counts as 1.
     public static func exponential(initial: Duration, multiplier: Double = 2, maximum: Duration) -> RetryBackoff {
         RetryBackoff { retry in
-            var wait = initial
+            let factor = multiplier.isNaN ? 1 : max(1, multiplier)
+            var wait = min(initial, maximum)
             for _ in 1..<max(1, retry) {
-                wait = wait * multiplier
-                if wait >= maximum { return maximum }
+                // Checked before multiplying: a huge product would not fit in a Duration.
+                guard wait.seconds * factor < maximum.seconds else { return maximum }
+                let whole = factor.rounded()
+                wait = whole == factor && whole <= Double(Int32.max) ? wait * Int(whole) : wait * factor
             }
-            return min(wait, maximum)
+            return wait
         }
     }
 
+    /// The same delays, waited with another `sleep` function.
+    public func sleeping(with sleep: @escaping @Sendable (Duration) async throws -> Void) -> RetryBackoff {
+        RetryBackoff(delay, sleep: sleep)
+    }
+
     /// The wait before retry number `retry` (1 for the first retry).
-    public func delay(beforeRetry retry: Int) -> Duration { delay(retry) }
+    public func delay(beforeRetry retry: Int) -> Duration { max(.zero, delay(retry)) }
+
+    /// Waits `duration` with the backoff's sleep function.
+    func sleep(_ duration: Duration) async throws { try await sleeper(duration) }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
 }

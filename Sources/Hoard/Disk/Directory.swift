@@ -28,11 +28,40 @@ final class Directory: Sendable {
     let path: String
     private let descriptor: Int32
 
+    /// Creates a folder (mode 0700) and its parents if needed; returns its real path.
+    ///
+    /// The real path has every symbolic link resolved, so two spellings of one folder give one path.
+    /// - Throws: ``CacheError`` with code `io` when the folder cannot be created.
+    static func create(at url: URL) throws -> String {
+        try createFolder(at: url)
+        guard let resolved = realpath(url.path, nil) else {
+            throw CacheError.io(
+                "Cannot resolve the path of the container \(url.path).",
+                underlying: POSIXFileError(operation: "realpath", path: url.path, errorNumber: errno)
+            )
+        }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     /// Opens a folder, creating it (mode 0700) and its parents if needed.
     ///
     /// - Throws: ``CacheError`` with code `io` when the folder cannot be created or opened.
     init(creatingAt url: URL) throws {
         path = url.path
+        try Self.createFolder(at: url)
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CacheError.io(
+                "Cannot open the container \(path).",
+                underlying: POSIXFileError(operation: "open", path: path, errorNumber: errno)
+            )
+        }
+        self.descriptor = descriptor
+    }
+
+    private static func createFolder(at url: URL) throws {
+        let path = url.path
         do {
             let parent = url.deletingLastPathComponent()
             try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
@@ -45,14 +74,6 @@ final class Directory: Sendable {
                 underlying: POSIXFileError(operation: "mkdir", path: path, errorNumber: errno)
             )
         }
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw CacheError.io(
-                "Cannot open the container \(path).",
-                underlying: POSIXFileError(operation: "open", path: path, errorNumber: errno)
-            )
-        }
-        self.descriptor = descriptor
     }
 
     deinit {

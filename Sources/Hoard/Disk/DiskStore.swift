@@ -12,6 +12,8 @@ protocol DiskStoreObserver: AnyObject, Sendable {
     func diskStore(didFailToStoreKey key: String, error: CacheError)
     /// Another cache on the same container set or removed `key`.
     func diskStoreDidChange(key: String)
+    /// Another cache on the same container removed every value.
+    func diskStoreDidClear()
 }
 
 /// A value waiting for the background writer, readable until it lands.
@@ -46,8 +48,7 @@ enum DiskLookup {
 /// ``removeAll()``), so that no write lands after a clear that followed it. Readers never take `ioLock`
 /// except to repair a damaged file.
 final class DiskStore: @unchecked Sendable {
-    // Safe because `state` is only touched while holding `lock`, `temporaryCounter` only while holding
-    // `ioLock`, and everything else is immutable.
+    // Safe because `state` is only touched while holding `lock`, and everything else is immutable.
 
     /// What a store is opened with.
     struct Options: Equatable, Sendable {
@@ -102,24 +103,33 @@ final class DiskStore: @unchecked Sendable {
     private let lock = Lock()
     private let ioLock = Lock()
     private var state: State
-    private var temporaryCounter = 0
     private let writer: DispatchQueue
 
     /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
     ///
     /// - Throws: ``CacheError`` with code `io` when the container cannot be created or listed.
-    init(at url: URL, options: Options) throws {
+    convenience init(at url: URL, options: Options) throws {
+        var messages = DeferredLog()
+        try self.init(at: url, options: options, log: &messages)
+        messages.flush()
+    }
+
+    /// Opens the container, keeping what it reports in `log` so that the caller can send it once
+    /// it has released its locks.
+    init(at url: URL, options: Options, log: inout DeferredLog) throws {
         var options = options
         options.capacity = max(1, options.capacity)
         self.options = options
         directory = try Directory(creatingAt: url)
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         state = State(index: EvictionIndex(policy: options.policy, capacity: options.capacity))
-        state.index = try loadIndex()
+        state.index = try loadIndex(log: &log)
     }
 
     deinit {
-        if state.changesSinceSave > 0 { saveIndex() }
+        var messages = DeferredLog()
+        if state.changesSinceSave > 0 { saveIndex(log: &messages) }
+        messages.flush()
     }
 
     // MARK: - Sharing one store per container
@@ -133,27 +143,43 @@ final class DiskStore: @unchecked Sendable {
     /// Returns the store already open on this container in this process, or opens one.
     ///
     /// Two stores on one folder would overwrite each other's index and miss each other's pending
-    /// writes, so a process keeps one per folder. The first opening's options stay in force while the
-    /// store is open; a later opening with other options gets the open store, and a warning is logged.
+    /// writes, so a process keeps one per folder, found by the folder's real path (symbolic links
+    /// resolved once the folder exists).
+    ///
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container is already open
+    ///   with another count limit or eviction policy (one store cannot keep two limits), or with code
+    ///   `io` when the container cannot be created.
     static func shared(at url: URL, options: Options) throws -> DiskStore {
-        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        let path = try Directory.create(at: url)
+        var options = options
+        options.capacity = max(1, options.capacity)
+        var messages = DeferredLog()
+        defer { messages.flush() }
         return try openStores.withLock { stores in
             stores = stores.filter { $0.value.store != nil }
             if let store = stores[path]?.store {
-                if store.options.capacity != max(1, options.capacity) || store.options.policy != options.policy
-                    || store.options.schemaVersion != options.schemaVersion
-                {
-                    HoardLogger.log(
-                        .warning,
-                        "The container \(path) is already open with \(store.options); \(options) is ignored."
+                guard store.options == options else {
+                    throw CacheError.invalidConfiguration(
+                        "The container \(path) is already open in this process with maxDiskCount "
+                            + "\(store.options.capacity) and evictionPolicy \(store.options.policy); open it with "
+                            + "the same settings (asked: \(options.capacity), \(options.policy))."
                     )
                 }
                 return store
             }
-            let store = try DiskStore(at: url, options: options)
+            let store = try DiskStore(
+                at: URL(fileURLWithPath: path, isDirectory: true),
+                options: options,
+                log: &messages
+            )
             stores[path] = WeakStore(store: store)
             return store
         }
+    }
+
+    /// The caches registered on this store, except `origin`.
+    func observers(except origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
+        lock.withLock { state.observers.count > 1 ? otherObservers(than: origin) : [] }
     }
 
     /// Registers a cache to hear of changes that other caches make to this container.
@@ -193,9 +219,15 @@ final class DiskStore: @unchecked Sendable {
 
         switch readEntry(key) {
         case .success(let entry):
-            lock.withLock {
-                if state.index.access(key.digest) != nil { state.changesSinceSave += 1 }
+            let startsWriter = lock.withLock {
+                guard state.index.access(key.digest) != nil else { return false }
+                state.changesSinceSave += 1
+                // A read-only workload still saves the order it changes, from the writer.
+                guard state.changesSinceSave >= Self.changesBetweenIndexSaves, !state.isDraining else { return false }
+                state.isDraining = true
+                return true
             }
+            if startsWriter { writer.async { self.drain() } }
             return .stored(entry)
         case .failure:
             repair(key)
@@ -245,8 +277,12 @@ final class DiskStore: @unchecked Sendable {
     /// The file is read again under `ioLock`: the first read may have raced with the writer replacing
     /// it, and a transient failure (too many open files) is not damage.
     private func repair(_ key: DiskKey) {
+        var messages = DeferredLog()
         ioLock.lock()
-        defer { ioLock.unlock() }
+        defer {
+            ioLock.unlock()
+            messages.flush()
+        }
         // A newer operation, or a removal that already landed, explains the failed read.
         if lock.withLock({ state.pending[key.digest] != nil || !state.index.contains(key.digest) }) { return }
         let confirmed: ReadProblem
@@ -254,32 +290,50 @@ final class DiskStore: @unchecked Sendable {
         case .success: return
         case .failure(.unreadable(let error)) where error.errorNumber != EISDIR && error.errorNumber != ELOOP:
             // A transient failure (too many open files, a permission problem): keep the file.
-            HoardLogger.log(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
+            messages.add(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
             return
         case .failure(let problem): confirmed = problem
         }
         if case .missing = confirmed {
-            HoardLogger.log(
+            messages.add(
                 .warning,
                 "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished."
             )
         } else {
-            HoardLogger.log(
+            messages.add(
                 .warning,
                 "Removed the entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\": \(confirmed)."
             )
-            removeFile(key.fileName)
+            removeFile(key.fileName, log: &messages)
         }
         lock.withLock {
             if state.index.removeValue(forKey: key.digest) != nil { state.changesSinceSave += 1 }
         }
     }
 
-    private func removeFile(_ name: String) {
+    /// Removes the entry of `key` if it still holds `payload` and no newer operation is pending.
+    ///
+    /// For bytes the serializer could not decode: a newer set that landed or is pending must survive.
+    func removeIfUnchanged(_ key: DiskKey, payload: Data) {
+        var messages = DeferredLog()
+        ioLock.lock()
+        defer {
+            ioLock.unlock()
+            messages.flush()
+        }
+        if lock.withLock({ state.pending[key.digest] != nil || !state.index.contains(key.digest) }) { return }
+        guard case .success(let entry) = readEntry(key), entry.payload == payload else { return }
+        removeFile(key.fileName, log: &messages)
+        lock.withLock {
+            if state.index.removeValue(forKey: key.digest) != nil { state.changesSinceSave += 1 }
+        }
+    }
+
+    private func removeFile(_ name: String, log: inout DeferredLog) {
         do {
             try directory.remove(name)
         } catch {
-            HoardLogger.log(.error, "Cannot remove \(directory.path)/\(name): \(error)")
+            log.add(.error, "Cannot remove \(directory.path)/\(name): \(error)")
         }
     }
 
@@ -288,17 +342,33 @@ final class DiskStore: @unchecked Sendable {
     /// Queues a write of `value` for `key`; readers see it at once, the file lands in the background.
     ///
     /// Writes and removals of one key apply in the order they were queued; the writer only writes the
-    /// latest one. Other caches on the container are told (outside the lock) that `key` changed.
-    func enqueueWrite(_ key: DiskKey, value: PendingValue, observer: (any DiskStoreObserver)?) {
+    /// latest one.
+    /// - Returns: The other caches on the container, which the caller must tell (outside its locks)
+    ///   that `key` changed.
+    func enqueueWrite(
+        _ key: DiskKey,
+        value: PendingValue,
+        observer: (any DiskStoreObserver)?
+    )
+        -> [any DiskStoreObserver]
+    {
         enqueue(key, .write(value), observer: observer)
     }
 
     /// Queues a removal of `key`; readers miss it at once, the file goes in the background.
-    func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) {
+    ///
+    /// - Returns: The other caches on the container, to be told that `key` changed.
+    func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
         enqueue(key, .remove, observer: observer)
     }
 
-    private func enqueue(_ key: DiskKey, _ operation: Operation, observer: (any DiskStoreObserver)?) {
+    private func enqueue(
+        _ key: DiskKey,
+        _ operation: Operation,
+        observer: (any DiskStoreObserver)?
+    )
+        -> [any DiskStoreObserver]
+    {
         lock.lock()
         state.generation &+= 1
         if state.pending[key.digest]?.isQueued != true {
@@ -315,7 +385,7 @@ final class DiskStore: @unchecked Sendable {
         let others = state.observers.count > 1 ? otherObservers(than: observer) : []
         lock.unlock()
         if startsWriter { writer.async { self.drain() } }
-        for other in others { other.diskStoreDidChange(key: key.string) }
+        return others
     }
 
     private func otherObservers(than origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
@@ -339,8 +409,12 @@ final class DiskStore: @unchecked Sendable {
     ///
     /// - Complexity: O(n) file removals.
     func removeAll() {
+        var messages = DeferredLog()
         ioLock.lock()
-        defer { ioLock.unlock() }
+        defer {
+            ioLock.unlock()
+            messages.flush()
+        }
         lock.withLock {
             state.index.removeAll()
             state.pending.removeAll()
@@ -349,15 +423,24 @@ final class DiskStore: @unchecked Sendable {
         do {
             for (name, _) in try directory.list()
             where ContainerFile.isEntryName(name) || name.hasPrefix(ContainerFile.temporaryPrefix) {
-                removeFile(name)
+                removeFile(name, log: &messages)
             }
         } catch {
-            HoardLogger.log(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
+            messages.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
         }
-        saveIndex()
+        saveIndex(log: &messages)
+    }
+
+    /// What the writer must do once it has released `ioLock`: tell caches, log.
+    private enum Effect {
+        case evicted(key: String, observer: (any DiskStoreObserver)?)
+        case failed(key: String, error: CacheError, observer: (any DiskStoreObserver)?)
     }
 
     /// The background writer's loop: applies queued items in order until the queue is empty.
+    ///
+    /// Each item is applied holding `ioLock`; what it must report (evictions, failures, log messages)
+    /// is reported after `ioLock` is released, so a delegate may call anything on the cache.
     private func drain() {
         while true {
             lock.lock()
@@ -367,23 +450,42 @@ final class DiskStore: @unchecked Sendable {
                 state.isDraining = false
                 let savesIndex = state.changesSinceSave >= Self.changesBetweenIndexSaves
                 lock.unlock()
-                if savesIndex { ioLock.withLock { saveIndex() } }
+                if savesIndex {
+                    var messages = DeferredLog()
+                    ioLock.withLock { saveIndex(log: &messages) }
+                    messages.flush()
+                }
                 return
             }
             let item = state.queue[state.queueHead]
             state.queueHead += 1
+            if state.queueHead >= 1_024 && state.queueHead * 2 >= state.queue.count {
+                // Under steady load the writer never sees an empty queue: drop what it has done.
+                state.queue.removeFirst(state.queueHead)
+                state.queueHead = 0
+            }
             lock.unlock()
 
+            var messages = DeferredLog()
             switch item {
             case .flush(let continuation):
                 ioLock.withLock {
-                    if lock.withLock({ state.changesSinceSave > 0 }) { saveIndex() }
+                    if lock.withLock({ state.changesSinceSave > 0 }) { saveIndex(log: &messages) }
                 }
+                messages.flush()
                 continuation.resume()
             case .key(let digest):
                 ioLock.lock()
-                apply(digest)
+                let effects = apply(digest, log: &messages)
                 ioLock.unlock()
+                messages.flush()
+                for effect in effects {
+                    switch effect {
+                    case .evicted(let key, let observer): observer?.diskStore(willEvictKey: key)
+                    case .failed(let key, let error, let observer):
+                        observer?.diskStore(didFailToStoreKey: key, error: error)
+                    }
+                }
             }
         }
     }
@@ -391,22 +493,24 @@ final class DiskStore: @unchecked Sendable {
     /// Applies the latest pending operation of one key.
     ///
     /// Called by the writer, holding `ioLock`.
-    private func apply(_ digest: SHA256Digest) {
+    /// - Returns: What to report once `ioLock` is released.
+    private func apply(_ digest: SHA256Digest, log: inout DeferredLog) -> [Effect] {
         // Read the operation only now, under `ioLock`, so that a clear that ran meanwhile wins.
         let taken = lock.withLock { () -> Pending? in
             state.pending[digest]?.isQueued = false
             return state.pending[digest]
         }
-        guard let pending = taken else { return }
+        guard let pending = taken else { return [] }
         let key = pending.key
         switch pending.operation {
         case .remove:
-            removeFile(key.fileName)
+            removeFile(key.fileName, log: &log)
             lock.withLock {
                 state.index.removeValue(forKey: digest)
                 state.changesSinceSave += 1
                 finish(pending)
             }
+            return []
         case .write(let value):
             do {
                 let info = try write(value, for: key)
@@ -422,21 +526,23 @@ final class DiskStore: @unchecked Sendable {
                     finish(pending)
                     return victims
                 }
+                // The victims are out of the index: readers miss them already. Their files go now;
+                // the delegate hears "will evict" right after, once `ioLock` is released.
                 for victim in victims {
-                    pending.observer?.diskStore(willEvictKey: victim.key)
-                    HoardLogger.log(.debug, "Evicted \"\(victim.key.prefix(100))\" from disk (\(options.policy)).")
-                    removeFile(DiskKey(victim.key).fileName)
+                    log.add(.debug, "Evicted \"\(victim.key.prefix(100))\" from disk (\(options.policy)).")
+                    removeFile(DiskKey(victim.key).fileName, log: &log)
                 }
+                return victims.map { .evicted(key: $0.key, observer: pending.observer) }
             } catch {
                 // The old file holds an older value than the one that failed: it must not be served.
-                removeFile(key.fileName)
+                removeFile(key.fileName, log: &log)
                 lock.withLock {
                     state.index.removeValue(forKey: digest)
                     state.changesSinceSave += 1
                     finish(pending)
                 }
-                HoardLogger.log(.warning, error.message)
-                pending.observer?.diskStore(didFailToStoreKey: key.string, error: error)
+                log.add(.warning, error.message)
+                return [.failed(key: key.string, error: error, observer: pending.observer)]
             }
         }
     }
@@ -477,9 +583,15 @@ final class DiskStore: @unchecked Sendable {
         return DiskEntryInfo(key: key.string, size: bytes.count)
     }
 
+    /// Numbers temporary files; process-wide, so that two stores never pick the same name.
+    private static let temporaryCounter = Locked<UInt64>(0)
+
     private func nextTemporaryName() -> String {
-        temporaryCounter += 1
-        return "\(ContainerFile.temporaryPrefix)\(getpid())-\(temporaryCounter)"
+        let number = Self.temporaryCounter.withLock { counter in
+            counter &+= 1
+            return counter
+        }
+        return "\(ContainerFile.temporaryPrefix)\(getpid())-\(number)"
     }
 
     // MARK: - The saved index
@@ -487,7 +599,7 @@ final class DiskStore: @unchecked Sendable {
     /// Writes the eviction order to the index file.
     ///
     /// Called holding `ioLock`, or from `deinit`.
-    private func saveIndex() {
+    private func saveIndex(log: inout DeferredLog) {
         let records = lock.withLock {
             state.changesSinceSave = 0
             return state.index.entriesInEvictionOrder.map { entry in
@@ -501,13 +613,13 @@ final class DiskStore: @unchecked Sendable {
                 through: nextTemporaryName()
             )
         } catch {
-            HoardLogger.log(.warning, "Cannot save the index of \(directory.path): \(error)")
+            log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
         }
     }
 
     /// Lists the container, sweeps temporary files, and rebuilds the eviction order from the saved
     /// index and the entry files.
-    private func loadIndex() throws -> EvictionIndex<SHA256Digest, DiskEntryInfo> {
+    private func loadIndex(log: inout DeferredLog) throws -> EvictionIndex<SHA256Digest, DiskEntryInfo> {
         let listing: [(name: String, modified: Double)]
         do {
             listing = try directory.list()
@@ -518,7 +630,7 @@ final class DiskStore: @unchecked Sendable {
         var hasIndexFile = false
         for (name, modified) in listing {
             if name.hasPrefix(ContainerFile.temporaryPrefix) {
-                removeFile(name)
+                removeFile(name, log: &log)
             } else if ContainerFile.isEntryName(name) {
                 unindexed[name] = modified
             } else if name == ContainerFile.index {
@@ -537,41 +649,42 @@ final class DiskStore: @unchecked Sendable {
                 index.append(record.info, forKey: record.digest, count: record.count)
             }
         } else if hasIndexFile {
-            HoardLogger.log(.warning, "The index of \(directory.path) is damaged; rebuilding it from the entry files.")
+            log.add(.warning, "The index of \(directory.path) is damaged; rebuilding it from the entry files.")
         }
         if !unindexed.isEmpty {
-            HoardLogger.log(
+            log.add(
                 .info,
                 "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index."
             )
         }
         for (name, _) in unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
-            if let info = validEntry(named: name) {
+            if let info = validEntry(named: name, log: &log) {
                 index.append(info.info, forKey: info.digest, count: 1)
             } else {
-                removeFile(name)
+                removeFile(name, log: &log)
             }
         }
         while index.count > options.capacity, let victim = index.popVictim() {
-            HoardLogger.log(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count limit.")
-            removeFile(victim.key.hex)
+            log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count limit.")
+            removeFile(victim.key.hex, log: &log)
         }
         state.changesSinceSave = saved == nil || !unindexed.isEmpty ? 1 : 0
         return index
     }
 
     /// Reads a file found in the container; returns its entry if it is intact and named by its key.
-    private func validEntry(named name: String) -> (digest: SHA256Digest, info: DiskEntryInfo)? {
+    private func validEntry(named name: String, log: inout DeferredLog) -> (digest: SHA256Digest, info: DiskEntryInfo)?
+    {
         guard let digest = SHA256Digest(hex: name) else { return nil }
         do {
             guard let bytes = try directory.read(name) else { return nil }
             let entry = try EntryFormat.decode(bytes)
             guard DiskKey(entry.key).digest == digest else {
-                HoardLogger.log(.warning, "Removed \(directory.path)/\(name): it holds another key's entry.")
+                log.add(.warning, "Removed \(directory.path)/\(name): it holds another key's entry.")
                 return nil
             }
             guard entry.schemaVersion == options.schemaVersion else {
-                HoardLogger.log(
+                log.add(
                     .info,
                     "Removed \(directory.path)/\(name): written under schema version \(entry.schemaVersion)."
                 )
@@ -579,7 +692,7 @@ final class DiskStore: @unchecked Sendable {
             }
             return (digest, DiskEntryInfo(key: entry.key, size: bytes.count))
         } catch {
-            HoardLogger.log(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")
+            log.add(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")
             return nil
         }
     }

@@ -49,6 +49,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var nodes: [Node] = []
     @usableFromInline var buckets: [Bucket] = []
     @usableFromInline var firstBucket: Int32 = -1
+    @usableFromInline var lastBucket: Int32 = -1
     @usableFromInline var freeBuckets: [Int32] = []
     @usableFromInline var clock: UInt64 = 0
     @usableFromInline let agingPeriod: Int
@@ -140,6 +141,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         buckets.removeAll()
         freeBuckets.removeAll()
         firstBucket = -1
+        lastBucket = -1
     }
 
     /// Every entry with its access count, in eviction order (the next victim first).
@@ -214,14 +216,22 @@ struct EvictionIndex<Key: Hashable, Payload> {
         let slot = Int32(nodes.count)
         nodes.append(Node(key: key, payload: payload, stamp: clock))
         slots[key] = slot
-        // Find the bucket with this count, or where it belongs; restoring appends in increasing
-        // count order, so look from the last bucket when the count is above 1.
+        // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
+        // order, so the last bucket is checked first: O(1) per entry there.
         var previous: Int32 = -1
         var bucket = firstBucket
         if count > 1 {
-            while bucket >= 0 && buckets[Int(bucket)].count < count {
-                previous = bucket
-                bucket = buckets[Int(bucket)].next
+            if lastBucket >= 0 && buckets[Int(lastBucket)].count <= count {
+                bucket = lastBucket
+                if buckets[Int(bucket)].count < count {
+                    previous = bucket
+                    bucket = -1
+                }
+            } else {
+                while bucket >= 0 && buckets[Int(bucket)].count < count {
+                    previous = bucket
+                    bucket = buckets[Int(bucket)].next
+                }
             }
         }
         if bucket < 0 || buckets[Int(bucket)].count != count {
@@ -282,7 +292,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
             index = Int32(buckets.count)
             buckets.append(bucket)
         }
-        if bucket.next >= 0 { buckets[Int(bucket.next)].prev = index }
+        if bucket.next >= 0 { buckets[Int(bucket.next)].prev = index } else { lastBucket = index }
         if previous >= 0 { buckets[Int(previous)].next = index } else { firstBucket = index }
         return index
     }
@@ -292,7 +302,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         let current = buckets[Int(bucket)]
         guard current.head < 0 else { return }
         if current.prev >= 0 { buckets[Int(current.prev)].next = current.next } else { firstBucket = current.next }
-        if current.next >= 0 { buckets[Int(current.next)].prev = current.prev }
+        if current.next >= 0 { buckets[Int(current.next)].prev = current.prev } else { lastBucket = current.prev }
         freeBuckets.append(bucket)
     }
 
@@ -315,12 +325,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
         var bucket = firstBucket
         while bucket >= 0 {
             let next = buckets[Int(bucket)].next
-            let halved = (buckets[Int(bucket)].count &+ 1) / 2
+            let count = buckets[Int(bucket)].count
+            let halved = count / 2 + count & 1  // (count + 1) / 2 without overflowing at UInt32.max
             if kept >= 0 && buckets[Int(kept)].count == halved {
                 mergeByStamp(bucket, into: kept)
                 // Unlink the emptied bucket (it directly follows `kept`).
                 buckets[Int(kept)].next = next
-                if next >= 0 { buckets[Int(next)].prev = kept }
+                if next >= 0 { buckets[Int(next)].prev = kept } else { lastBucket = kept }
                 freeBuckets.append(bucket)
             } else {
                 buckets[Int(bucket)].count = max(1, halved)
@@ -387,5 +398,6 @@ extension EvictionIndex {
             bucket = current.next
         }
         precondition(seen == nodes.count && seen == slots.count, "node count")
+        precondition(lastBucket == previousBucket, "last bucket")
     }
 }

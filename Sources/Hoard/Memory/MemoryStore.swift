@@ -9,8 +9,6 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     @usableFromInline var index: EvictionIndex<Key, Value>
     /// The most entries kept; at least 1.
     @usableFromInline let capacity: Int
-    /// Counts the sets and removals; lets a reader that went to disk tell whether its value is stale.
-    @usableFromInline var generation: UInt64 = 0
 
     /// Creates an empty store.
     ///
@@ -48,25 +46,6 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     func set(_ value: Value, forKey key: Key) -> (key: Key, value: Value)? {
         lock.lock()
         defer { lock.unlock() }
-        generation &+= 1
-        return insert(value, forKey: key)
-    }
-
-    /// The current count of sets and removals, to pass to ``set(_:forKey:ifUnchangedSince:)``.
-    var currentGeneration: UInt64 { lock.withLock { generation } }
-
-    /// Stores a value read from a slower level, unless a set or removal happened since `generation`.
-    ///
-    /// A reader that found a value on disk must not put it in memory if a newer set or a removal
-    /// happened meanwhile: memory would then serve a stale value until evicted.
-    /// - Returns: The entry evicted to make room, if any.
-    @discardableResult
-    func set(_ value: Value, forKey key: Key, ifUnchangedSince generation: UInt64) -> (key: Key, value: Value)? {
-        lock.withLock { self.generation == generation ? insert(value, forKey: key) : nil }
-    }
-
-    @inlinable
-    func insert(_ value: Value, forKey key: Key) -> (key: Key, value: Value)? {
         var evicted: (key: Key, value: Value)?
         if index.count >= capacity && !index.contains(key), let victim = index.popVictim() {
             evicted = (victim.key, victim.payload)
@@ -78,17 +57,13 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Removes the value for `key`; returns it.
     @discardableResult
     func removeValue(forKey key: Key) -> Value? {
-        lock.withLock {
-            generation &+= 1
-            return index.removeValue(forKey: key)
-        }
+        lock.withLock { index.removeValue(forKey: key) }
     }
 
     /// Removes every value; returns how many there were.
     @discardableResult
     func removeAll() -> Int {
         lock.withLock {
-            generation &+= 1
             let count = index.count
             index.removeAll()
             return count

@@ -4,28 +4,18 @@ import Dispatch
 ///
 /// A blocking `getOrFetch` waits on a semaphore for async work. If that work needed the cooperative
 /// thread pool, two callers blocking pool threads would deadlock a 2-core machine; so the work runs
-/// here, on Hoard's own threads, which are never blocked by callers.
+/// here, on threads the cooperative pool does not limit.
 ///
-/// Jobs go round-robin to a few serial dispatch queues (serial queues get threads of their own,
-/// outside the width-limited pool).
+/// Each job goes to a serial dispatch queue of its own. Serial queues target the overcommitting
+/// root queue, which starts a thread whenever the running ones are busy, so a job never waits behind
+/// another one that blocks (a slow synchronous fetcher, say). Threads are reused between jobs.
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 final class FetchExecutor: TaskExecutor {
-    static let shared = FetchExecutor(width: 4)
-
-    private let queues: [DispatchQueue]
-    private let next = Locked(0)
-
-    private init(width: Int) {
-        queues = (0..<width).map { DispatchQueue(label: "Hoard.FetchExecutor.\($0)") }
-    }
+    static let shared = FetchExecutor()
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let index = next.withLock { index in
-            index = (index + 1) % queues.count
-            return index
-        }
-        queues[index].async {
+        DispatchQueue(label: "Hoard.FetchExecutor").async {
             job.runSynchronously(on: self.asUnownedTaskExecutor())
         }
     }

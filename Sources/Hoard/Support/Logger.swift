@@ -51,3 +51,22 @@ public enum HoardLogger {
         output(message(), level)
     }
 }
+
+/// Log messages collected while holding a lock, and sent to ``HoardLogger`` once it is released.
+///
+/// The logger's output is user code: it must never run inside one of Hoard's locks.
+struct DeferredLog {
+    private var messages: [(level: HoardLogger.Level, message: String)] = []
+
+    /// Keeps a message for ``flush()``; it is only built when someone listens.
+    mutating func add(_ level: HoardLogger.Level, _ message: @autoclosure () -> String) {
+        guard HoardLogger.output != nil else { return }
+        messages.append((level, message()))
+    }
+
+    /// Sends the kept messages; call it after releasing the lock.
+    mutating func flush() {
+        for entry in messages { HoardLogger.log(entry.level, entry.message) }
+        messages.removeAll()
+    }
+}

@@ -50,6 +50,7 @@ struct CacheFetchingTests {
         let cache = try folder.stringBuilder().maxRetryCount(retries).fetcher { _ in
             throw FetchError(attempt: calls.increment())
         }.build()
+        await #expect(throws: CacheError.fetchFailed) { try await cache.get("k") }
         do {
             _ = try await cache.getOrFetch(forKey: "k")
             Issue.record("expected a failure")
@@ -57,23 +58,45 @@ struct CacheFetchingTests {
             #expect(error.code == .fetchFailed)
             #expect(error.key == "k")
             #expect(error.attempts == retries + 1)
-            #expect(error.underlyingError as? FetchError == FetchError(attempt: retries + 1))
+            // The second call's attempts follow the first call's.
+            #expect(error.underlyingError as? FetchError == FetchError(attempt: 2 * (retries + 1)))
         }
-        #expect(calls.value == retries + 1)
+        #expect(calls.value == 2 * (retries + 1))
         #expect(cache["k"] == nil)
     }
 
-    @Test func aRetryThatSucceedsIsStored() async throws {
+    @Test func aRetryThatSucceedsIsStoredAfterTheBackoffWaits() async throws {
         let folder = TemporaryDirectory()
         let calls = Counter()
-        let cache = try folder.stringBuilder().maxRetryCount(3).retryBackoff(.constant(.milliseconds(1)))
+        let waits = Locked<[Duration]>([])
+        let backoff = RetryBackoff.exponential(initial: .milliseconds(100), maximum: .seconds(1))
+            .sleeping { duration in waits.withLock { $0.append(duration) } }
+        let cache = try folder.stringBuilder().maxRetryCount(3).retryBackoff(backoff)
             .fetcher { _ in
                 if calls.increment() < 3 { throw FetchError(attempt: calls.value) }
                 return "third time"
             }.build()
         #expect(try await cache.getOrFetch(forKey: "k") == "third time")
         #expect(calls.value == 3)
+        #expect(waits.withLock { $0 } == [.milliseconds(100), .milliseconds(200)])
         #expect(cache["k"] == "third time")
+    }
+
+    @Test func backoffDelaysGrowAndStayWithinTheirBounds() {
+        let exponential = RetryBackoff.exponential(initial: .milliseconds(100), multiplier: 3, maximum: .seconds(1))
+        #expect(
+            (1...4).map { exponential.delay(beforeRetry: $0) }
+                == [.milliseconds(100), .milliseconds(300), .milliseconds(900), .seconds(1)]
+        )
+        for multiplier in [1e30, .infinity, .nan, -2, 0.5] {
+            let backoff = RetryBackoff.exponential(initial: .seconds(1), multiplier: multiplier, maximum: .seconds(10))
+            for retry in [1, 2, 50, 10_000] {
+                let delay = backoff.delay(beforeRetry: retry)
+                #expect(delay >= .zero && delay <= .seconds(10))
+            }
+        }
+        #expect(RetryBackoff.constant(.seconds(-1)).delay(beforeRetry: 1) == .zero)
+        #expect(RetryBackoff.none.delay(beforeRetry: 3) == .zero)
     }
 
     @Test func maxRetryCountCanBeChangedAfterBuild() async throws {
@@ -233,34 +256,52 @@ struct CacheFetchingTests {
     @Test func theBlockingFormWorksFromManyPlainThreadsAtOnce() async throws {
         let folder = TemporaryDirectory()
         let calls = Counter()
+        let gate = Gate()
         let cache = try folder.stringBuilder().fetcher { key in
             calls.increment()
-            try await Task.sleep(for: .milliseconds(20))
+            try await gate.wait()
             return "fetched \(key)"
         }.build()
-        // More blocked threads than cores: the fetches must still run.
-        let results = Locked<[String]>([])
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let group = DispatchGroup()
+        // Six blocked threads, more than the cores, two per key: the fetches must still run, once per key.
+        async let results = withTaskGroup(of: String.self) { group in
             for index in 0..<6 {
-                group.enter()
-                Thread.detachNewThread {
-                    let value = try? blockingGet(cache, "key \(index % 3)")
-                    results.withLock { $0.append(value ?? "failed") }
-                    group.leave()
+                group.addTask { await onPlainThread { (try? blockingGet(cache, "key \(index % 3)")) ?? "failed" } }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(await waitUntil { (0..<3).allSatisfy { cache.flights.waiterCount(forKey: "key \($0)") == 2 } })
+        gate.open()
+        #expect(await results.sorted() == (0..<6).map { "fetched key \($0 % 3)" }.sorted())
+        #expect(calls.value == 3)
+        #expect(throws: CacheError.notFound) { try blockingGet(try folder.stringBuilder("empty").build(), "x") }
+    }
+
+    @Test func theCompletionOfAsyncGetMayBlockOnTheCache() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().fetcher { key in
+            await Task.yield()
+            return "fetched \(key)"
+        }.build()
+        let values = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    try await withCheckedThrowingContinuation { continuation in
+                        cache.asyncGet(forKey: "outer \(index)") { _ in
+                            // A blocking call from inside the callback, which needs a fetch of its own.
+                            continuation.resume(with: Result { try blockingGet(cache, "inner \(index)") })
+                        }
+                    }
                 }
             }
-            group.notify(queue: .global()) { continuation.resume() }
+            return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(results.withLock { $0.sorted() } == (0..<6).map { "fetched key \($0 % 3)" }.sorted())
-        #expect(calls.value <= 6)
-        #expect(throws: CacheError.notFound) { try blockingGet(try folder.stringBuilder("empty").build(), "x") }
+        #expect(values.sorted() == (0..<8).map { "fetched inner \($0)" }.sorted())
     }
 
     @Test func blockingCallsFromCooperativeThreadsDoNotDeadlock() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().fetcher { key in
-            try await Task.sleep(for: .milliseconds(5))
+            await Task.yield()
             return key
         }.build()
         // Block every cooperative thread (2 on this machine) and more: the fetch runs elsewhere.

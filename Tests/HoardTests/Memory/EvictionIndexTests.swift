@@ -117,6 +117,16 @@ private struct ReferenceOrder {
         index.checkInvariants()
     }
 
+    @Test func agingACountAtTheMaximumKeepsTheBucketsOrdered() {
+        var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 4)
+        index.append(0, forKey: "low", count: 2)
+        index.append(0, forKey: "max", count: .max)
+        index.age()
+        #expect(index.entriesInEvictionOrder.map(\.key) == ["low", "max"])
+        #expect(index.entriesInEvictionOrder.map(\.count) == [1, UInt32.max / 2 + 1])
+        index.checkInvariants()
+    }
+
     @Test func agingLetsANewHotSetDisplaceAnOldOne() {
         // Capacity 10: aging every 1 024 operations. The old hot keys reach high counts, then stop.
         var index = EvictionIndex<Int, Int>(policy: .lfu, capacity: 10)

@@ -90,6 +90,42 @@ private struct PickySerializer: CacheSerializer {
     }
 }
 
+/// Refuses to decode "bad" once armed, after waiting for a gate: holds a failing reader mid-read.
+private final class GatedPickyDeserializer: CacheSerializer, Sendable {
+    let gate = ThreadGate()
+    let waiting = Counter()
+
+    func serialize(_ value: String) throws -> Data { Data(value.utf8) }
+
+    func deserialize(_ data: Data) throws -> String {
+        let value = String(decoding: data, as: UTF8.self)
+        guard value == "bad" else { return value }
+        waiting.increment()
+        gate.wait()
+        throw Unencodable()
+    }
+}
+
+extension SerializerTests {
+    @Test func aFailedDecodeDoesNotEraseANewerSet() async throws {
+        let folder = TemporaryDirectory()
+        let serializer = GatedPickyDeserializer()
+        let cache = try CacheBuilder<String>(serializer: serializer).containerName("c").directory(folder.url).build()
+        cache["k"] = "bad"
+        await cache.flush()
+        cache.clearMemory()
+        async let read = onPlainThread { cache["k"] }
+        #expect(await waitUntil { serializer.waiting.value == 1 })
+        cache["k"] = "good"
+        serializer.gate.open()
+        #expect(await read == nil)
+        await cache.flush()
+        cache.clearMemory()
+        #expect(cache["k"] == "good")
+        #expect(cache.diskCount == 1)
+    }
+}
+
 @Suite struct CacheErrorTests {
     @Test func errorsMatchByCode() {
         let error: any Error = CacheError.fetchFailed(key: "k", attempts: 2, underlying: Unencodable())
@@ -97,6 +133,11 @@ private struct PickySerializer: CacheSerializer {
         #expect(!(CacheError.notFound ~= error))
         #expect(CacheError.notFound(key: "a") == CacheError.notFound)
         #expect(CacheError.notFound != CacheError.invalidConfiguration("x"))
+        #expect(CacheError.invalidConfiguration("x") == CacheError.invalidConfiguration)
+        switch error {
+        case CacheError.fetchFailed: break
+        default: Issue.record("catch-style matching by code failed")
+        }
         let description = String(describing: error)
         #expect(description.contains("fetchFailed") && description.contains("\"k\"") && description.contains("2"))
     }

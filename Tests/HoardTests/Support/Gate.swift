@@ -81,10 +81,11 @@ final class Counter: @unchecked Sendable {
     var value: Int { lock.withLock { count } }
 }
 
-/// Suspends until `condition` holds, yielding between checks; fails after `limit` checks so that a
-/// broken test ends instead of hanging.
-func waitUntil(_ limit: Int = 2_000_000, _ condition: () -> Bool) async -> Bool {
-    for _ in 0..<limit {
+/// Suspends until `condition` holds, yielding between checks; gives up after `seconds` so that a
+/// broken test fails instead of hanging.
+func waitUntil(seconds: Int = 30, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
         if condition() { return true }
         await Task.yield()
     }
