@@ -25,7 +25,7 @@ import Foundation
 /// is one file read on the caller's thread.
 public final class Cache<Value: Sendable>: Sendable {
     @usableFromInline let memory: MemoryStore<String, Value>?
-    let disk: DiskStore?
+    @usableFromInline let disk: DiskStore?
     let serializer: any CacheSerializer<Value>
     let fetcher: (@Sendable (String) async throws -> Value)?
     let retryBackoff: RetryBackoff
@@ -147,11 +147,19 @@ public final class Cache<Value: Sendable>: Sendable {
     /// reported to ``CacheDelegate/cache(_:didFailToStoreValueForKey:error:)``.
     ///
     /// - Complexity: O(1), plus hashing the key when the disk level is on.
+    @inlinable
     public func set(_ value: Value, forKey key: String) {
-        guard let disk else {
+        guard disk != nil else {
             if let evicted = memory?.set(value, forKey: key) { reportMemoryEviction(evicted) }
             return
         }
+        setThroughDisk(value, forKey: key)
+    }
+
+    /// The two-level half of ``set(_:forKey:)``: queues the disk write and updates memory as one step.
+    @usableFromInline
+    func setThroughDisk(_ value: Value, forKey key: String) {
+        guard let disk else { return }
         let serializer = serializer
         let pending = PendingValue(value: value, serialize: { try serializer.serialize(value) }, expiresAt: nil)
         let diskKey = DiskKey(key)
@@ -165,7 +173,8 @@ public final class Cache<Value: Sendable>: Sendable {
         for other in others { other.diskStoreDidChange(key: key) }
     }
 
-    private func reportMemoryEviction(_ evicted: (key: String, value: Value)) {
+    @usableFromInline
+    func reportMemoryEviction(_ evicted: (key: String, value: Value)) {
         HoardLogger.log(.debug, "Evicted \"\(evicted.key.prefix(100))\" from memory.")
         guard let delegate else { return }
         EvictionCallback.$isRunning.withValue(true) {

@@ -16,8 +16,8 @@ struct DiskEntryInfo: Sendable {
 /// CRC-32 of everything before it (u32)
 /// ```
 /// All numbers are little-endian. The index is a hint: entry files are the truth. It is written
-/// (to a temporary file, then renamed) by `flush()`, after every 1 000 changes and when the store
-/// closes; an index that is missing, damaged, or names files that are gone is repaired from the
+/// (to a temporary file, then renamed) by `flush()`, by the writer once 1 000 changes (or, when the
+/// store holds more entries, as many changes as entries) have accumulated, and when the store closes; an index that is missing, damaged, or names files that are gone is repaired from the
 /// entry files when the container is opened.
 enum DiskIndexFile {
     static let magic: [UInt8] = Array("HRDI".utf8)

@@ -47,6 +47,7 @@ enum DiskLookup {
 /// `ioLock` is held by whoever changes files (the writer, one operation at a time, and
 /// ``removeAll()``), so that no write lands after a clear that followed it. Readers never take `ioLock`
 /// except to repair a damaged file.
+@usableFromInline
 final class DiskStore: @unchecked Sendable {
     // Safe because `state` is only touched while holding `lock`, and everything else is immutable.
 
@@ -223,7 +224,9 @@ final class DiskStore: @unchecked Sendable {
                 guard state.index.access(key.digest) != nil else { return false }
                 state.changesSinceSave += 1
                 // A read-only workload still saves the order it changes, from the writer.
-                guard state.changesSinceSave >= Self.changesBetweenIndexSaves, !state.isDraining else { return false }
+                // Saving is O(n): wait for more changes as the store grows, so it stays O(1) amortised.
+                let threshold = max(Self.changesBetweenIndexSaves, state.index.count)
+                guard state.changesSinceSave >= threshold, !state.isDraining else { return false }
                 state.isDraining = true
                 return true
             }
@@ -448,7 +451,7 @@ final class DiskStore: @unchecked Sendable {
                 state.queue.removeAll(keepingCapacity: state.queue.count < 4_096)
                 state.queueHead = 0
                 state.isDraining = false
-                let savesIndex = state.changesSinceSave >= Self.changesBetweenIndexSaves
+                let savesIndex = state.changesSinceSave >= max(Self.changesBetweenIndexSaves, state.index.count)
                 lock.unlock()
                 if savesIndex {
                     var messages = DeferredLog()

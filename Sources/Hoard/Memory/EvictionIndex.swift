@@ -111,7 +111,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     /// Removes the entry for `key`; returns its payload.
     @discardableResult
-    @usableFromInline
+    @inlinable
     mutating func removeValue(forKey key: Key) -> Payload? {
         guard let slot = slots[key] else { return nil }
         return remove(slot: slot).payload
@@ -126,7 +126,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     /// Removes and returns the entry the policy chooses.
-    @usableFromInline
+    @inlinable
     mutating func popVictim() -> (key: Key, payload: Payload)? {
         guard firstBucket >= 0 else { return nil }
         let node = remove(slot: buckets[Int(firstBucket)].head)
@@ -210,7 +210,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         tickAging()
     }
 
-    @usableFromInline
+    @inlinable
     mutating func insertNew(key: Key, payload: Payload, count: UInt32) {
         clock &+= 1
         let slot = Int32(nodes.count)
@@ -240,7 +240,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         appendNode(slot, to: bucket)
     }
 
-    @usableFromInline
+    @inlinable
     @discardableResult
     mutating func remove(slot: Int32) -> Node {
         let removed = nodes[Int(slot)]
@@ -279,7 +279,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     /// Creates an empty bucket after `previous` (or first when `previous` is -1).
-    @usableFromInline
+    @inlinable
     mutating func makeBucket(count: UInt32, after previous: Int32) -> Int32 {
         var bucket = Bucket(count: count)
         bucket.prev = previous
@@ -297,7 +297,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         return index
     }
 
-    @usableFromInline
+    @inlinable
     mutating func removeBucketIfEmpty(_ bucket: Int32) {
         let current = buckets[Int(bucket)]
         guard current.head < 0 else { return }
@@ -318,7 +318,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Halves every access count (`c` becomes `(c + 1) / 2`), merging buckets whose counts meet.
     ///
     /// - Complexity: O(n), once every `agingPeriod` operations, so O(1) amortised.
-    @usableFromInline
+    @inlinable
     mutating func age() {
         agingCountdown = agingPeriod
         var kept: Int32 = -1
@@ -342,7 +342,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     /// Moves every node of `source` into `target`, keeping both lists' least-recent-first order.
-    @usableFromInline
+    @inlinable
     mutating func mergeByStamp(_ source: Int32, into target: Int32) {
         var left = buckets[Int(target)].head
         var right = buckets[Int(source)].head

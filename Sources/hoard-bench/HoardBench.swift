@@ -1,0 +1,66 @@
+import Foundation
+
+/// The benchmark's entry point: `swift run -c release hoard-bench [scenario …] [--quick]`.
+///
+/// Runs the named scenarios (all of them when none is named), prints a table per scenario and, at
+/// the end, a summary block that can be pasted into the README.
+@main
+struct HoardBench {
+    static func main() async throws {
+        var quick = false
+        var names: [String] = []
+        for argument in CommandLine.arguments.dropFirst() {
+            switch argument {
+            case "--quick": quick = true
+            case "--help", "-h":
+                print(usage)
+                return
+            default:
+                guard ScenarioRegistry.named(argument) != nil else {
+                    progress("hoard-bench: unknown scenario \"\(argument)\".\n\n" + usage)
+                    exit(2)
+                }
+                if !names.contains(argument) { names.append(argument) }
+            }
+        }
+        let scenarios = names.isEmpty ? ScenarioRegistry.all : names.compactMap(ScenarioRegistry.named)
+        let context = BenchContext(quick: quick)
+
+        #if DEBUG
+        print("warning: this is a debug build; measure with `swift run -c release hoard-bench`.\n")
+        #endif
+        let plan = context.plan
+        print(
+            "hoard-bench\(quick ? " --quick (sizes ÷ 10)" : ""): \(plan.warmups) warm-up + \(plan.runs) measured runs per row, "
+                + "\(ProcessInfo.processInfo.activeProcessorCount) cores; rates are operations per second "
+                + "(median, min – max over the measured runs)\n"
+        )
+
+        var summary: [String] = []
+        for scenario in scenarios {
+            progress("\(scenario.name):")
+            let report = try await scenario.run(context)
+            print(report.rendered())
+            print()
+            summary += report.summaryLines()
+        }
+
+        print("== summary\(quick ? " (--quick)" : "") ==")
+        for line in summary { print(line) }
+    }
+
+    static var usage: String {
+        var lines = [
+            "usage: swift run -c release hoard-bench [scenario …] [--quick]",
+            "",
+            "  --quick   sizes divided by 10, 1 warm-up + 2 measured runs",
+            "",
+            "scenarios (all when none is named):",
+        ]
+        let width = ScenarioRegistry.all.map(\.name.count).max() ?? 0
+        for scenario in ScenarioRegistry.all {
+            lines.append("  \(scenario.name.padding(toLength: width, withPad: " ", startingAt: 0))   \(scenario.help)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
