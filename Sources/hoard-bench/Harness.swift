@@ -139,6 +139,10 @@ struct ScenarioReport: Sendable {
     var notes: [String] = []
     /// Every result the runs produced, folded together and printed so that nothing is optimised away.
     var checksum: UInt64 = 0
+    /// Lines printed after the table, for results that are not rates (hit rates, say).
+    var lines: [String] = []
+    /// Lines added to the summary block as they are.
+    var summaryText: [String] = []
 
     init(name: String, title: String) {
         self.name = name
@@ -151,7 +155,7 @@ struct ScenarioReport: Sendable {
     func rendered() -> String {
         let referenceRow = reference.flatMap(row)
         let ratioHeader = referenceRow.map { "vs \($0.label)" } ?? ""
-        var table: [[String]] = [["name", "median", "min – max", ratioHeader]]
+        var table: [[String]] = rows.isEmpty ? [] : [["name", "median", "min – max", ratioHeader]]
         for row in rows {
             let unit = RateUnit(for: row.median)
             let ratio =
@@ -180,6 +184,7 @@ struct ScenarioReport: Sendable {
             guard let top = row(subject), let bottom = row(baseline) else { continue }
             lines.append("  \(subject) / \(baseline): \(formatRatio(top.median / bottom.median))")
         }
+        for line in self.lines { lines.append("  " + line) }
         for note in notes { lines.append("  note: \(note)") }
         lines.append("  checksum: \(checksum)")
         return lines.joined(separator: "\n")
@@ -187,7 +192,7 @@ struct ScenarioReport: Sendable {
 
     /// The report's lines for the summary block.
     func summaryLines() -> [String] {
-        summary.compactMap { line, label in row(label).map { "\(line): \(formatRate($0.median))" } }
+        summary.compactMap { line, label in row(label).map { "\(line): \(formatRate($0.median))" } } + summaryText
     }
 }
 
@@ -208,7 +213,7 @@ func grouped(_ number: Int) -> String {
 }
 
 /// Right-aligns `text` in `width` characters.
-private func pad(_ text: String, _ width: Int) -> String {
+func pad(_ text: String, _ width: Int) -> String {
     String(repeating: " ", count: max(0, width - text.count)) + text
 }
 

@@ -34,6 +34,11 @@ enum ScenarioRegistry {
             help: "10k random gets of 1 KiB entries with memory off; POSIX and Foundation baselines",
             run: DiskGet.run
         ),
+        Scenario(
+            name: "hitrate",
+            help: "hit rates of LRU and LFU on Zipf(0.99) traces, static and with a hot set that moves",
+            run: HitRate.run
+        ),
     ]
 
     static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
