@@ -108,19 +108,25 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The serializer failed to encode the value for `key`.
     public static func serializationFailed(key: String?, underlying: any Error) -> CacheError {
-        CacheError(
-            code: .serializationFailed,
-            message: "Could not serialize the value\(key.map { " for key \"\($0)\"" } ?? ""): \(underlying)",
-            key: key,
-            underlyingError: underlying
-        )
+        serializerError(.serializationFailed, "serialize the value", key, underlying)
     }
 
     /// The serializer failed to decode the stored bytes for `key`.
     public static func deserializationFailed(key: String?, underlying: any Error) -> CacheError {
+        serializerError(.deserializationFailed, "deserialize the value", key, underlying)
+    }
+
+    private static func serializerError(
+        _ code: Code,
+        _ what: String,
+        _ key: String?,
+        _ underlying: any Error
+    )
+        -> CacheError
+    {
         CacheError(
-            code: .deserializationFailed,
-            message: "Could not deserialize the value\(key.map { " for key \"\($0)\"" } ?? ""): \(underlying)",
+            code: code,
+            message: "Could not \(what)\(key.map { " for key \"\($0)\"" } ?? ""): \(underlying)",
             key: key,
             underlyingError: underlying
         )

@@ -280,37 +280,30 @@ final class DiskStore: @unchecked Sendable {
     /// The file is read again under `ioLock`: the first read may have raced with the writer replacing
     /// it, and a transient failure (too many open files) is not damage.
     private func repair(_ key: DiskKey) {
-        var messages = DeferredLog()
-        ioLock.lock()
-        defer {
-            ioLock.unlock()
-            messages.flush()
-        }
-        // A newer operation, or a removal that already landed, explains the failed read.
-        if lock.withLock({ state.pending[key.digest] != nil || !state.index.contains(key.digest) }) { return }
-        let confirmed: ReadProblem
-        switch readEntry(key) {
-        case .success: return
-        case .failure(.unreadable(let error)) where error.errorNumber != EISDIR && error.errorNumber != ELOOP:
-            // A transient failure (too many open files, a permission problem): keep the file.
-            messages.add(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
-            return
-        case .failure(let problem): confirmed = problem
-        }
-        if case .missing = confirmed {
-            messages.add(
-                .warning,
-                "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished."
-            )
-        } else {
-            messages.add(
-                .warning,
-                "Removed the entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\": \(confirmed)."
-            )
-            removeFile(key.fileName, log: &messages)
-        }
-        lock.withLock {
-            if state.index.removeValue(forKey: key.digest) != nil { state.changesSinceSave += 1 }
+        settle(key) { log in
+            let confirmed: ReadProblem
+            switch readEntry(key) {
+            case .success: return false
+            case .failure(.unreadable(let error)) where error.errorNumber != EISDIR && error.errorNumber != ELOOP:
+                // A transient failure (too many open files, a permission problem): keep the file.
+                log.add(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
+                return false
+            case .failure(let problem): confirmed = problem
+            }
+            if case .missing = confirmed {
+                log.add(
+                    .warning,
+                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished."
+                )
+            } else {
+                log.add(
+                    .warning,
+                    "Removed the entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\": "
+                        + "\(confirmed)."
+                )
+                removeFile(key.fileName, log: &log)
+            }
+            return true
         }
     }
 
@@ -318,15 +311,27 @@ final class DiskStore: @unchecked Sendable {
     ///
     /// For bytes the serializer could not decode: a newer set that landed or is pending must survive.
     func removeIfUnchanged(_ key: DiskKey, payload: Data) {
+        settle(key) { log in
+            guard case .success(let entry) = readEntry(key), entry.payload == payload else { return false }
+            removeFile(key.fileName, log: &log)
+            return true
+        }
+    }
+
+    /// Runs `removesEntry` holding `ioLock`, unless a newer operation on `key` is pending or its entry
+    /// is gone already; forgets the entry when `removesEntry` returns true.
+    ///
+    /// Logs after releasing `ioLock`.
+    private func settle(_ key: DiskKey, _ removesEntry: (inout DeferredLog) -> Bool) {
         var messages = DeferredLog()
         ioLock.lock()
         defer {
             ioLock.unlock()
             messages.flush()
         }
+        // A newer operation, or a removal that already landed, explains whatever the caller saw.
         if lock.withLock({ state.pending[key.digest] != nil || !state.index.contains(key.digest) }) { return }
-        guard case .success(let entry) = readEntry(key), entry.payload == payload else { return }
-        removeFile(key.fileName, log: &messages)
+        guard removesEntry(&messages) else { return }
         lock.withLock {
             if state.index.removeValue(forKey: key.digest) != nil { state.changesSinceSave += 1 }
         }
