@@ -352,18 +352,4 @@ extension SHA256Digest {
         withUnsafeBytes(of: word2.bigEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: word3.bigEndian) { bytes.append(contentsOf: $0) }
     }
-
-    /// Writes the 32 raw digest bytes to the start of a raw buffer.
-    ///
-    /// The buffer needs no particular alignment.
-    ///
-    /// - Parameter buffer: The destination; it must hold at least 32 bytes
-    ///   (checked with a precondition). Bytes past the first 32 are untouched.
-    func writeRawBytes(to buffer: UnsafeMutableRawBufferPointer) {
-        precondition(buffer.count >= 32, "SHA256Digest.writeRawBytes(to:) needs a buffer of at least 32 bytes")
-        buffer.storeBytes(of: word0.bigEndian, toByteOffset: 0, as: UInt64.self)
-        buffer.storeBytes(of: word1.bigEndian, toByteOffset: 8, as: UInt64.self)
-        buffer.storeBytes(of: word2.bigEndian, toByteOffset: 16, as: UInt64.self)
-        buffer.storeBytes(of: word3.bigEndian, toByteOffset: 24, as: UInt64.self)
-    }
 }
