@@ -17,24 +17,35 @@ extension Cache {
     public func getOrFetch(forKey key: String) async throws -> Value {
         if let value = value(forKey: key) { return value }
         guard fetcher != nil else { throw CacheError.notFound(key: key) }
-        return try await flights.value(forKey: key) { [self] in try await fetchValue(forKey: key) }
+        // What storing the fetched value evicted from memory: reported by `settle`, once the flight
+        // has left the table, so that a delegate may ask for any key, this one included.
+        let evicted = Locked<(key: String, value: Value)?>(nil)
+        return try await flights.value(forKey: key) { [self] in
+            try await fetchValue(forKey: key, evicted: evicted)
+        } settle: { [self] result in
+            settleFetch(forKey: key, result, evicted: evicted.withLock { $0 })
+        }
     }
 
     /// Calls `onComplete` with the value for a key from memory, disk or the fetcher.
     ///
     /// The same as the async ``getOrFetch(forKey:)-4zr8e``, for code that uses callbacks.
-    /// `onComplete` is called once, on a global dispatch queue; it may block or call back into the
+    /// `onComplete` is called once, on a dispatch queue of its own; it may block or call back into the
     /// cache, the blocking `getOrFetch` included.
     public func asyncGet(forKey key: String, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         FetchTask.run { [self] in
-            let result: Result<Value, any Error>
-            do {
-                result = .success(try await getOrFetch(forKey: key))
-            } catch {
-                result = .failure(error)
-            }
-            // Not on the fetch executor: a callback that blocks must not hold up other fetches.
-            DispatchQueue.global().async { onComplete(result) }
+            let result = await fetchResult(forKey: key)
+            // A serial queue of its own gets a thread even when others block, unlike the global queue
+            // (about one thread per core on Linux); and a callback that blocks holds up no fetch.
+            DispatchQueue(label: "Hoard.asyncGet").async { onComplete(result) }
+        }
+    }
+
+    private func fetchResult(forKey key: String) async -> Result<Value, any Error> {
+        do {
+            return .success(try await getOrFetch(forKey: key))
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -59,7 +70,8 @@ extension Cache {
         guard fetcher != nil else { throw CacheError.notFound(key: key) }
         let outcome = Locked<Result<Value, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        asyncGet(forKey: key) { result in
+        FetchTask.run { [self] in
+            let result = await fetchResult(forKey: key)
             outcome.withLock { $0 = result }
             done.signal()
         }
@@ -68,11 +80,21 @@ extension Cache {
         return try result.get()
     }
 
-    /// Runs the fetcher with retries; the body of one shared fetch.
-    func fetchValue(forKey key: String) async throws -> Value {
-        // A set or another fetch may have stored the value since the caller looked.
-        if let value = value(forKey: key) { return value }
+    /// Runs the fetcher with retries and stores what it returns; the body of one shared fetch.
+    ///
+    /// Calls no delegate: what must be reported goes to `evicted` or out as the error, for
+    /// ``settleFetch(forKey:_:evicted:)``.
+    func fetchValue(forKey key: String, evicted: Locked<(key: String, value: Value)?>) async throws -> Value {
+        // A set may have stored the value since the caller looked (memory only: a disk hit would be
+        // copied into memory, and what that evicts would be reported inside the flight).
+        if let memory {
+            if let value = memory.value(forKey: key) { return value }
+        } else if let value = valueFromDisk(forKey: key) {
+            return value
+        }
         guard let fetcher else { throw CacheError.notFound(key: key) }
+        // A set or removal made while the fetcher runs wins over what it returns.
+        let changes = stripes.changes(key)
         let retries = maxRetryCount
         var lastError: any Error = CacheError.notFound(key: key)
         var attempts = 0
@@ -90,19 +112,33 @@ extension Cache {
             attempts += 1
             do {
                 let value = try await fetcher(key)
-                set(value, forKey: key)
+                let displaced = store(value, forKey: key, ifUnchangedSince: changes)
+                evicted.withLock { $0 = displaced }
                 return value
             } catch {
                 if error is CancellationError && Task.isCancelled { throw error }
                 lastError = error
             }
         }
-        let failure = CacheError.fetchFailed(key: key, attempts: attempts, underlying: lastError)
+        throw CacheError.fetchFailed(key: key, attempts: attempts, underlying: lastError)
+    }
+
+    /// Reports what a fetch did and asks the delegate for a fallback when it failed.
+    ///
+    /// Runs after the fetch has left the table of fetches in flight, outside every lock.
+    func settleFetch(
+        forKey key: String,
+        _ result: Result<Value, any Error>,
+        evicted: (key: String, value: Value)?
+    ) -> Result<Value, any Error> {
+        if let evicted { reportMemoryEviction(evicted) }
+        guard case .failure(let error) = result, let failure = error as? CacheError, failure.code == .fetchFailed
+        else { return result }
         if let fallback = delegate?.cache(self, didFailToFetchForKey: key, error: failure) {
             HoardLogger.log(.info, "Fetching \"\(key.prefix(100))\" failed; the delegate supplied a fallback value.")
-            return fallback
+            return .success(fallback)
         }
         HoardLogger.log(.warning, failure.message)
-        throw failure
+        return result
     }
 }

@@ -30,7 +30,7 @@ public final class Cache<Value: Sendable>: Sendable {
     let fetcher: (@Sendable (String) async throws -> Value)?
     let retryBackoff: RetryBackoff
     let flights = SharedFlights<String, Value>()
-    let stripes = KeyStripes()
+    @usableFromInline let stripes = KeyStripes()
     private let settings: Locked<Settings>
 
     struct Settings {
@@ -149,28 +149,42 @@ public final class Cache<Value: Sendable>: Sendable {
     /// - Complexity: O(1), plus hashing the key when the disk level is on.
     @inlinable
     public func set(_ value: Value, forKey key: String) {
-        guard disk != nil else {
-            if let evicted = memory?.set(value, forKey: key) { reportMemoryEviction(evicted) }
+        if disk == nil, let memory {
+            // Memory only: specialised in the caller's module, like a hit.
+            if let evicted = stripes.change(key, { memory.set(value, forKey: key) }) { reportMemoryEviction(evicted) }
             return
         }
-        setThroughDisk(value, forKey: key)
+        if let evicted = store(value, forKey: key, ifUnchangedSince: nil) { reportMemoryEviction(evicted) }
     }
 
-    /// The two-level half of ``set(_:forKey:)``: queues the disk write and updates memory as one step.
+    /// Queues the disk write and updates memory as one step under the key's stripe; tells the other
+    /// caches on the container afterwards.
+    ///
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: Its key.
+    ///   - changes: When given, stores nothing if the key changed since that stripe count (a fetch
+    ///     that started before a set or removal must not undo it).
+    /// - Returns: The memory entry evicted to make room, for the caller to report.
     @usableFromInline
-    func setThroughDisk(_ value: Value, forKey key: String) {
-        guard let disk else { return }
-        let serializer = serializer
-        let pending = PendingValue(value: value, serialize: { try serializer.serialize(value) }, expiresAt: nil)
-        let diskKey = DiskKey(key)
+    func store(_ value: Value, forKey key: String, ifUnchangedSince changes: UInt64?) -> (key: String, value: Value)? {
+        var pending: (key: DiskKey, value: PendingValue)?
+        if disk != nil {
+            let serializer = serializer
+            pending = (
+                DiskKey(key),
+                PendingValue(value: value, serialize: { try serializer.serialize(value) }, expiresAt: nil)
+            )
+        }
         var evicted: (key: String, value: Value)?
-        let others = stripes.change(key) {
-            let others = disk.enqueueWrite(diskKey, value: pending, observer: self)
-            evicted = memory?.set(value, forKey: key)
+        let update = { () -> [any DiskStoreObserver] in
+            let others = pending.flatMap { self.disk?.enqueueWrite($0.key, value: $0.value, observer: self) } ?? []
+            evicted = self.memory?.set(value, forKey: key)
             return others
         }
-        if let evicted { reportMemoryEviction(evicted) }
+        let others = changes.map { stripes.ifUnchanged(key, since: $0, update) ?? [] } ?? stripes.change(key, update)
         for other in others { other.diskStoreDidChange(key: key) }
+        return evicted
     }
 
     @usableFromInline
@@ -186,13 +200,9 @@ public final class Cache<Value: Sendable>: Sendable {
     ///
     /// Memory forgets it at once and reads miss at once; the file is removed in the background.
     public func removeValue(forKey key: String) {
-        guard let disk else {
-            memory?.removeValue(forKey: key)
-            return
-        }
-        let diskKey = DiskKey(key)
+        let diskKey = disk.map { _ in DiskKey(key) }
         let others = stripes.change(key) {
-            let others = disk.enqueueRemove(diskKey, observer: self)
+            let others = diskKey.flatMap { disk?.enqueueRemove($0, observer: self) } ?? []
             memory?.removeValue(forKey: key)
             return others
         }

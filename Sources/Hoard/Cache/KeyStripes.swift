@@ -5,19 +5,23 @@
 /// old value on disk could put it in memory after a newer set. Each key maps to one of a few stripes;
 /// a stripe holds a lock and a count of the changes made under it. A reader notes the count before
 /// going to disk and puts what it read into memory only if the count has not moved.
+@usableFromInline
 final class KeyStripes: Sendable {
-    private static let stripeCount = 16
-    private let stripes: [Locked<UInt64>]
+    @usableFromInline static let stripeCount = 16
+    @usableFromInline let stripes: [Locked<UInt64>]
 
+    @usableFromInline
     init() {
         stripes = (0..<Self.stripeCount).map { _ in Locked(0) }
     }
 
-    private func stripe(for key: String) -> Locked<UInt64> {
+    @inlinable
+    func stripe(for key: String) -> Locked<UInt64> {
         stripes[Int(UInt(bitPattern: key.hashValue) % UInt(Self.stripeCount))]
     }
 
     /// Runs a change to `key` under its stripe's lock, counting it.
+    @inlinable
     func change<Result>(_ key: String, _ body: () -> Result) -> Result {
         stripe(for: key).withLock { changes in
             changes &+= 1

@@ -30,10 +30,14 @@ enum FetchTask {
     static func run<Success: Sendable>(
         _ operation: @escaping @Sendable () async throws -> Success
     ) -> Task<Success, any Error> {
+        // A task started from an eviction callback must not inherit that callback's flag.
+        let detached: @Sendable () async throws -> Success = {
+            try await EvictionCallback.$isRunning.withValue(false) { try await operation() }
+        }
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-            return Task(executorPreference: FetchExecutor.shared, operation: operation)
+            return Task(executorPreference: FetchExecutor.shared, operation: detached)
         } else {
-            return Task(operation: operation)
+            return Task(operation: detached)
         }
     }
 }

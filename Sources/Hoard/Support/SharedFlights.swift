@@ -37,10 +37,19 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///
     /// The unstructured task exists because the operation must outlive any one waiter: it is cancelled
     /// only when every waiter is.
+    ///
+    /// - Parameters:
+    ///   - key: The key whose callers share one run.
+    ///   - operation: The work; only the first caller's runs.
+    ///   - settle: Runs once the flight has left the table, before the waiters are resumed, and may
+    ///     change the result. Callbacks into user code belong here: a callback that asks for the same
+    ///     key starts a new flight instead of waiting on the one that is calling it.
+    /// - Returns: The settled result of the shared run.
     /// - Throws: The operation's error, or `CancellationError` when the calling task is cancelled.
     func value(
         forKey key: Key,
-        operation: @escaping @Sendable () async throws -> Value
+        operation: @escaping @Sendable () async throws -> Value,
+        settle: @escaping @Sendable (Result<Value, any Error>) -> Result<Value, any Error> = { $0 }
     ) async throws -> Value {
         let waiterID = state.withLock { $0.makeID() }
         return try await withTaskCancellationHandler {
@@ -63,7 +72,7 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                         } catch {
                             result = .failure(error)
                         }
-                        finish(key: key, flightID: flightID, with: result)
+                        finish(key: key, flightID: flightID, with: result, settle: settle)
                     }
                     return false
                 }
@@ -74,13 +83,20 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private func finish(key: Key, flightID: UInt64, with result: Result<Value, any Error>) {
+    private func finish(
+        key: Key,
+        flightID: UInt64,
+        with result: Result<Value, any Error>,
+        settle: (Result<Value, any Error>) -> Result<Value, any Error>
+    ) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
             guard let flight = state.flights[key], flight.id == flightID else { return [] }
             state.flights[key] = nil
             return Array(flight.waiters.values)
         }
-        for waiter in waiters { waiter.resume(with: result) }
+        // Settled even when every waiter has gone: what the operation did still has to be reported.
+        let settled = settle(result)
+        for waiter in waiters { waiter.resume(with: settled) }
     }
 
     private func cancelWaiter(_ waiterID: UInt64, forKey key: Key) {

@@ -223,6 +223,75 @@ struct CacheFetchingTests {
         #expect(cache["k"] == nil)
     }
 
+    @Test func aFetchFailureCallbackMayFetchTheSameKeyAgain() async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let attempts = Counter()
+        let cache = try folder.stringBuilder().delegate(delegate).fetcher { _ in
+            if attempts.increment() == 1 { throw FetchError(attempt: 1) }
+            return "second try"
+        }.build()
+        let fromCallback = Locked<String?>(nil)
+        delegate.onEvent = { cache, event in
+            // The blocking form, from the callback: the failed fetch has left the table already.
+            if case .fetchFailure(let key) = event {
+                let value = try? blockingGet(cache, key)
+                fromCallback.withLock { $0 = value }
+            }
+        }
+        let result = await onPlainThread { try? blockingGet(cache, "k") }
+        #expect(result == nil)  // the first fetch failed and the delegate gave no fallback
+        #expect(fromCallback.withLock { $0 } == "second try")
+        #expect(cache["k"] == "second try")
+    }
+
+    @Test(arguments: ["set", "remove", "removeAll"])
+    func aFetchInFlightDoesNotUndoALaterChange(change: String) async throws {
+        let folder = TemporaryDirectory()
+        let gate = Gate()
+        let started = Counter()
+        let cache = try folder.stringBuilder().fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the change"
+        }.build()
+        let fetch = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        switch change {
+        case "set": cache["k"] = "new"
+        case "remove": cache.removeValue(forKey: "k")
+        default: cache.removeAll()
+        }
+        gate.open()
+        #expect(try await fetch.value == "fetched before the change")  // the caller still gets it
+        await cache.flush()
+        #expect(cache["k"] == (change == "set" ? "new" : nil))
+        cache.clearMemory()
+        #expect(cache["k"] == (change == "set" ? "new" : nil))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anEvictionCallbackMayFetchTheEvictedKey() async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let cache = try folder.stringBuilder().maxRamCount(2).maxDiskCount(0).evictionPolicy(.lru)
+            .delegate(delegate).fetcher { "fetched \($0)" }.build()
+        let callbacks = Counter()
+        delegate.onEvent = { cache, event in
+            // Each refetch evicts another key: a chain the test cuts after 50 links.
+            guard case .memoryEviction(let key) = event, callbacks.increment() < 50 else { return }
+            _ = try? blockingGet(cache, key)
+        }
+        await onPlainThread {
+            cache["a"] = "a"
+            cache["b"] = "b"
+            cache["c"] = "c"
+        }
+        #expect(callbacks.value >= 50)
+        #expect(cache.memoryCount == 2)
+        #expect(cache.flights.count == 0)
+    }
+
     @Test func aCancelledCallerGetsCancellationErrorBeforeAnyFetch() async throws {
         let folder = TemporaryDirectory()
         let calls = Counter()
