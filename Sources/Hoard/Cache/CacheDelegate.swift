@@ -23,12 +23,18 @@ public protocol CacheDelegate<Value>: AnyObject, Sendable {
     func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) -> Value?
 
     /// The memory level removed `value` to make room for another entry.
+    ///
+    /// A read made from this callback is not copied back into memory, which would evict another
+    /// entry and call this again.
     func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String)
 
     /// The memory level is about to be emptied by ``Cache/clearMemory()`` or ``Cache/removeAll()``.
     func cacheWillClearMemory(_ cache: Cache<Value>)
 
-    /// The disk level is about to remove the entry for `key` to stay within its count limit.
+    /// The disk level removes the entry for `key` to stay within its count limit.
+    ///
+    /// Called on the background writer, right after the entry stopped being readable; it goes to the
+    /// cache whose write made room necessary.
     func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String)
 
     /// The disk level is about to be emptied by ``Cache/clearDisk()`` or ``Cache/removeAll()``.
