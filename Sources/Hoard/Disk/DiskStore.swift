@@ -180,7 +180,7 @@ final class DiskStore: @unchecked Sendable {
 
     /// The caches registered on this store, except `origin`.
     func observers(except origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
-        lock.withLock { state.observers.count > 1 ? otherObservers(than: origin) : [] }
+        lock.withLock { otherObservers(than: origin) }
     }
 
     /// Registers a cache to hear of changes that other caches make to this container.
@@ -390,13 +390,15 @@ final class DiskStore: @unchecked Sendable {
         )
         let startsWriter = !state.isDraining
         state.isDraining = true
-        let others = state.observers.count > 1 ? otherObservers(than: observer) : []
+        let others = otherObservers(than: observer)
         lock.unlock()
         if startsWriter { writer.async { self.drain() } }
         return others
     }
 
     private func otherObservers(than origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
+        // The common case, one cache alone on its container, allocates nothing.
+        if state.observers.isEmpty || (origin != nil && state.observers.count == 1) { return [] }
         let originID = origin.map(ObjectIdentifier.init)
         return state.observers.compactMap { id, box in id == originID ? nil : box.observer }
     }

@@ -1,0 +1,70 @@
+extension CacheLevel {
+    /// Returns the values found for `keys`, in the order of the keys, reading them concurrently.
+    ///
+    /// A key whose `get` fails (a miss or any other error) is left out, so the result may be shorter
+    /// than `keys`. Cancelling the calling task cancels the gets still running.
+    ///
+    /// - Parameter keys: The keys to look up; a repeated key is read once per occurrence.
+    /// - Returns: The values found, in key order.
+    /// - Throws: `CancellationError` when the calling task is cancelled; never a miss.
+    public func batchGetSome(_ keys: [Key]) async throws -> [Value] {
+        let found = await withTaskGroup(of: (Int, Value?).self) { group in
+            for (position, key) in keys.enumerated() {
+                group.addTask { (position, try? await self.get(key)) }
+            }
+            var found = [Value?](repeating: nil, count: keys.count)
+            for await (position, value) in group { found[position] = value }
+            return found
+        }
+        try Task.checkCancellation()
+        return found.compactMap { $0 }
+    }
+
+    /// Returns a level whose keys are lists of keys and whose values are the lists of their values.
+    ///
+    /// - `get` reads every key concurrently and returns the values in key order. The first failure
+    ///   fails the batch with that key's error and cancels the gets still running.
+    /// - `set` stores `values[i]` under `keys[i]`, concurrently; it throws ``CacheError`` with code
+    ///   `invalidConfiguration` when the counts differ, and otherwise the first error a set throws.
+    /// - `removeValue` removes every key; `clear` and `onMemoryWarning` pass through.
+    ///
+    /// - Returns: The batch level.
+    public func allBatch() -> BasicCache<[Key], [Value]> {
+        BasicCache(
+            get: { keys in
+                try await withThrowingTaskGroup(of: (Int, Value).self) { group in
+                    for (position, key) in keys.enumerated() {
+                        group.addTask { (position, try await self.get(key)) }
+                    }
+                    var values = [Value?](repeating: nil, count: keys.count)
+                    // The first error leaves the group, which cancels the children still running.
+                    for try await (position, value) in group { values[position] = value }
+                    return values.compactMap { $0 }
+                }
+            },
+            set: { values, keys in
+                guard values.count == keys.count else {
+                    throw CacheError.invalidConfiguration(
+                        "A batch set needs one value per key (\(values.count) values for \(keys.count) keys)."
+                    )
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (value, key) in zip(values, keys) {
+                        group.addTask { try await self.set(value, forKey: key) }
+                    }
+                    try await group.waitForAll()
+                }
+            },
+            removeValue: { keys in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for key in keys {
+                        group.addTask { try await self.removeValue(forKey: key) }
+                    }
+                    try await group.waitForAll()
+                }
+            },
+            clear: { await self.clear() },
+            onMemoryWarning: { self.onMemoryWarning() }
+        )
+    }
+}

@@ -1,0 +1,157 @@
+extension CacheLevel {
+    /// Returns a level that reads this level first and `next` on a miss, filling this level from it.
+    ///
+    /// - `get`: this level; on any error but `CancellationError`, `next`, and the value found there is
+    ///   stored in this level (a failed back-fill is logged and does not fail the get).
+    /// - `set`, `removeValue`, `clear` and `onMemoryWarning` reach both levels; when a set or a
+    ///   removal fails in either, both are still tried and the first error is thrown.
+    ///
+    /// ```swift
+    /// let images = memory.compose(disk).compose(network)
+    /// ```
+    /// - Parameter next: The level behind this one.
+    /// - Returns: The composed level.
+    @inlinable
+    public func compose<Next: CacheLevel>(_ next: Next) -> BasicCache<Key, Value>
+    where Next.Key == Key, Next.Value == Value {
+        BasicCache(
+            get: { key in
+                // Written out here rather than calling `readThrough`: a hit in the first level then
+                // costs one async call less.
+                do {
+                    return try await self.get(key)
+                } catch {
+                    if error is CancellationError { throw error }
+                }
+                return try await self.fill(from: next, key)
+            },
+            set: { value, key in
+                try await Self.both(
+                    { try await self.set(value, forKey: key) },
+                    { try await next.set(value, forKey: key) }
+                )
+            },
+            removeValue: { key in
+                try await Self.both(
+                    { try await self.removeValue(forKey: key) },
+                    { try await next.removeValue(forKey: key) }
+                )
+            },
+            clear: {
+                await self.clear()
+                await next.clear()
+            },
+            onMemoryWarning: {
+                self.onMemoryWarning()
+                next.onMemoryWarning()
+            }
+        )
+    }
+
+    /// Returns a level that reads through to `other` and writes only to this level (read-through).
+    ///
+    /// - `get`: this level; on any error but `CancellationError`, `other`, and the value found there is
+    ///   stored in this level (a failed store is logged and does not fail the get).
+    /// - `set`, `removeValue` and `clear` reach this level only; `onMemoryWarning` reaches both.
+    ///
+    /// - Parameter other: The level read on a miss.
+    /// - Returns: The read-through level.
+    public func backed<Other: CacheLevel>(by other: Other) -> BasicCache<Key, Value>
+    where Other.Key == Key, Other.Value == Value {
+        BasicCache(
+            get: { key in
+                do {
+                    return try await self.get(key)
+                } catch {
+                    if error is CancellationError { throw error }
+                }
+                return try await self.fill(from: other, key)
+            },
+            set: { value, key in try await self.set(value, forKey: key) },
+            removeValue: { key in try await self.removeValue(forKey: key) },
+            clear: { await self.clear() },
+            onMemoryWarning: {
+                self.onMemoryWarning()
+                other.onMemoryWarning()
+            }
+        )
+    }
+
+    /// Returns a level that reads only this level and writes to both (write-through).
+    ///
+    /// - `get`: this level only.
+    /// - `set`, `removeValue`, `clear` and `onMemoryWarning` reach both levels; when a set or a
+    ///   removal fails in either, both are still tried and the first error is thrown.
+    ///
+    /// - Parameter other: The level that receives every write too.
+    /// - Returns: The write-through level.
+    public func pushing<Other: CacheLevel>(to other: Other) -> BasicCache<Key, Value>
+    where Other.Key == Key, Other.Value == Value {
+        BasicCache(
+            get: { key in try await self.get(key) },
+            set: { value, key in
+                try await Self.both(
+                    { try await self.set(value, forKey: key) },
+                    { try await other.set(value, forKey: key) }
+                )
+            },
+            removeValue: { key in
+                try await Self.both(
+                    { try await self.removeValue(forKey: key) },
+                    { try await other.removeValue(forKey: key) }
+                )
+            },
+            clear: {
+                await self.clear()
+                await other.clear()
+            },
+            onMemoryWarning: {
+                self.onMemoryWarning()
+                other.onMemoryWarning()
+            }
+        )
+    }
+
+    /// Reads `other` after a miss here, and stores here what it returns.
+    @inlinable
+    func fill<Other: CacheLevel>(
+        from other: Other,
+        _ key: Key
+    ) async throws -> Value where Other.Key == Key, Other.Value == Value {
+        try Task.checkCancellation()
+        let value = try await other.get(key)
+        do {
+            try await set(value, forKey: key)
+        } catch {
+            logFailedBackFill(key: key, error: error)
+        }
+        return value
+    }
+
+    /// Runs both operations, even when the first fails; throws the first error.
+    @inlinable
+    static func both(
+        _ first: () async throws -> Void,
+        _ second: () async throws -> Void
+    ) async throws {
+        var firstError: (any Error)?
+        do {
+            try await first()
+        } catch {
+            firstError = error
+        }
+        do {
+            try await second()
+        } catch {
+            firstError = firstError ?? error
+        }
+        if let firstError { throw firstError }
+    }
+}
+
+/// Logs a value that could not be copied into the level in front; not generic, so that inlined
+/// composition code can call it.
+@usableFromInline
+func logFailedBackFill(key: Any, error: any Error) {
+    HoardLogger.log(.warning, "Could not copy a value into the level in front for key \(key): \(error)")
+}

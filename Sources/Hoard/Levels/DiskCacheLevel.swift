@@ -1,0 +1,189 @@
+import Foundation
+
+/// A cache level on disk: one file per value in a folder, with a count limit.
+///
+/// It runs on the same engine as the disk level of ``Cache``: file names are a hash of the key, writes
+/// go to a temporary file renamed into place by a background writer, and a value that was set is
+/// readable at once. Levels and caches opened on one folder in one process share one store. Keys are
+/// `String`s, or `URL`s (stored by their `absoluteString`).
+///
+/// Opening never throws: when the folder cannot be used, ``get(_:)`` and ``set(_:forKey:)`` throw the
+/// error met while opening it. The byte-limited form of the contract (`byteLimit:`) is not available
+/// yet.
+///
+/// ```swift
+/// let disk = DiskCacheLevel<String, User>(directory: folder, capacity: 1_000)
+/// try await disk.set(user, forKey: "42")
+/// await disk.flush()   // an addition to the contract: wait until every write is on disk
+/// ```
+public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
+    private let store: Result<DiskStore, CacheError>
+    private let keyString: @Sendable (Key) -> String
+    private let serialize: @Sendable (Value) throws -> Data
+    private let deserialize: @Sendable (Data) throws -> Value
+
+    private init(
+        directory: URL,
+        capacity: Int,
+        serializer: some CacheSerializer<Value>,
+        keyString: @escaping @Sendable (Key) -> String
+    ) {
+        let options = DiskStore.Options(capacity: capacity, policy: .lfu)
+        do {
+            store = .success(try DiskStore.shared(at: directory, options: options))
+        } catch let error as CacheError {
+            store = .failure(error)
+        } catch {
+            store = .failure(CacheError.io("Cannot open the folder \(directory.path).", underlying: error))
+        }
+        if case .failure(let error) = store {
+            HoardLogger.log(.error, "The disk cache level at \(directory.path) is unusable: \(error)")
+        }
+        self.keyString = keyString
+        self.serialize = { value in try serializer.serialize(value) }
+        self.deserialize = { data in try serializer.deserialize(data) }
+    }
+
+    /// Opens a level on a folder with `String` keys, creating the folder if needed.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder holding the level's files; it should hold nothing else.
+    ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - serializer: Turns values into bytes and back.
+    public convenience init(directory: URL, capacity: Int, serializer: some CacheSerializer<Value>)
+    where Key == String {
+        self.init(directory: directory, capacity: capacity, serializer: serializer, keyString: { $0 })
+    }
+
+    /// Opens a level on a folder with `String` keys and `Codable` values, stored as JSON.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder holding the level's files; it should hold nothing else.
+    ///   - capacity: The most values kept; values below 1 keep 1.
+    public convenience init(directory: URL, capacity: Int) where Key == String, Value: Codable {
+        self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
+    }
+
+    /// Opens a level on a folder with `URL` keys, stored by their `absoluteString`.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder holding the level's files; it should hold nothing else.
+    ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - serializer: Turns values into bytes and back.
+    public convenience init(directory: URL, capacity: Int, serializer: some CacheSerializer<Value>)
+    where Key == URL {
+        self.init(
+            directory: directory,
+            capacity: capacity,
+            serializer: serializer,
+            keyString: { $0.absoluteString }
+        )
+    }
+
+    /// Opens a level on a folder with `URL` keys and `Codable` values, stored as JSON.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder holding the level's files; it should hold nothing else.
+    ///   - capacity: The most values kept; values below 1 keep 1.
+    public convenience init(directory: URL, capacity: Int) where Key == URL, Value: Codable {
+        self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
+    }
+
+    /// The number of values on disk or waiting to be written; 0 when the folder is unusable.
+    public var count: Int { (try? store.get())?.count ?? 0 }
+
+    /// Returns the value for a key: a pending write, else the file.
+    ///
+    /// A damaged file, or one the serializer cannot decode, is removed and is a miss.
+    ///
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value.
+    /// - Throws: ``CacheError/notFound`` on a miss; the ``CacheError`` met while opening the folder
+    ///   when it is unusable.
+    /// - Complexity: O(1) and, when the key has a file, one file read on the calling thread.
+    public func get(_ key: Key) async throws -> Value {
+        let store = try store.get()
+        let string = keyString(key)
+        let diskKey = DiskKey(string)
+        switch store.lookup(diskKey) {
+        case .miss:
+            throw CacheError.notFound(key: string)
+        case .pending(let pending):
+            if let value = pending.value as? Value { return value }
+            // Set by another cache on the folder with another value type.
+            do {
+                return try deserialize(pending.serialize())
+            } catch {
+                throw CacheError.deserializationFailed(key: string, underlying: error)
+            }
+        case .stored(let entry):
+            if let expiresAt = entry.expiresAt, expiresAt <= Date().timeIntervalSince1970 {
+                throw CacheError.notFound(key: string)
+            }
+            do {
+                return try deserialize(entry.payload)
+            } catch {
+                HoardLogger.log(
+                    .warning,
+                    CacheError.deserializationFailed(key: string, underlying: error).message + " Removing the entry."
+                )
+                store.removeIfUnchanged(diskKey, payload: entry.payload)
+                throw CacheError.notFound(key: string)
+            }
+        }
+    }
+
+    /// Stores a value: readable at once, written to disk in the background.
+    ///
+    /// The value is serialized before this returns, so a serializer failure reaches the caller.
+    /// A file-system failure of the background write is logged; the value is then a miss.
+    ///
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
+    /// - Throws: ``CacheError`` with code `serializationFailed`; the error met while opening the folder.
+    public func set(_ value: Value, forKey key: Key) async throws {
+        let store = try store.get()
+        let string = keyString(key)
+        let data: Data
+        do {
+            data = try serialize(value)
+        } catch {
+            throw CacheError.serializationFailed(key: string, underlying: error)
+        }
+        let pending = PendingValue(value: value, serialize: { data }, expiresAt: nil)
+        let others = store.enqueueWrite(DiskKey(string), value: pending, observer: nil)
+        for other in others { other.diskStoreDidChange(key: string) }
+    }
+
+    /// Removes the value for a key: a miss at once, the file goes in the background.
+    ///
+    /// - Parameter key: The key to remove.
+    /// - Throws: The error met while opening the folder.
+    public func removeValue(forKey key: Key) async throws {
+        let store = try store.get()
+        let string = keyString(key)
+        let others = store.enqueueRemove(DiskKey(string), observer: nil)
+        for other in others { other.diskStoreDidChange(key: string) }
+    }
+
+    /// Removes every value and file; does nothing when the folder is unusable.
+    ///
+    /// - Complexity: O(n) file removals, on the calling thread.
+    public func clear() async {
+        guard case .success(let store) = store else { return }
+        store.removeAll()
+        for other in store.observers(except: nil) { other.diskStoreDidClear() }
+    }
+
+    /// Does nothing: the disk level keeps no values in memory.
+    public func onMemoryWarning() {}
+
+    /// Waits until every write and removal made before the call is on disk.
+    ///
+    /// An addition to the contract, for tests and for shutdown.
+    public func flush() async {
+        guard case .success(let store) = store else { return }
+        await store.flush()
+    }
+}
