@@ -1,0 +1,150 @@
+import Foundation
+
+/// A cache level in a `UserDefaults` suite, for small values that must outlive the process.
+///
+/// Each value is stored as the bytes its serializer makes (JSON for `Codable` values) under the key
+/// `"<namespace>.<key>"`, so that several levels, and other code, can share one suite:
+/// ``clear()`` removes only the keys that start with this level's namespace.
+///
+/// ```swift
+/// let settings = UserDefaultsCacheLevel<String, Settings>(suiteName: "com.example.settings")
+/// try await settings.set(current, forKey: "theme")
+/// ```
+/// Keys are any `LosslessStringConvertible` type, such as `String` or `Int`. On Linux,
+/// swift-corelibs-foundation keeps a suite in `$XDG_CONFIG_HOME/<suiteName>.plist`
+/// (`~/.config` by default). A suite name that `UserDefaults(suiteName:)` refuses (on Apple platforms,
+/// `"NSGlobalDomain"` or the app's bundle identifier) makes ``get(_:)`` and ``set(_:forKey:)`` throw
+/// ``CacheError`` with code `invalidConfiguration`.
+///
+/// Every operation is synchronous and safe from any thread. Values in `UserDefaults` are kept in
+/// memory by Foundation, so keep them small.
+public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Sendable, Value: Sendable>: CacheLevel,
+    Sendable
+{
+    private let defaults: Result<LockedDefaults, CacheError>
+    private let prefix: String
+    private let serialize: @Sendable (Value) throws -> Data
+    private let deserialize: @Sendable (Data) throws -> Value
+
+    /// Opens a level on a suite, with values turned into bytes by `serializer`.
+    ///
+    /// - Parameters:
+    ///   - suiteName: The name of the `UserDefaults` suite.
+    ///   - namespace: The prefix of the level's keys in the suite; levels sharing a suite need
+    ///     different namespaces.
+    ///   - serializer: Turns values into bytes and back.
+    public init(suiteName: String, namespace: String = "hoard", serializer: some CacheSerializer<Value>) {
+        if let defaults = UserDefaults(suiteName: suiteName) {
+            self.defaults = .success(LockedDefaults(defaults))
+        } else {
+            let error = CacheError.invalidConfiguration(
+                "UserDefaults refuses the suite name \"\(suiteName)\"; use another name."
+            )
+            HoardLogger.log(.error, error.message)
+            self.defaults = .failure(error)
+        }
+        prefix = namespace + "."
+        serialize = { value in try serializer.serialize(value) }
+        deserialize = { data in try serializer.deserialize(data) }
+    }
+
+    /// Opens a level on a suite, with `Codable` values stored as JSON.
+    ///
+    /// - Parameters:
+    ///   - suiteName: The name of the `UserDefaults` suite.
+    ///   - namespace: The prefix of the level's keys in the suite; levels sharing a suite need
+    ///     different namespaces.
+    public convenience init(suiteName: String, namespace: String = "hoard") where Value: Codable {
+        self.init(suiteName: suiteName, namespace: namespace, serializer: CodableSerializer<Value>())
+    }
+
+    /// Returns the value stored for a key.
+    ///
+    /// A stored value that the serializer cannot decode is removed and is a miss.
+    ///
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value.
+    /// - Throws: ``CacheError/notFound`` on a miss; ``CacheError`` with code `invalidConfiguration`
+    ///   when the suite is unusable.
+    public func get(_ key: Key) async throws -> Value {
+        let defaults = try defaults.get()
+        let storedKey = prefix + key.description
+        guard let data = defaults.withLock({ $0.data(forKey: storedKey) }) else {
+            throw CacheError.notFound(key: key.description)
+        }
+        do {
+            return try deserialize(data)
+        } catch {
+            HoardLogger.log(
+                .warning,
+                CacheError.deserializationFailed(key: key.description, underlying: error).message
+                    + " Removing the entry."
+            )
+            defaults.withLock { $0.removeObject(forKey: storedKey) }
+            throw CacheError.notFound(key: key.description)
+        }
+    }
+
+    /// Stores a value for a key.
+    ///
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
+    /// - Throws: ``CacheError`` with code `serializationFailed`, or `invalidConfiguration` when the
+    ///   suite is unusable.
+    public func set(_ value: Value, forKey key: Key) async throws {
+        let defaults = try defaults.get()
+        let data: Data
+        do {
+            data = try serialize(value)
+        } catch {
+            throw CacheError.serializationFailed(key: key.description, underlying: error)
+        }
+        let storedKey = prefix + key.description
+        defaults.withLock { $0.set(data, forKey: storedKey) }
+    }
+
+    /// Removes the value stored for a key.
+    ///
+    /// - Parameter key: The key to remove.
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the suite is unusable.
+    public func removeValue(forKey key: Key) async throws {
+        let defaults = try defaults.get()
+        let storedKey = prefix + key.description
+        defaults.withLock { $0.removeObject(forKey: storedKey) }
+    }
+
+    /// Removes every value of this level's namespace; the suite's other keys stay.
+    ///
+    /// - Complexity: O(n) in the number of keys in the suite.
+    public func clear() async {
+        guard case .success(let defaults) = defaults else { return }
+        let prefix = prefix
+        defaults.withLock { defaults in
+            for key in defaults.dictionaryRepresentation().keys where key.hasPrefix(prefix) {
+                defaults.removeObject(forKey: key)
+            }
+        }
+    }
+
+    /// Does nothing: `UserDefaults` manages its own memory.
+    public func onMemoryWarning() {}
+}
+
+/// A `UserDefaults` reached only while holding a lock.
+///
+/// `UserDefaults` is documented thread-safe on Apple platforms but is not `Sendable` in
+/// swift-corelibs-foundation; the lock makes the level safe on both.
+private final class LockedDefaults: @unchecked Sendable {
+    // Safe because `defaults` is only reached through `withLock`, which holds `lock`.
+    private let lock = Lock()
+    private let defaults: UserDefaults
+
+    init(_ defaults: UserDefaults) {
+        self.defaults = defaults
+    }
+
+    func withLock<Result>(_ body: (UserDefaults) throws -> Result) rethrows -> Result {
+        try lock.withLock { try body(defaults) }
+    }
+}
