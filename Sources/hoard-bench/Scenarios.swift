@@ -35,6 +35,11 @@ enum ScenarioRegistry {
             run: DiskGet.run
         ),
         Scenario(
+            name: "compose-get",
+            help: "async hits in the first level of memory.compose(disk) vs direct MemoryCacheLevel gets",
+            run: ComposeGet.run
+        ),
+        Scenario(
             name: "hitrate",
             help: "hit rates of LRU and LFU on Zipf(0.99) traces, static and with a hot set that moves",
             run: HitRate.run
