@@ -7,18 +7,40 @@
 /// let memory = MemoryCacheLevel<String, Data>(capacity: 100)
 /// let images = memory.compose(disk).compose(network)
 /// ```
-/// The cost-limited form of the contract (`costLimit:` with a cost closure) is not available yet.
+///
+/// With a cost limit, every value also has a cost, given by the `cost` closure (bytes, say), and the
+/// level keeps the sum of the costs within the limit:
+/// ```swift
+/// let thumbnails = MemoryCacheLevel<URL, Data>(capacity: 1_000, costLimit: 20 << 20, cost: { $0.count })
+/// ```
 public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: CacheLevel, Sendable {
     @usableFromInline let store: MemoryStore<Key, Value>
+    /// The most the costs of the stored values may add up to; `nil` for no cost limit.
+    public let costLimit: Int?
+    @usableFromInline let cost: (@Sendable (Value) -> Int)?
 
     /// Creates an empty level.
     ///
     /// - Parameters:
     ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - costLimit: The most the costs of the stored values may add up to; `nil` (the default) for
+    ///     a count limit only. A value whose cost alone exceeds it is not kept.
     ///   - policy: Which value to remove when a new one needs room.
-    public init(capacity: Int, policy: EvictionPolicy = .lfu) {
+    ///   - cost: The cost of a value, for the cost limit; negative costs count as 0. Without it, every
+    ///     value costs 1. Called outside the level's lock, once per set.
+    public init(
+        capacity: Int,
+        costLimit: Int? = nil,
+        policy: EvictionPolicy = .lfu,
+        cost: (@Sendable (Value) -> Int)? = nil
+    ) {
         store = MemoryStore(capacity: capacity, policy: policy)
+        self.costLimit = costLimit.map { max(0, $0) }
+        self.cost = cost
     }
+
+    /// The sum of the costs of the stored values (0 without a cost limit).
+    public var totalCost: Int { store.totalCost }
 
     /// The number of values stored.
     public var count: Int { store.count }
@@ -52,7 +74,26 @@ public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: 
     /// - Complexity: O(1).
     @inlinable
     public func set(_ value: Value, forKey key: Key) async throws {
-        store.set(value, forKey: key)
+        guard let costLimit else {
+            store.set(value, forKey: key)
+            return
+        }
+        setCosted(value, forKey: key, costLimit: costLimit)
+    }
+
+    @usableFromInline
+    func setCosted(_ value: Value, forKey key: Key, costLimit: Int) {
+        let valueCost = max(0, cost?(value) ?? 1)
+        let outcome = store.set(value, forKey: key, cost: valueCost, costLimit: costLimit)
+        if !outcome.isKept {
+            HoardLogger.log(
+                .debug,
+                "Not keeping a value costing \(valueCost) in memory: the cost limit is \(costLimit)."
+            )
+        }
+        if !outcome.evicted.isEmpty {
+            HoardLogger.log(.debug, "Evicted \(outcome.evicted.count) value(s) from a memory level to fit its limits.")
+        }
     }
 
     /// Removes the value for a key.

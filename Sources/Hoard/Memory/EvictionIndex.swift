@@ -19,15 +19,18 @@ struct EvictionIndex<Key: Hashable, Payload> {
         @usableFromInline var bucket: Int32
         /// The index clock at the last access; orders nodes of two buckets merged by aging.
         @usableFromInline var stamp: UInt64
+        /// What the entry costs against the owner's cost limit (0 without one).
+        @usableFromInline var cost: Int
 
         @inlinable
-        init(key: Key, payload: Payload, stamp: UInt64) {
+        init(key: Key, payload: Payload, stamp: UInt64, cost: Int) {
             self.key = key
             self.payload = payload
             self.prev = -1
             self.next = -1
             self.bucket = -1
             self.stamp = stamp
+            self.cost = cost
         }
     }
 
@@ -54,6 +57,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var clock: UInt64 = 0
     @usableFromInline let agingPeriod: Int
     @usableFromInline var agingCountdown: Int
+    /// The sum of every entry's cost.
+    @usableFromInline var totalCost = 0
 
     /// Creates an empty index.
     ///
@@ -95,16 +100,19 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Stores `payload` for `key`, counting an access; returns the payload it replaced.
     ///
     /// The owner makes room first (``popVictim()``) when a new key would exceed its capacity.
+    /// `cost` counts against the owner's cost limit, if it has one (see ``totalCost``).
     @discardableResult
     @inlinable
-    mutating func upsert(_ payload: Payload, forKey key: Key) -> Payload? {
+    mutating func upsert(_ payload: Payload, forKey key: Key, cost: Int = 0) -> Payload? {
         if let slot = slots[key] {
             let old = nodes[Int(slot)].payload
             nodes[Int(slot)].payload = payload
+            totalCost += cost - nodes[Int(slot)].cost
+            nodes[Int(slot)].cost = cost
             recordAccess(slot)
             return old
         }
-        insertNew(key: key, payload: payload, count: 1)
+        insertNew(key: key, payload: payload, count: 1, cost: cost)
         tickAging()
         return nil
     }
@@ -125,6 +133,24 @@ struct EvictionIndex<Key: Hashable, Payload> {
         return (node.key, node.payload)
     }
 
+    /// The key the policy would remove next other than `key`, without removing it.
+    @usableFromInline
+    func victim(excluding key: Key) -> Key? {
+        guard firstBucket >= 0 else { return nil }
+        let first = nodes[Int(buckets[Int(firstBucket)].head)]
+        if first.key != key { return first.key }
+        // `key` is the next victim itself: take the one after it.
+        if first.next >= 0 { return nodes[Int(first.next)].key }
+        let nextBucket = buckets[Int(firstBucket)].next
+        return nextBucket >= 0 ? nodes[Int(buckets[Int(nextBucket)].head)].key : nil
+    }
+
+    /// The cost of the entry for `key`, or 0.
+    @usableFromInline
+    func peekCost(_ key: Key) -> Int {
+        slots[key].map { nodes[Int($0)].cost } ?? 0
+    }
+
     /// Removes and returns the entry the policy chooses.
     @inlinable
     mutating func popVictim() -> (key: Key, payload: Payload)? {
@@ -137,6 +163,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline
     mutating func removeAll() {
         slots.removeAll()
+        totalCost = 0
         nodes.removeAll()
         buckets.removeAll()
         freeBuckets.removeAll()
@@ -174,7 +201,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline
     mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
         if let slot = slots[key] { remove(slot: slot) }
-        insertNew(key: key, payload: payload, count: policy == .lru ? 1 : max(1, count))
+        insertNew(key: key, payload: payload, count: policy == .lru ? 1 : max(1, count), cost: 0)
     }
 
     // MARK: - Links
@@ -211,10 +238,11 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     @inlinable
-    mutating func insertNew(key: Key, payload: Payload, count: UInt32) {
+    mutating func insertNew(key: Key, payload: Payload, count: UInt32, cost: Int) {
         clock &+= 1
         let slot = Int32(nodes.count)
-        nodes.append(Node(key: key, payload: payload, stamp: clock))
+        nodes.append(Node(key: key, payload: payload, stamp: clock, cost: cost))
+        totalCost += cost
         slots[key] = slot
         // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
         // order, so the last bucket is checked first: O(1) per entry there.
@@ -244,6 +272,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @discardableResult
     mutating func remove(slot: Int32) -> Node {
         let removed = nodes[Int(slot)]
+        totalCost -= removed.cost
         unlink(slot)
         removeBucketIfEmpty(removed.bucket)
         slots[removed.key] = nil
@@ -398,6 +427,7 @@ extension EvictionIndex {
             bucket = current.next
         }
         precondition(seen == nodes.count && seen == slots.count, "node count")
+        precondition(totalCost == nodes.reduce(0) { $0 + $1.cost }, "total cost")
         precondition(lastBucket == previousBucket, "last bucket")
     }
 }

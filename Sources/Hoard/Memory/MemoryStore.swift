@@ -56,6 +56,41 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         return evicted
     }
 
+    /// Stores `value` with a cost, evicting until both the count and `costLimit` hold.
+    ///
+    /// Victims are chosen among the other entries, in policy order. A value whose cost alone exceeds
+    /// `costLimit` is not kept, and the older value for its key is removed (it is stale).
+    /// - Returns: The entries evicted, the stale one included, and whether `value` was kept.
+    func set(
+        _ value: Value,
+        forKey key: Key,
+        cost: Int,
+        costLimit: Int
+    ) -> (evicted: [(key: Key, value: Value)], isKept: Bool) {
+        lock.withLock {
+            var evicted: [(key: Key, value: Value)] = []
+            guard cost <= costLimit else {
+                if let stale = index.removeValue(forKey: key) { evicted.append((key, stale)) }
+                return (evicted, false)
+            }
+            let replaced = index.contains(key)
+            let costBefore = index.totalCost - (replaced ? index.peekCost(key) : 0)
+            var freed = 0
+            while index.count - (replaced ? 1 : 0) > 0,
+                (!replaced && index.count >= capacity) || costBefore - freed + cost > costLimit,
+                let victim = index.victim(excluding: key)
+            {
+                freed += index.peekCost(victim)
+                if let payload = index.removeValue(forKey: victim) { evicted.append((victim, payload)) }
+            }
+            index.upsert(value, forKey: key, cost: cost)
+            return (evicted, true)
+        }
+    }
+
+    /// The sum of the costs of the stored values.
+    var totalCost: Int { lock.withLock { index.totalCost } }
+
     /// Removes the value for `key`; returns it.
     @discardableResult
     func removeValue(forKey key: Key) -> Value? {
