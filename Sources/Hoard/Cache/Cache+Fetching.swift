@@ -33,6 +33,7 @@ extension Cache {
     /// `onComplete` is called once, on a dispatch queue of its own; it may block or call back into the
     /// cache, the blocking `getOrFetch` included.
     public func asyncGet(forKey key: String, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        // Unstructured on purpose: a callback API has no task to attach the work to.
         FetchTask.run { [self] in
             let result = await fetchResult(forKey: key)
             // A serial queue of its own gets a thread even when others block, unlike the global queue
@@ -70,6 +71,7 @@ extension Cache {
         guard fetcher != nil else { throw CacheError.notFound(key: key) }
         let outcome = Locked<Result<Value, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
+        // Unstructured on purpose: a synchronous caller has no task; this thread waits for it.
         FetchTask.run { [self] in
             let result = await fetchResult(forKey: key)
             outcome.withLock { $0 = result }

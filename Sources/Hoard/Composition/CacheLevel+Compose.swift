@@ -14,6 +14,15 @@ extension CacheLevel {
     @inlinable
     public func compose<Next: CacheLevel>(_ next: Next) -> BasicCache<Key, Value>
     where Next.Key == Key, Next.Value == Value {
+        composed(with: next, cachedValue: nil)
+    }
+
+    /// The composition of ``compose(_:)``, with this level's synchronous answer for hits, if any.
+    @inlinable
+    func composed<Next: CacheLevel>(
+        with next: Next,
+        cachedValue: (@Sendable (Key) -> Value?)?
+    ) -> BasicCache<Key, Value> where Next.Key == Key, Next.Value == Value {
         BasicCache(
             get: { key in
                 // Written out here rather than calling `readThrough`: a hit in the first level then
@@ -44,7 +53,8 @@ extension CacheLevel {
             onMemoryWarning: {
                 self.onMemoryWarning()
                 next.onMemoryWarning()
-            }
+            },
+            cachedValue: cachedValue
         )
     }
 
@@ -154,4 +164,19 @@ extension CacheLevel {
 @usableFromInline
 func logFailedBackFill(key: Any, error: any Error) {
     HoardLogger.log(.warning, "Could not copy a value into the level in front for key \(key): \(error)")
+}
+
+extension SynchronousCacheLevel {
+    /// Returns a level that reads this level first and `next` on a miss, filling this level from it.
+    ///
+    /// The same as ``CacheLevel/compose(_:)``; a hit in this level is served without suspending, and
+    /// the result is a ``SynchronousCacheLevel`` too, so `memory.compose(disk).compose(network)`
+    /// keeps the fast path.
+    /// - Parameter next: The level behind this one.
+    /// - Returns: The composed level.
+    @inlinable
+    public func compose<Next: CacheLevel>(_ next: Next) -> BasicCache<Key, Value>
+    where Next.Key == Key, Next.Value == Value {
+        composed(with: next, cachedValue: { key in self.cachedValue(forKey: key) })
+    }
 }

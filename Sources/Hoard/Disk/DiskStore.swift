@@ -6,7 +6,8 @@ import Foundation
 /// Every method is called outside the store's locks, from the store's background writer or from the
 /// thread of the cache that made the change.
 protocol DiskStoreObserver: AnyObject, Sendable {
-    /// The store is about to remove `key` to stay within its count limit.
+    /// The store is about to remove `key` to stay within its count or byte limit (or did not keep a
+    /// value for `key` larger than the whole byte limit).
     func diskStore(willEvictKey key: String)
     /// A value the observer set could not be written; it is not on disk.
     func diskStore(didFailToStoreKey key: String, error: CacheError)
@@ -59,6 +60,18 @@ final class DiskStore: @unchecked Sendable {
         var policy: EvictionPolicy
         /// Entries written under another schema version are misses and are removed.
         var schemaVersion: UInt32 = 0
+        /// The most bytes the entry files take together, or `nil` for no limit.
+        ///
+        /// An entry larger than the whole limit is not kept.
+        var byteLimit: Int? = nil
+
+        /// The options as a store applies them: a capacity of at least 1, a byte limit of at least 0.
+        var normalized: Options {
+            var options = self
+            options.capacity = max(1, capacity)
+            options.byteLimit = byteLimit.map { max(0, $0) }
+            return options
+        }
     }
 
     private enum Operation {
@@ -86,7 +99,7 @@ final class DiskStore: @unchecked Sendable {
     }
 
     private struct State {
-        var index: EvictionIndex<SHA256Digest, DiskEntryInfo>
+        var index: DiskEntryIndex
         var pending: [SHA256Digest: Pending] = [:]
         var queue: [QueueItem] = []
         var queueHead = 0
@@ -118,12 +131,11 @@ final class DiskStore: @unchecked Sendable {
     /// Opens the container, keeping what it reports in `log` so that the caller can send it once
     /// it has released its locks.
     init(at url: URL, options: Options, log: inout DeferredLog) throws {
-        var options = options
-        options.capacity = max(1, options.capacity)
+        let options = options.normalized
         self.options = options
         directory = try Directory(creatingAt: url)
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
-        state = State(index: EvictionIndex(policy: options.policy, capacity: options.capacity))
+        state = State(index: DiskEntryIndex(policy: options.policy, capacity: options.capacity))
         state.index = try loadIndex(log: &log)
     }
 
@@ -148,12 +160,11 @@ final class DiskStore: @unchecked Sendable {
     /// resolved once the folder exists).
     ///
     /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container is already open
-    ///   with another count limit or eviction policy (one store cannot keep two limits), or with code
-    ///   `io` when the container cannot be created.
+    ///   with another count limit, byte limit, eviction policy or schema version (one store cannot keep
+    ///   two limits), or with code `io` when the container cannot be created.
     static func shared(at url: URL, options: Options) throws -> DiskStore {
         let path = try Directory.create(at: url)
-        var options = options
-        options.capacity = max(1, options.capacity)
+        let options = options.normalized
         var messages = DeferredLog()
         defer { messages.flush() }
         return try openStores.withLock { stores in
@@ -162,8 +173,11 @@ final class DiskStore: @unchecked Sendable {
                 guard store.options == options else {
                     throw CacheError.invalidConfiguration(
                         "The container \(path) is already open in this process with maxDiskCount "
-                            + "\(store.options.capacity) and evictionPolicy \(store.options.policy); open it with "
-                            + "the same settings (asked: \(options.capacity), \(options.policy))."
+                            + "\(store.options.capacity), byte limit \(Self.describe(store.options.byteLimit)), "
+                            + "evictionPolicy \(store.options.policy) and schema version "
+                            + "\(store.options.schemaVersion); open it with the same settings (asked: "
+                            + "\(options.capacity), \(Self.describe(options.byteLimit)), \(options.policy), "
+                            + "\(options.schemaVersion))."
                     )
                 }
                 return store
@@ -177,6 +191,8 @@ final class DiskStore: @unchecked Sendable {
             return store
         }
     }
+
+    private static func describe(_ byteLimit: Int?) -> String { byteLimit.map(String.init) ?? "none" }
 
     /// The caches registered on this store, except `origin`.
     func observers(except origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
@@ -197,6 +213,9 @@ final class DiskStore: @unchecked Sendable {
 
     /// The number of entry files.
     var count: Int { lock.withLock { state.index.count } }
+
+    /// The total size in bytes of the entry files (writes not landed yet are not counted).
+    var byteCount: Int { lock.withLock { state.index.byteCount } }
 
     /// The keys of the entry files, next victim first.
     ///
@@ -523,18 +542,48 @@ final class DiskStore: @unchecked Sendable {
             return []
         case .write(let value):
             do {
-                let info = try write(value, for: key)
-                let victims = lock.withLock {
-                    var victims: [DiskEntryInfo] = []
-                    if !state.index.contains(digest) {
-                        while state.index.count >= options.capacity, let victim = state.index.popVictim() {
-                            victims.append(victim.payload)
-                        }
+                let bytes = try encode(value, for: key)
+                if let byteLimit = options.byteLimit, bytes.count > byteLimit {
+                    // Not kept, and not written: an older value of the key must not be served either.
+                    removeFile(key.fileName, log: &log)
+                    lock.withLock {
+                        state.index.removeValue(forKey: digest)
+                        state.changesSinceSave += 1
+                        finish(pending)
                     }
-                    state.index.upsert(info, forKey: digest)
+                    log.add(
+                        .info,
+                        "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
+                            + "(\(bytes.count) bytes) is larger than the byte limit (\(byteLimit) bytes)."
+                    )
+                    return [.evicted(key: key.string, observer: pending.observer)]
+                }
+                try write(bytes, for: key)
+                let info = DiskEntryInfo(key: key.string, size: bytes.count)
+                let victims = lock.withLock {
+                    let victims: [(key: SHA256Digest, payload: DiskEntryInfo)]
+                    if state.index.contains(digest) {
+                        // A replacement keeps its place (and access count); it may need room for more bytes.
+                        state.index.upsert(info, forKey: digest)
+                        victims = state.index.makeRoom(
+                            forCount: 0,
+                            bytes: 0,
+                            capacity: options.capacity,
+                            byteLimit: options.byteLimit,
+                            sparing: digest
+                        )
+                    } else {
+                        victims = state.index.makeRoom(
+                            forCount: 1,
+                            bytes: info.size,
+                            capacity: options.capacity,
+                            byteLimit: options.byteLimit
+                        )
+                        state.index.upsert(info, forKey: digest)
+                    }
                     state.changesSinceSave += 1 + victims.count
                     finish(pending)
-                    return victims
+                    return victims.map(\.payload)
                 }
                 // The victims are out of the index: readers miss them already. Their files go now;
                 // the delegate hears "will evict" right after, once `ioLock` is released.
@@ -564,7 +613,8 @@ final class DiskStore: @unchecked Sendable {
         }
     }
 
-    private func write(_ value: PendingValue, for key: DiskKey) throws(CacheError) -> DiskEntryInfo {
+    /// Serializes a value and encodes its entry file.
+    private func encode(_ value: PendingValue, for key: DiskKey) throws(CacheError) -> [UInt8] {
         let payload: Data
         do {
             payload = try value.serialize()
@@ -575,12 +625,16 @@ final class DiskStore: @unchecked Sendable {
         else {
             throw CacheError.io("The value for key \"\(key.string.prefix(100))\" is too large for one entry file.")
         }
-        let bytes = EntryFormat.encode(
+        return EntryFormat.encode(
             key: key.string,
             payload: payload,
             schemaVersion: options.schemaVersion,
             expiresAt: value.expiresAt
         )
+    }
+
+    /// Writes an entry file through a temporary file.
+    private func write(_ bytes: [UInt8], for key: DiskKey) throws(CacheError) {
         do {
             try directory.writeAtomically(bytes, to: key.fileName, through: nextTemporaryName())
         } catch {
@@ -590,7 +644,6 @@ final class DiskStore: @unchecked Sendable {
                 underlying: error
             )
         }
-        return DiskEntryInfo(key: key.string, size: bytes.count)
     }
 
     /// Numbers temporary files; process-wide, so that two stores never pick the same name.
@@ -629,7 +682,7 @@ final class DiskStore: @unchecked Sendable {
 
     /// Lists the container, sweeps temporary files, and rebuilds the eviction order from the saved
     /// index and the entry files.
-    private func loadIndex(log: inout DeferredLog) throws -> EvictionIndex<SHA256Digest, DiskEntryInfo> {
+    private func loadIndex(log: inout DeferredLog) throws -> DiskEntryIndex {
         let listing: [(name: String, modified: Double)]
         do {
             listing = try directory.list()
@@ -648,7 +701,7 @@ final class DiskStore: @unchecked Sendable {
             }
         }
 
-        var index = EvictionIndex<SHA256Digest, DiskEntryInfo>(policy: options.policy, capacity: options.capacity)
+        var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         let saved =
             hasIndexFile
             ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
@@ -674,11 +727,25 @@ final class DiskStore: @unchecked Sendable {
                 removeFile(name, log: &log)
             }
         }
-        while index.count > options.capacity, let victim = index.popVictim() {
-            log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count limit.")
+        var victims: [(key: SHA256Digest, payload: DiskEntryInfo)] = []
+        if let byteLimit = options.byteLimit {
+            // An entry larger than the whole limit goes alone, not with every entry before it.
+            for entry in index.entriesInEvictionOrder where entry.payload.size > byteLimit {
+                index.removeValue(forKey: entry.key)
+                victims.append((entry.key, entry.payload))
+            }
+        }
+        victims += index.makeRoom(
+            forCount: 0,
+            bytes: 0,
+            capacity: options.capacity,
+            byteLimit: options.byteLimit
+        )
+        for victim in victims {
+            log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits.")
             removeFile(victim.key.hex, log: &log)
         }
-        state.changesSinceSave = saved == nil || !unindexed.isEmpty ? 1 : 0
+        state.changesSinceSave = saved == nil || !unindexed.isEmpty || !victims.isEmpty ? 1 : 0
         return index
     }
 
@@ -705,5 +772,95 @@ final class DiskStore: @unchecked Sendable {
             log.add(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")
             return nil
         }
+    }
+}
+
+/// The eviction order of a disk store's entry files, with the total size of those files.
+///
+/// Every change to the entries goes through it, so ``byteCount`` is always the sum of the sizes it
+/// holds. Not thread-safe: the store holds its lock around every call.
+struct DiskEntryIndex {
+    private var order: EvictionIndex<SHA256Digest, DiskEntryInfo>
+    /// The sum of the entries' file sizes, in bytes.
+    private(set) var byteCount = 0
+
+    init(policy: EvictionPolicy, capacity: Int) {
+        order = EvictionIndex(policy: policy, capacity: capacity)
+    }
+
+    /// The number of entries.
+    var count: Int { order.count }
+
+    /// Whether an entry exists for `key`, without counting an access.
+    func contains(_ key: SHA256Digest) -> Bool { order.contains(key) }
+
+    /// The entry for `key`, without counting an access.
+    func peek(_ key: SHA256Digest) -> DiskEntryInfo? { order.peek(key) }
+
+    /// Every entry with its access count, next victim first.
+    var entriesInEvictionOrder: [(key: SHA256Digest, payload: DiskEntryInfo, count: UInt32)] {
+        order.entriesInEvictionOrder
+    }
+
+    /// Returns the entry for `key` and counts an access to it.
+    mutating func access(_ key: SHA256Digest) -> DiskEntryInfo? { order.access(key) }
+
+    /// Stores the entry for `key`, counting an access.
+    mutating func upsert(_ info: DiskEntryInfo, forKey key: SHA256Digest) {
+        if let old = order.upsert(info, forKey: key) { byteCount -= old.size }
+        byteCount += info.size
+    }
+
+    /// Adds an entry with a restored access count (see `EvictionIndex.append(_:forKey:count:)`).
+    mutating func append(_ info: DiskEntryInfo, forKey key: SHA256Digest, count: UInt32) {
+        if let old = order.peek(key) { byteCount -= old.size }
+        order.append(info, forKey: key, count: count)
+        byteCount += info.size
+    }
+
+    /// Removes the entry for `key`; returns it.
+    @discardableResult
+    mutating func removeValue(forKey key: SHA256Digest) -> DiskEntryInfo? {
+        guard let old = order.removeValue(forKey: key) else { return nil }
+        byteCount -= old.size
+        return old
+    }
+
+    /// Removes every entry.
+    mutating func removeAll() {
+        order.removeAll()
+        byteCount = 0
+    }
+
+    /// Removes entries in eviction order, never `spared`, until `extraCount` more entries and
+    /// `extraBytes` more bytes fit within `capacity` and `byteLimit`; returns the removed entries.
+    ///
+    /// - Complexity: O(1) per victim; O(n) once when `spared` is the next victim by the policy.
+    mutating func makeRoom(
+        forCount extraCount: Int,
+        bytes extraBytes: Int,
+        capacity: Int,
+        byteLimit: Int?,
+        sparing spared: SHA256Digest? = nil
+    ) -> [(key: SHA256Digest, payload: DiskEntryInfo)] {
+        func fits(_ index: DiskEntryIndex) -> Bool {
+            index.count + extraCount <= capacity && (byteLimit.map { index.byteCount + extraBytes <= $0 } ?? true)
+        }
+        var victims: [(key: SHA256Digest, payload: DiskEntryInfo)] = []
+        while !fits(self), let victim = order.victim {
+            if victim.key == spared {
+                // The spared entry comes first: take the others in their order.
+                for entry in order.entriesInEvictionOrder where entry.key != spared {
+                    if fits(self) { break }
+                    removeValue(forKey: entry.key)
+                    victims.append((entry.key, entry.payload))
+                }
+                break
+            }
+            _ = order.popVictim()
+            byteCount -= victim.payload.size
+            victims.append(victim)
+        }
+        return victims
     }
 }

@@ -14,6 +14,8 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     @usableFromInline let removeValueForKey: @Sendable (Key) async throws -> Void
     @usableFromInline let clearAll: @Sendable () async -> Void
     @usableFromInline let memoryWarning: @Sendable () -> Void
+    /// The synchronous answer for hits, when the level has one (see ``SynchronousCacheLevel``).
+    @usableFromInline let synchronousHit: (@Sendable (Key) -> Value?)?
 
     /// Creates a level from closures.
     ///
@@ -33,11 +35,41 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
         clear: @escaping @Sendable () async -> Void = {},
         onMemoryWarning: @escaping @Sendable () -> Void = {}
     ) {
+        self.init(
+            get: get,
+            set: set,
+            removeValue: removeValue,
+            clear: clear,
+            onMemoryWarning: onMemoryWarning,
+            cachedValue: nil
+        )
+    }
+
+    /// Creates a level from closures, with a synchronous answer for hits.
+    ///
+    /// - Parameters:
+    ///   - get: Returns the value for a key or throws, as ``CacheLevel/get(_:)``.
+    ///   - set: Stores a value for a key.
+    ///   - removeValue: Removes the value for a key.
+    ///   - clear: Removes every value.
+    ///   - onMemoryWarning: Frees what the level keeps in memory.
+    ///   - cachedValue: Answers a get at once when it can (`nil` means "ask `get`"), as
+    ///     ``SynchronousCacheLevel/cachedValue(forKey:)``; `nil` when the level never can.
+    @inlinable
+    public init(
+        get: @escaping @Sendable (_ key: Key) async throws -> Value,
+        set: @escaping @Sendable (_ value: Value, _ key: Key) async throws -> Void,
+        removeValue: @escaping @Sendable (_ key: Key) async throws -> Void,
+        clear: @escaping @Sendable () async -> Void,
+        onMemoryWarning: @escaping @Sendable () -> Void,
+        cachedValue: (@Sendable (_ key: Key) -> Value?)?
+    ) {
         getValue = get
         setValue = set
         removeValueForKey = removeValue
         clearAll = clear
         memoryWarning = onMemoryWarning
+        synchronousHit = cachedValue
     }
 
     /// Wraps a level, hiding its type; a `BasicCache` is returned as it is.
@@ -63,7 +95,10 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     /// - Returns: The value.
     /// - Throws: What the closure throws; ``CacheError/notFound`` on a miss.
     @inlinable
-    public func get(_ key: Key) async throws -> Value { try await getValue(key) }
+    public func get(_ key: Key) async throws -> Value {
+        if let synchronousHit, let value = synchronousHit(key) { return value }
+        return try await getValue(key)
+    }
 
     /// Stores a value by calling the `set` closure.
     ///
@@ -93,4 +128,13 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     ///
     /// - Returns: `self`.
     public func normalize() -> BasicCache<Key, Value> { self }
+}
+
+extension BasicCache: SynchronousCacheLevel {
+    /// The value for `key` if the level can answer at once; `nil` means "ask ``get(_:)``".
+    ///
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value, or `nil`.
+    @inlinable
+    public func cachedValue(forKey key: Key) -> Value? { synchronousHit?(key) }
 }

@@ -48,3 +48,18 @@ public enum CacheLevelSwitchResult: Sendable, Hashable {
     /// The second level.
     case cacheB
 }
+
+/// A level that can answer some gets at once, without suspending: what it holds in memory.
+///
+/// An addition to the design's API. ``MemoryCacheLevel`` is one, and so is a ``BasicCache`` made by
+/// ``compose(_:)`` from one. A composition whose first level is synchronous serves that level's hits
+/// without an async hop, which keeps a hit through `memory.compose(disk)` close to a direct memory
+/// hit.
+public protocol SynchronousCacheLevel<Key, Value>: CacheLevel {
+    /// Returns the value for `key` if the level has it at hand, counting the access as `get` would.
+    ///
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value, or `nil` when the level cannot answer at once (which is not necessarily
+    ///   a miss: ask ``CacheLevel/get(_:)``).
+    func cachedValue(forKey key: Key) -> Value?
+}

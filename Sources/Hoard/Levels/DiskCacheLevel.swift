@@ -1,6 +1,6 @@
 import Foundation
 
-/// A cache level on disk: one file per value in a folder, with a count limit.
+/// A cache level on disk: one file per value in a folder, with a count limit and an optional byte limit.
 ///
 /// It runs on the same engine as the disk level of ``Cache``: file names are a hash of the key, writes
 /// go to a temporary file renamed into place by a background writer, and a value that was set is
@@ -8,8 +8,12 @@ import Foundation
 /// `String`s, or `URL`s (stored by their `absoluteString`).
 ///
 /// Opening never throws: when the folder cannot be used, ``get(_:)`` and ``set(_:forKey:)`` throw the
-/// error met while opening it. The byte-limited form of the contract (`byteLimit:`) is not available
-/// yet.
+/// error met while opening it.
+///
+/// With a byte limit, the entry files (each holds its key, the serialized value and a small header)
+/// take at most that many bytes together once ``flush()`` returns: each write evicts values in LFU
+/// order, never the value just written, until both limits hold. A value whose entry file alone is
+/// larger than the limit is not kept (it evicts nothing, and an older value for its key is removed).
 ///
 /// ```swift
 /// let disk = DiskCacheLevel<String, User>(directory: folder, capacity: 1_000)
@@ -25,10 +29,11 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     private init(
         directory: URL,
         capacity: Int,
+        byteLimit: Int?,
         serializer: some CacheSerializer<Value>,
         keyString: @escaping @Sendable (Key) -> String
     ) {
-        let options = DiskStore.Options(capacity: capacity, policy: .lfu)
+        let options = DiskStore.Options(capacity: capacity, policy: .lfu, byteLimit: byteLimit)
         do {
             store = .success(try DiskStore.shared(at: directory, options: options))
         } catch let error as CacheError {
@@ -49,10 +54,21 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
     ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
-    public convenience init(directory: URL, capacity: Int, serializer: some CacheSerializer<Value>)
-    where Key == String {
-        self.init(directory: directory, capacity: capacity, serializer: serializer, keyString: { $0 })
+    public convenience init(
+        directory: URL,
+        capacity: Int,
+        byteLimit: Int? = nil,
+        serializer: some CacheSerializer<Value>
+    ) where Key == String {
+        self.init(
+            directory: directory,
+            capacity: capacity,
+            byteLimit: byteLimit,
+            serializer: serializer,
+            keyString: { $0 }
+        )
     }
 
     /// Opens a level on a folder with `String` keys and `Codable` values, stored as JSON.
@@ -69,12 +85,18 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
     ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
-    public convenience init(directory: URL, capacity: Int, serializer: some CacheSerializer<Value>)
-    where Key == URL {
+    public convenience init(
+        directory: URL,
+        capacity: Int,
+        byteLimit: Int? = nil,
+        serializer: some CacheSerializer<Value>
+    ) where Key == URL {
         self.init(
             directory: directory,
             capacity: capacity,
+            byteLimit: byteLimit,
             serializer: serializer,
             keyString: { $0.absoluteString }
         )
@@ -91,6 +113,12 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
 
     /// The number of values on disk or waiting to be written; 0 when the folder is unusable.
     public var count: Int { (try? store.get())?.count ?? 0 }
+
+    /// The total size in bytes of the level's entry files; 0 when the folder is unusable.
+    ///
+    /// Writes not landed yet are not counted: ``flush()`` first for an exact figure. An addition to
+    /// the contract.
+    public var byteCount: Int { (try? store.get())?.byteCount ?? 0 }
 
     /// Returns the value for a key: a pending write, else the file.
     ///

@@ -119,3 +119,13 @@ public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: 
         store.removeAll()
     }
 }
+
+extension MemoryCacheLevel: SynchronousCacheLevel {
+    /// Returns the value for `key`, counting the access, or `nil` when it is not stored.
+    ///
+    /// - Parameter key: The key to look up.
+    /// - Returns: The value, or `nil`.
+    /// - Complexity: O(1).
+    @inlinable
+    public func cachedValue(forKey key: Key) -> Value? { store.value(forKey: key) }
+}

@@ -123,3 +123,34 @@ import Testing
         #expect(fetches.value == 1)
     }
 }
+
+extension ComposeTests {
+    @Test func aMemoryFirstLevelServesHitsSynchronouslyAndMissesFromTheNextLevel() async throws {
+        let memory = MemoryCacheLevel<String, Int>(capacity: 2, policy: .lru)
+        let backing = RecordingLevel<String, Int>(["a": 1, "b": 2, "c": 3])
+        let composed = memory.compose(backing)
+        #expect(composed.cachedValue(forKey: "a") == nil)  // not in memory yet: ask get
+        #expect(try await composed.get("a") == 1)  // from the next level, filled into memory
+        #expect(composed.cachedValue(forKey: "a") == 1)
+        #expect(try await composed.get("a") == 1)
+        #expect(backing.gets == 1)
+        // A synchronous hit is an access: "a" was used after "b", so "b" is evicted first.
+        #expect(try await composed.get("b") == 2)
+        _ = composed.cachedValue(forKey: "a")
+        #expect(try await composed.get("c") == 3)
+        #expect(memory.cachedValue(forKey: "b") == nil)
+        #expect(memory.cachedValue(forKey: "a") == 1)
+    }
+
+    @Test func theSynchronousPathSurvivesLongerCompositionsAndNotOtherLevels() async throws {
+        let memory = MemoryCacheLevel<String, Int>(capacity: 10)
+        let middle = RecordingLevel<String, Int>()
+        let last = RecordingLevel<String, Int>(["k": 7])
+        let chain = memory.compose(middle).compose(last)
+        #expect(try await chain.get("k") == 7)
+        #expect(chain.cachedValue(forKey: "k") == 7)  // memory was filled, and answers at once
+        let asyncFirst = middle.compose(memory)
+        #expect(asyncFirst.cachedValue(forKey: "k") == nil)  // a first level without the fast path
+        #expect(try await asyncFirst.get("k") == 7)  // the miss in `middle` falls through to memory
+    }
+}

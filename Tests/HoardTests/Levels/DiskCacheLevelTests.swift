@@ -123,4 +123,97 @@ import Testing
         let reader = DiskCacheLevel<String, Int>(directory: directory.container(), capacity: 10)
         await #expect(throws: CacheError.notFound) { try await reader.get("key") }
     }
+
+    // MARK: - Byte limit
+
+    /// The size of the entry file the level writes for `key` holding `size` bytes.
+    private func entrySize(_ key: String, _ size: Int) -> Int {
+        EntryFormat.encode(key: key, payload: Data(count: size), schemaVersion: 0, expiresAt: nil).count
+    }
+
+    /// The sum of the sizes of the entry files on disk.
+    private func bytesOnDisk(_ directory: TemporaryDirectory) throws -> Int {
+        try directory.entryFiles().reduce(0) { total, name in
+            let path = directory.container().appendingPathComponent(name).path
+            let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber
+            return total + (size?.intValue ?? 0)
+        }
+    }
+
+    private func byteLimitedLevel(_ directory: TemporaryDirectory, byteLimit: Int) -> DiskCacheLevel<String, Data> {
+        DiskCacheLevel<String, Data>(
+            directory: directory.container(),
+            capacity: 1_000,
+            byteLimit: byteLimit,
+            serializer: DataSerializer()
+        )
+    }
+
+    @Test func theByteLimitHoldsAfterEveryFlushWithMixedSizes() async throws {
+        let directory = TemporaryDirectory()
+        let limit = 4_000
+        let level = byteLimitedLevel(directory, byteLimit: limit)
+        for index in 0..<40 {
+            let key = "key \(index)"
+            try await level.set(Data(count: (index * 377) % 1_500 + 1), forKey: key)
+            await level.flush()
+            #expect(level.byteCount <= limit)
+            #expect(level.byteCount == (try bytesOnDisk(directory)))
+            #expect(level.count == directory.entryFiles().count)
+            #expect(try await level.get(key).count == (index * 377) % 1_500 + 1)
+        }
+    }
+
+    @Test func theByteLimitEvictsInLFUOrder() async throws {
+        let directory = TemporaryDirectory()
+        let limit = entrySize("a", 100) + entrySize("b", 100) + entrySize("c", 100)
+        let level = byteLimitedLevel(directory, byteLimit: limit)
+        for key in ["a", "b", "c"] { try await level.set(Data(count: 100), forKey: key) }
+        await level.flush()
+        for _ in 0..<2 { _ = try await level.get("a") }
+        _ = try await level.get("c")
+        try await level.set(Data(count: 150), forKey: "d")
+        await level.flush()
+        // "b" (read least) went first, then "c"; "a" (read most) and "d" (just written) stay.
+        await #expect(throws: CacheError.notFound) { try await level.get("b") }
+        await #expect(throws: CacheError.notFound) { try await level.get("c") }
+        #expect(try await level.get("a").count == 100)
+        #expect(try await level.get("d").count == 150)
+        #expect(level.byteCount == entrySize("a", 100) + entrySize("d", 150))
+        #expect(level.byteCount == (try bytesOnDisk(directory)))
+    }
+
+    @Test func aValueLargerThanTheByteLimitIsNotKeptAndEvictsNothing() async throws {
+        let directory = TemporaryDirectory()
+        let limit = 1_000
+        let level = byteLimitedLevel(directory, byteLimit: limit)
+        try await level.set(Data(count: 300), forKey: "a")
+        try await level.set(Data(count: 300), forKey: "b")
+        await level.flush()
+        let before = level.byteCount
+        try await level.set(Data(count: limit), forKey: "huge")
+        await level.flush()
+        await #expect(throws: CacheError.notFound) { try await level.get("huge") }
+        #expect(try await level.get("a").count == 300)
+        #expect(try await level.get("b").count == 300)
+        #expect(level.count == 2)
+        #expect(level.byteCount == before)
+        #expect(level.byteCount == (try bytesOnDisk(directory)))
+    }
+
+    @Test func theByteCountIsRightAfterRemoveAndClear() async throws {
+        let directory = TemporaryDirectory()
+        let level = byteLimitedLevel(directory, byteLimit: 100_000)
+        try await level.set(Data(count: 10), forKey: "a")
+        try await level.set(Data(count: 2_000), forKey: "b")
+        await level.flush()
+        #expect(level.byteCount == entrySize("a", 10) + entrySize("b", 2_000))
+        try await level.removeValue(forKey: "b")
+        await level.flush()
+        #expect(level.byteCount == entrySize("a", 10))
+        #expect(level.byteCount == (try bytesOnDisk(directory)))
+        await level.clear()
+        #expect(level.byteCount == 0)
+        #expect(try bytesOnDisk(directory) == 0)
+    }
 }
