@@ -23,7 +23,9 @@ extension CacheLevel {
         with next: Next,
         cachedValue: (@Sendable (Key) -> Value?)?
     ) -> BasicCache<Key, Value> where Next.Key == Key, Next.Value == Value {
-        BasicCache(
+        // Writes, clears and memory warnings reach both levels, exactly as with `pushing(to:)`.
+        let writes = pushing(to: next)
+        return BasicCache(
             get: { key in
                 // Written out here rather than calling `readThrough`: a hit in the first level then
                 // costs one async call less.
@@ -34,26 +36,10 @@ extension CacheLevel {
                 }
                 return try await self.fill(from: next, key)
             },
-            set: { value, key in
-                try await Self.both(
-                    { try await self.set(value, forKey: key) },
-                    { try await next.set(value, forKey: key) }
-                )
-            },
-            removeValue: { key in
-                try await Self.both(
-                    { try await self.removeValue(forKey: key) },
-                    { try await next.removeValue(forKey: key) }
-                )
-            },
-            clear: {
-                await self.clear()
-                await next.clear()
-            },
-            onMemoryWarning: {
-                self.onMemoryWarning()
-                next.onMemoryWarning()
-            },
+            set: writes.setValue,
+            removeValue: writes.removeValueForKey,
+            clear: writes.clearAll,
+            onMemoryWarning: writes.memoryWarning,
             cachedValue: cachedValue
         )
     }
