@@ -238,6 +238,34 @@ public final class Cache<Value: Sendable>: Sendable {
         disk.removeAll()
     }
 
+    /// Whether either level holds a value for a key; not an access, and no file is read.
+    ///
+    /// - Parameter key: Any string.
+    /// - Returns: `true` when memory holds the key, or disk has an entry or a pending write for it.
+    public func contains(_ key: String) -> Bool {
+        if memory?.contains(key) == true { return true }
+        return disk?.contains(DiskKey(key)) ?? false
+    }
+
+    /// Every key either level holds, each once, in no particular order.
+    ///
+    /// Disk keys are the keys stored in the entries (and pending writes), not file names, so they
+    /// are listed as they were set.
+    /// - Complexity: O(n) in the number of entries.
+    public var allKeys: [String] {
+        var seen = Set<String>()
+        var keys: [String] = []
+        for key in (memory?.keysInEvictionOrder ?? []) + (disk?.allKeys ?? []) where seen.insert(key).inserted {
+            keys.append(key)
+        }
+        return keys
+    }
+
+    /// The bytes the entry files on disk take together.
+    ///
+    /// After ``flush()`` returns, it never exceeds the builder's `maxDiskBytes`.
+    public var diskBytes: Int { disk?.byteCount ?? 0 }
+
     /// The number of values in memory.
     public var memoryCount: Int { memory?.count ?? 0 }
 

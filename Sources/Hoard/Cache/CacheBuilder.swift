@@ -29,6 +29,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var fetcher: (@Sendable (String) async throws -> Value)?
     var maxRetryCount = 0
     var retryBackoff = RetryBackoff.none
+    var maxDiskBytes: Int?
+    var version = 0
     var delegateBox = WeakDelegate()
 
     /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
@@ -81,6 +83,20 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// Sets the wait between fetch attempts (default ``RetryBackoff/none``).
     public func retryBackoff(_ backoff: RetryBackoff) -> Self { with { $0.retryBackoff = backoff } }
 
+    /// Sets the most bytes the entry files on disk may take together (default: no byte limit).
+    ///
+    /// The limit holds whenever ``Cache/flush()`` returns: every write evicts, in policy order, until
+    /// both the count and the byte limit hold. A value whose entry file alone would exceed the limit
+    /// is not written to disk (it stays in memory).
+    public func maxDiskBytes(_ bytes: Int) -> Self { with { $0.maxDiskBytes = bytes } }
+
+    /// Sets the schema version of the values (default 0); bump it when the model changes.
+    ///
+    /// Every entry file records the version it was written under. Entries written under another
+    /// version are misses and are removed, so a changed model never meets bytes it cannot decode,
+    /// and no migration code is needed: the cache refills from the fetcher.
+    public func version(_ version: Int) -> Self { with { $0.version = version } }
+
     /// Sets the delegate, held weakly.
     public func delegate(_ delegate: any CacheDelegate<Value>) -> Self { with { $0.delegateBox.delegate = delegate } }
 
@@ -124,13 +140,24 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         guard maxDiskCount >= 0 else {
             throw CacheError.invalidConfiguration("maxDiskCount must be 0 or more, not \(maxDiskCount).")
         }
+        if let maxDiskBytes, maxDiskBytes < 0 {
+            throw CacheError.invalidConfiguration("maxDiskBytes must be 0 or more, not \(maxDiskBytes).")
+        }
+        guard (0...Int(UInt32.max)).contains(version) else {
+            throw CacheError.invalidConfiguration("version must be between 0 and \(UInt32.max), not \(version).")
+        }
         guard maxRetryCount >= 0 else {
             throw CacheError.invalidConfiguration("maxRetryCount must be 0 or more, not \(maxRetryCount).")
         }
         let memory = maxRamCount > 0 ? MemoryStore<String, Value>(capacity: maxRamCount, policy: evictionPolicy) : nil
         var disk: DiskStore?
         if maxDiskCount > 0 {
-            let options = DiskStore.Options(capacity: maxDiskCount, policy: evictionPolicy)
+            let options = DiskStore.Options(
+                capacity: maxDiskCount,
+                policy: evictionPolicy,
+                schemaVersion: UInt32(version),
+                byteLimit: maxDiskBytes
+            )
             disk =
                 sharingStore
                 ? try DiskStore.shared(at: url, options: options) : try DiskStore(at: url, options: options)

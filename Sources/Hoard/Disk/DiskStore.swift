@@ -222,6 +222,36 @@ final class DiskStore: @unchecked Sendable {
     /// - Complexity: O(n).
     var keysInEvictionOrder: [String] { lock.withLock { state.index.entriesInEvictionOrder.map(\.payload.key) } }
 
+    /// Whether the store holds a value for `key` (a pending write, or an entry file), without
+    /// reading the file or counting an access.
+    func contains(_ key: DiskKey) -> Bool {
+        lock.withLock {
+            if let pending = state.pending[key.digest] {
+                if case .write = pending.operation { return true }
+                return false
+            }
+            return state.index.contains(key.digest)
+        }
+    }
+
+    /// The keys the store holds: pending writes and entry files, less pending removals, as stored
+    /// in the entries (not derived from file names).
+    ///
+    /// - Complexity: O(n).
+    var allKeys: [String] {
+        lock.withLock {
+            var keys: [String] = []
+            keys.reserveCapacity(state.index.count + state.pending.count)
+            for entry in state.index.entriesInEvictionOrder where state.pending[entry.key] == nil {
+                keys.append(entry.payload.key)
+            }
+            for pending in state.pending.values {
+                if case .write = pending.operation { keys.append(pending.key.string) }
+            }
+            return keys
+        }
+    }
+
     /// Returns what the store holds for `key`; a stored entry's read counts as an access.
     ///
     /// A damaged, truncated or foreign file is removed, logged and reported as a miss.

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+
+@testable import Hoard
+
+/// `contains`, `allKeys`, `maxDiskBytes` and `version` (the first pieces of DESIGN §3).
+@Suite struct CacheVisibilityTests {
+    @Test func containsSeesBothLevelsAndPendingWritesWithoutCountingAnAccess() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(1).evictionPolicy(.lru).build()
+        #expect(!cache.contains("a"))
+        cache["a"] = "1"
+        #expect(cache.contains("a"))
+        cache["b"] = "2"  // evicts "a" from memory; it is pending or on disk
+        #expect(cache.contains("a"))
+        cache.removeValue(forKey: "a")
+        #expect(!cache.contains("a"))
+        await cache.flush()
+        #expect(cache.contains("b"))
+        #expect(!cache.contains("a"))
+    }
+
+    @Test func allKeysListsEveryKeyOnceAsStoredEvenAfterARestart() async throws {
+        let folder = TemporaryDirectory()
+        let keys = ["plain", "caf\u{E9}", "../../etc/passwd", "", "🦄"]
+        do {
+            let cache = try folder.stringBuilder().maxRamCount(2).build()
+            for key in keys { cache[key] = "v" }
+            cache["gone"] = "v"
+            cache.removeValue(forKey: "gone")
+            #expect(Set(cache.allKeys) == Set(keys))
+            #expect(cache.allKeys.count == keys.count)
+            await cache.flush()
+        }
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(Set(reopened.allKeys) == Set(keys))
+        // The index was deleted: the keys come back from the entries themselves.
+        try FileManager.default.removeItem(at: folder.container().appendingPathComponent(".hoard-index"))
+        let rebuilt = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(Set(rebuilt.allKeys) == Set(keys))
+    }
+
+    @Test func maxDiskBytesHoldsWhenFlushReturnsWithValuesOfMixedSizes() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.dataBuilder().maxRamCount(0).maxDiskCount(1_000).maxDiskBytes(4_096).build()
+        var generator = SplitMix64(seed: 9)
+        for index in 0..<200 {
+            cache["k\(index)"] = Data(count: Int(generator.next() % 900))
+            if index % 20 == 19 {
+                await cache.flush()
+                let onDisk = try folder.entryFiles().reduce(0) { total, name in
+                    let path = folder.container().appendingPathComponent(name).path
+                    return total + ((try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0)
+                }
+                #expect(onDisk <= 4_096)
+                #expect(cache.diskBytes == onDisk)
+            }
+        }
+        // The most recent value is always kept.
+        #expect(cache["k199"] != nil)
+    }
+
+    @Test func entriesWrittenUnderAnotherVersionAreMissesAndAreRemoved() async throws {
+        let folder = TemporaryDirectory()
+        do {
+            let old = try folder.stringBuilder().version(1).build()
+            old["k"] = "model 1"
+            await old.flush()
+        }
+        let new = try folder.stringBuilder().version(2).build(sharingStore: false)
+        #expect(new["k"] == nil)
+        #expect(new.diskCount == 0)
+        #expect(folder.entryFiles().isEmpty)
+        new["k"] = "model 2"
+        await new.flush()
+        let again = try folder.stringBuilder().version(2).maxRamCount(0).build(sharingStore: false)
+        #expect(again["k"] == "model 2")
+    }
+
+    @Test func negativeByteLimitsAndVersionsAreRejected() {
+        let folder = TemporaryDirectory()
+        #expect(throws: CacheError.invalidConfiguration) { try folder.stringBuilder().maxDiskBytes(-1).build() }
+        #expect(throws: CacheError.invalidConfiguration) { try folder.stringBuilder().version(-1).build() }
+    }
+}
