@@ -112,6 +112,7 @@ extension Cache {
                 try Task.checkCancellation()
             }
             attempts += 1
+            counters.withLock { $0.fetches += 1 }
             do {
                 let value = try await fetcher(key)
                 let displaced = store(value, forKey: key, ifUnchangedSince: changes)
@@ -136,6 +137,7 @@ extension Cache {
         if let evicted { reportMemoryEviction(evicted) }
         guard case .failure(let error) = result, let failure = error as? CacheError, failure.code == .fetchFailed
         else { return result }
+        counters.withLock { $0.fetchFailures += 1 }
         if let fallback = delegate?.cache(self, didFailToFetchForKey: key, error: failure) {
             HoardLogger.log(.info, "Fetching \"\(key.prefix(100))\" failed; the delegate supplied a fallback value.")
             return .success(fallback)

@@ -31,6 +31,8 @@ public final class Cache<Value: Sendable>: Sendable {
     let retryBackoff: RetryBackoff
     let flights = SharedFlights<String, Value>()
     @usableFromInline let stripes = KeyStripes()
+    /// Every count of ``statistics`` but memory hits (counted by the memory store) and disk sizes.
+    let counters = Locked(CacheStatistics())
     private let settings: Locked<Settings>
 
     struct Settings {
@@ -103,6 +105,15 @@ public final class Cache<Value: Sendable>: Sendable {
     /// The disk half of ``value(forKey:)``: pending writes, then the entry file.
     @usableFromInline
     func valueFromDisk(forKey key: String) -> Value? {
+        guard let value = readFromDisk(forKey: key) else {
+            counters.withLock { $0.misses += 1 }
+            return nil
+        }
+        counters.withLock { $0.diskHits += 1 }
+        return value
+    }
+
+    private func readFromDisk(forKey key: String) -> Value? {
         guard let disk else { return nil }
         let diskKey = DiskKey(key)
         let changes = stripes.changes(key)
@@ -189,6 +200,7 @@ public final class Cache<Value: Sendable>: Sendable {
 
     @usableFromInline
     func reportMemoryEviction(_ evicted: (key: String, value: Value)) {
+        counters.withLock { $0.memoryEvictions += 1 }
         HoardLogger.log(.debug, "Evicted \"\(evicted.key.prefix(100))\" from memory.")
         guard let delegate else { return }
         EvictionCallback.$isRunning.withValue(true) {
@@ -266,6 +278,15 @@ public final class Cache<Value: Sendable>: Sendable {
     /// After ``flush()`` returns, it never exceeds the builder's `maxDiskBytes`.
     public var diskBytes: Int { disk?.byteCount ?? 0 }
 
+    /// What the cache has done since it was built, and what its disk level holds now.
+    public var statistics: CacheStatistics {
+        var statistics = counters.withLock { $0 }
+        statistics.memoryHits = memory?.hitCount ?? 0
+        statistics.diskCount = diskCount
+        statistics.diskBytes = diskBytes
+        return statistics
+    }
+
     /// The number of values in memory.
     public var memoryCount: Int { memory?.count ?? 0 }
 
@@ -286,6 +307,7 @@ public final class Cache<Value: Sendable>: Sendable {
 
 extension Cache: DiskStoreObserver {
     func diskStore(willEvictKey key: String) {
+        counters.withLock { $0.diskEvictions += 1 }
         delegate?.cache(self, willEvictFromDiskForKey: key)
     }
 

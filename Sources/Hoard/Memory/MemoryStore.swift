@@ -11,6 +11,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     @usableFromInline @exclusivity(unchecked) var index: EvictionIndex<Key, Value>
     /// The most entries kept; at least 1.
     @usableFromInline let capacity: Int
+    /// How many reads found their value; counted under the lock, where it costs one add.
+    @usableFromInline var hits = 0
 
     /// Creates an empty store.
     ///
@@ -31,8 +33,13 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     func value(forKey key: Key) -> Value? {
         lock.lock()
         defer { lock.unlock() }
-        return index.access(key)
+        let value = index.access(key)
+        if value != nil { hits &+= 1 }
+        return value
     }
+
+    /// How many reads through ``value(forKey:)`` found their value.
+    var hitCount: Int { lock.withLock { hits } }
 
     /// Whether a value is stored for `key`; not an access.
     func contains(_ key: Key) -> Bool {

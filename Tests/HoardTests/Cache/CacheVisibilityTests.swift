@@ -83,3 +83,41 @@ import Testing
         #expect(throws: CacheError.invalidConfiguration) { try folder.stringBuilder().version(-1).build() }
     }
 }
+
+private struct Unavailable: Error {}
+
+extension CacheVisibilityTests {
+    @Test func statisticsCountHitsMissesFetchesAndEvictions() async throws {
+        let folder = TemporaryDirectory()
+        let attempts = Counter()
+        let cache = try folder.stringBuilder().maxRamCount(1).maxDiskCount(2).evictionPolicy(.lru).maxRetryCount(1)
+            .fetcher { key in
+                attempts.increment()
+                if key == "down" { throw Unavailable() }
+                return "fetched \(key)"
+            }.build()
+        #expect(cache.statistics == CacheStatistics())
+        cache["a"] = "1"
+        _ = cache["a"]  // memory hit
+        cache["b"] = "2"  // evicts "a" from memory
+        await cache.flush()
+        _ = cache["a"]  // disk hit, copied back into memory (evicting "b")
+        _ = cache["nothing"]  // miss
+        _ = try await cache.getOrFetch(forKey: "c")  // miss, then one fetch; disk evicts the oldest entry
+        _ = try? await cache.getOrFetch(forKey: "down")  // miss, two attempts, one failure
+        await cache.flush()
+        let statistics = cache.statistics
+        #expect(statistics.memoryHits == 1)
+        #expect(statistics.diskHits == 1)
+        #expect(statistics.misses == 3)
+        #expect(statistics.fetches == 3)
+        #expect(attempts.value == 3)
+        #expect(statistics.fetchFailures == 1)
+        #expect(statistics.memoryEvictions == 3)  // "a" by "b", "b" by "a", "a" by "c"
+        #expect(statistics.diskEvictions == 1)
+        #expect(statistics.evictions == 4)
+        #expect(statistics.diskCount == 2)
+        #expect(statistics.diskBytes == cache.diskBytes)
+        #expect(statistics.diskBytes > 0)
+    }
+}
