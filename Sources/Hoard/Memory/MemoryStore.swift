@@ -12,7 +12,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// The most entries kept; at least 1.
     @usableFromInline let capacity: Int
     /// How many reads found their value; counted under the lock, where it costs one add.
-    @usableFromInline var hits = 0
+    @usableFromInline @exclusivity(unchecked) var hits = 0
 
     /// Creates an empty store.
     ///
