@@ -161,10 +161,11 @@ final class Directory: Sendable {
         }
     }
 
-    /// The names in the folder with their modification times, `.` and `..` left out.
+    /// The names in the folder with their modification times and sizes (of the name itself, a link
+    /// not followed), `.` and `..` left out.
     ///
     /// - Throws: ``POSIXFileError`` when the folder cannot be read.
-    func list() throws(POSIXFileError) -> [(name: String, modified: Double)] {
+    func list() throws(POSIXFileError) -> [(name: String, modified: Double, size: Int)] {
         let copy = dup(descriptor)
         guard copy >= 0, let stream = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
@@ -172,7 +173,7 @@ final class Directory: Sendable {
         }
         defer { closedir(stream) }
         rewinddir(stream)
-        var names: [(name: String, modified: Double)] = []
+        var names: [(name: String, modified: Double, size: Int)] = []
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
@@ -180,6 +181,7 @@ final class Directory: Sendable {
             if name == "." || name == ".." { continue }
             var status = stat()
             let modified: Double
+            let size: Int
             if fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 {
                 #if canImport(Darwin)
                 let time = status.st_mtimespec
@@ -187,10 +189,12 @@ final class Directory: Sendable {
                 let time = status.st_mtim
                 #endif
                 modified = Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+                size = Int(status.st_size)
             } else {
                 modified = 0
+                size = 0
             }
-            names.append((name, modified))
+            names.append((name, modified, size))
         }
         return names
     }

@@ -480,7 +480,7 @@ final class DiskStore: @unchecked Sendable {
             state.changesSinceSave += 1
         }
         do {
-            for (name, _) in try directory.list()
+            for (name, _, _) in try directory.list()
             where ContainerFile.isEntryName(name) || name.hasPrefix(ContainerFile.temporaryPrefix) {
                 removeFile(name, log: &messages)
             }
@@ -713,19 +713,23 @@ final class DiskStore: @unchecked Sendable {
     /// Lists the container, sweeps temporary files, and rebuilds the eviction order from the saved
     /// index and the entry files.
     private func loadIndex(log: inout DeferredLog) throws -> DiskEntryIndex {
-        let listing: [(name: String, modified: Double)]
+        let listing: [(name: String, modified: Double, size: Int)]
         do {
             listing = try directory.list()
         } catch {
             throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
         }
         var unindexed: [String: Double] = [:]
+        // The sizes of the files, not those the index saved: a process killed after rewriting an
+        // entry but before saving the index leaves a stale size there.
+        var sizes: [String: Int] = [:]
         var hasIndexFile = false
-        for (name, modified) in listing {
+        for (name, modified, size) in listing {
             if name.hasPrefix(ContainerFile.temporaryPrefix) {
                 removeFile(name, log: &log)
             } else if ContainerFile.isEntryName(name) {
                 unindexed[name] = modified
+                sizes[name] = size
             } else if name == ContainerFile.index {
                 hasIndexFile = true
             }
@@ -739,10 +743,14 @@ final class DiskStore: @unchecked Sendable {
             } : nil
         if let saved {
             for record in saved where unindexed.removeValue(forKey: record.digest.hex) != nil {
-                index.append(record.info, forKey: record.digest, count: record.count)
+                var info = record.info
+                info.size = sizes[record.digest.hex] ?? info.size
+                index.append(info, forKey: record.digest, count: record.count)
             }
         } else if hasIndexFile {
             log.add(.warning, "The index of \(directory.path) is damaged; rebuilding it from the entry files.")
+            // Whatever holds the name (an empty folder, say) would stop the index from being saved.
+            removeFile(ContainerFile.index, log: &log)
         }
         if !unindexed.isEmpty {
             log.add(

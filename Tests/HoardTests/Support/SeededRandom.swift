@@ -19,8 +19,10 @@ struct SeededRandom: RandomNumberGenerator, Sendable {
     }
 }
 
-/// How hard the stress tests push: `HOARD_STRESS_ROUNDS` (a positive integer, default 1) multiplies
-/// their operation and history counts, e.g. `HOARD_STRESS_ROUNDS=20 swift test --filter Trust`.
+/// How hard the stress tests push.
+///
+/// `HOARD_STRESS_ROUNDS` (a positive integer, default 1) multiplies their operation and history
+/// counts, e.g. `HOARD_STRESS_ROUNDS=20 swift test --filter Trust`.
 enum StressScale {
     /// The multiplier read from the environment.
     static let rounds: Int = {
