@@ -1,5 +1,7 @@
 import Foundation
 
+@testable import Hoard
+
 /// Runs `body` on a plain thread of its own and waits at most `seconds` for it, from another plain
 /// thread, so that neither the body nor the wait blocks the cooperative pool.
 ///
@@ -20,4 +22,13 @@ func finishesInTime(seconds: Double, _ body: @escaping @Sendable () -> Void) asy
 /// - Returns: `true` when it was signalled in time.
 func signalled(_ semaphore: DispatchSemaphore, within seconds: Double) async -> Bool {
     await onPlainThread { semaphore.wait(timeout: .now() + seconds) == .success }
+}
+
+/// Objects a timed-out test leaves behind on purpose: a thread stuck in a deadlock may hold their
+/// locks, and a `deinit` that took one would hang the whole run instead of failing one test.
+enum Abandoned {
+    private static let objects = Locked<[AnyObject]>([])
+
+    /// Keeps `object` alive for the rest of the run.
+    static func keep(_ object: AnyObject) { objects.withLock { $0.append(object) } }
 }
