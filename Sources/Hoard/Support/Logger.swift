@@ -37,12 +37,19 @@ public enum HoardLogger {
     /// A function that receives every message Hoard reports.
     public typealias Output = @Sendable (_ message: String, _ level: Level) -> Void
 
-    private static let storage = Locked<Output?>(nil)
+    /// The output inside a struct: a function stored as a generic `Locked` state is reabstracted on
+    /// every `inout` access, and each read would wrap it in two more thunks, making every later call
+    /// slower and deeper.
+    private struct Destination {
+        var output: Output?
+    }
+
+    private static let storage = Locked(Destination())
 
     /// Receives every message Hoard reports; `nil` (the default) discards them.
     public static var output: Output? {
-        get { storage.withLock { $0 } }
-        set { storage.withLock { $0 = newValue } }
+        get { storage.withLock { $0.output } }
+        set { storage.withLock { $0.output = newValue } }
     }
 
     /// Sends a message to ``output``; the message is only built when someone listens.
