@@ -265,3 +265,23 @@ struct DamageInjectionTests {
         }
     }
 }
+
+extension DamageInjectionTests {
+    /// A folder with something in it, in place of an entry file.
+    @Test func aFolderWithContentInAnEntrysPlaceIsAMissAndTheKeyStaysUsable() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        cache["k"] = "genuine"
+        await cache.flush()
+        let entry = folder.container().appendingPathComponent(DiskKey("k").fileName)
+        try FileManager.default.removeItem(at: entry)
+        try FileManager.default.createDirectory(at: entry, withIntermediateDirectories: false)
+        try RawFiles.write(Array("not ours".utf8), to: entry.appendingPathComponent("inside").path)
+        #expect(cache["k"] == nil)
+        cache["k"] = "rewritten"
+        await cache.flush()
+        #expect(cache["k"] == "rewritten")
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == "rewritten")
+    }
+}
