@@ -147,18 +147,56 @@ final class Directory: Sendable {
         }
     }
 
-    /// Removes a file, a symbolic link (not its target) or an empty folder; a missing name is not an error.
+    /// Removes a file, a symbolic link (not its target) or a folder and what it holds; a missing name
+    /// is not an error.
     ///
-    /// - Throws: ``POSIXFileError`` for any other failure, such as a folder that is not empty.
+    /// A folder's contents are removed through descriptors opened with `O_NOFOLLOW`: a link inside it
+    /// is removed, never followed.
+    /// - Throws: ``POSIXFileError`` for any other failure.
     func remove(_ name: String) throws(POSIXFileError) {
-        guard unlinkat(descriptor, name, 0) != 0 else { return }
+        try remove(name, in: descriptor, path: name, depth: 0)
+    }
+
+    /// How deep ``remove(_:)`` goes into nested folders before giving up.
+    private static let maximumRemovalDepth = 32
+
+    private func remove(_ name: String, in parent: Int32, path: String, depth: Int) throws(POSIXFileError) {
+        guard unlinkat(parent, name, 0) != 0 else { return }
         switch errno {
         case ENOENT: return
         case EISDIR, EPERM:
             // Linux says EISDIR for a folder, macOS EPERM.
-            if unlinkat(descriptor, name, AT_REMOVEDIR) != 0 && errno != ENOENT { throw error("rmdir", name) }
-        default: throw error("unlink", name)
+            if unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT { return }
+            guard errno == ENOTEMPTY || errno == EEXIST, depth < Self.maximumRemovalDepth else {
+                throw error("rmdir", path)
+            }
+            let folder = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard folder >= 0 else { throw error("open", path) }
+            defer { close(folder) }
+            for child in try names(in: folder, path: path) {
+                try remove(child, in: folder, path: path + "/" + child, depth: depth + 1)
+            }
+            if unlinkat(parent, name, AT_REMOVEDIR) != 0 && errno != ENOENT { throw error("rmdir", path) }
+        default: throw error("unlink", path)
         }
+    }
+
+    /// The names in an open folder, `.` and `..` left out.
+    private func names(in folder: Int32, path: String) throws(POSIXFileError) -> [String] {
+        let copy = dup(folder)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            throw error("opendir", path)
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// The names in the folder with their modification times and sizes (of the name itself, a link

@@ -177,8 +177,8 @@ struct SecurityTests {
         )
     }
 
-    /// Opening a container sweeps names with the temporary prefix, removing a link, never its target,
-    /// and never emptying a folder planted under such a name.
+    /// Opening a container sweeps names with the temporary prefix: a link goes, never its target; a
+    /// folder goes with what it holds, the links inside it removed, never followed.
     @Test func sweepingTemporaryNamesRemovesLinksNotTheirTargets() async throws {
         let folder = TemporaryDirectory()
         _ = try folder.stringBuilder().build(sharingStore: false)
@@ -198,8 +198,19 @@ struct SecurityTests {
             withDestinationPath: outsideFolder.path
         )
         let plantedFolder = container.appendingPathComponent(prefix + "folder")
-        try FileManager.default.createDirectory(at: plantedFolder, withIntermediateDirectories: false)
-        try RawFiles.write(Array("keep".utf8), to: plantedFolder.appendingPathComponent("inside").path)
+        try FileManager.default.createDirectory(
+            at: plantedFolder.appendingPathComponent("nested"),
+            withIntermediateDirectories: true
+        )
+        try RawFiles.write(Array("ours".utf8), to: plantedFolder.appendingPathComponent("nested/file").path)
+        try FileManager.default.createSymbolicLink(
+            atPath: plantedFolder.appendingPathComponent("nested/to-folder").path,
+            withDestinationPath: outsideFolder.path
+        )
+        try FileManager.default.createSymbolicLink(
+            atPath: plantedFolder.appendingPathComponent("to-file").path,
+            withDestinationPath: outsideFile
+        )
 
         let cache = try folder.stringBuilder().build(sharingStore: false)
         #expect(cache.diskCount == 0)
@@ -207,6 +218,7 @@ struct SecurityTests {
         #expect(!RawFiles.exists(container.appendingPathComponent(prefix + "to-folder").path))
         #expect(try RawFiles.read(outsideFile) == Array("keep".utf8))
         #expect(try RawFiles.read(outsideFolder.appendingPathComponent("inside").path) == Array("keep".utf8))
-        #expect(try RawFiles.read(plantedFolder.appendingPathComponent("inside").path) == Array("keep".utf8))
+        #expect(!RawFiles.exists(plantedFolder.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.path).sorted() == [ContainerFile.index])
     }
 }
