@@ -40,11 +40,12 @@ final class KeyStripes: Sendable {
     }
 
     /// Runs a change to every key (a clear) holding every stripe's lock, counting it in each.
-    func changeAll(_ body: () -> Void) {
+    @discardableResult
+    func changeAll<Result>(_ body: () -> Result) -> Result {
         for stripe in stripes { stripe.lock.lock() }
+        defer { for stripe in stripes.reversed() { stripe.lock.unlock() } }
         for stripe in stripes { stripe.state &+= 1 }
-        body()
-        for stripe in stripes.reversed() { stripe.lock.unlock() }
+        return body()
     }
 }
 

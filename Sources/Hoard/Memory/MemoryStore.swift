@@ -13,6 +13,9 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     @usableFromInline let capacity: Int
     /// How many reads found their value; counted under the lock, where it costs one add.
     @usableFromInline @exclusivity(unchecked) var hits = 0
+    /// Whether the owner wants to hear of hits (it has event subscribers); read under the lock with
+    /// the value, so that a hit costs no second lock.
+    @usableFromInline @exclusivity(unchecked) var isObserved = false
 
     /// Creates an empty store.
     ///
@@ -37,6 +40,19 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         if value != nil { hits &+= 1 }
         return value
     }
+
+    /// Returns the value for `key` and counts the access, with whether the owner observes hits.
+    @inlinable
+    func observedValue(forKey key: Key) -> (value: Value?, isObserved: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        let value = index.access(key)
+        if value != nil { hits &+= 1 }
+        return (value, isObserved)
+    }
+
+    /// Sets whether the owner observes hits (see ``observedValue(forKey:)``).
+    func setObserved(_ observed: Bool) { lock.withLock { isObserved = observed } }
 
     /// How many reads through ``value(forKey:)`` found their value.
     var hitCount: Int { lock.withLock { hits } }
@@ -63,35 +79,52 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         return evicted
     }
 
+    /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
+    @inlinable
+    func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        var evicted: (key: Key, value: Value)?
+        if index.count >= capacity && !index.contains(key), let victim = index.popVictim() {
+            evicted = (victim.key, victim.payload)
+        }
+        index.upsert(value, forKey: key)
+        return (evicted, isObserved)
+    }
+
     /// Stores `value` with a cost, evicting until both the count and `costLimit` hold.
     ///
-    /// Victims are chosen among the other entries, in policy order. A value whose cost alone exceeds
-    /// `costLimit` is not kept, and the older value for its key is removed (it is stale).
-    /// - Returns: The entries evicted, the stale one included, and whether `value` was kept.
+    /// Victims are chosen among the other entries, in policy order. A value whose cost exceeds
+    /// `entryCostLimit` (by default `costLimit`) is not kept, and the older value for its key is
+    /// removed (it is stale).
+    /// - Returns: The entries evicted, each with why (the count limit or the cost limit), the stale
+    ///   value dropped when `value` is not kept, and whether `value` was kept.
     func set(
         _ value: Value,
         forKey key: Key,
         cost: Int,
-        costLimit: Int
-    ) -> (evicted: [(key: Key, value: Value)], isKept: Bool) {
+        costLimit: Int,
+        entryCostLimit: Int? = nil
+    ) -> (evicted: [(key: Key, value: Value, reason: EvictionReason)], stale: Value?, isKept: Bool) {
         lock.withLock {
-            var evicted: [(key: Key, value: Value)] = []
-            guard cost <= costLimit else {
-                if let stale = index.removeValue(forKey: key) { evicted.append((key, stale)) }
-                return (evicted, false)
+            var evicted: [(key: Key, value: Value, reason: EvictionReason)] = []
+            guard cost <= min(costLimit, entryCostLimit ?? costLimit) else {
+                return (evicted, index.removeValue(forKey: key), false)
             }
             let replaced = index.contains(key)
             let costBefore = index.totalCost - (replaced ? index.peekCost(key) : 0)
             var freed = 0
-            while index.count - (replaced ? 1 : 0) > 0,
-                (!replaced && index.count >= capacity) || costBefore - freed + cost > costLimit,
-                let victim = index.victim(excluding: key)
-            {
+            while index.count - (replaced ? 1 : 0) > 0 {
+                let overCount = !replaced && index.count >= capacity
+                guard overCount || costBefore - freed + cost > costLimit, let victim = index.victim(excluding: key)
+                else { break }
                 freed += index.peekCost(victim)
-                if let payload = index.removeValue(forKey: victim) { evicted.append((victim, payload)) }
+                if let payload = index.removeValue(forKey: victim) {
+                    evicted.append((victim, payload, overCount ? .capacity : .cost))
+                }
             }
             index.upsert(value, forKey: key, cost: cost)
-            return (evicted, true)
+            return (evicted, nil, true)
         }
     }
 
@@ -103,6 +136,39 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     func removeValue(forKey key: Key) -> Value? {
         lock.withLock { index.removeValue(forKey: key) }
     }
+
+    /// Removes the value for `key` if `condition` holds for it; returns it.
+    @discardableResult
+    func removeValue(forKey key: Key, if condition: (Value) -> Bool) -> Value? {
+        lock.withLock {
+            guard let value = index.peek(key), condition(value) else { return nil }
+            return index.removeValue(forKey: key)
+        }
+    }
+
+    /// Removes every entry for which `condition` holds; returns them.
+    ///
+    /// - Complexity: O(n).
+    func removeAll(where condition: (Key, Value) -> Bool) -> [(key: Key, value: Value)] {
+        lock.withLock {
+            var removed: [(key: Key, value: Value)] = []
+            for entry in index.entriesInEvictionOrder where condition(entry.key, entry.payload) {
+                index.removeValue(forKey: entry.key)
+                removed.append((entry.key, entry.payload))
+            }
+            return removed
+        }
+    }
+
+    /// The keys whose value satisfies `condition`, next victim first.
+    ///
+    /// - Complexity: O(n).
+    func keys(where condition: (Value) -> Bool) -> [Key] {
+        lock.withLock { index.entriesInEvictionOrder.filter { condition($0.payload) }.map(\.key) }
+    }
+
+    /// The value for `key`, without counting an access.
+    func peek(_ key: Key) -> Value? { lock.withLock { index.peek(key) } }
 
     /// Removes every value; returns how many there were.
     @discardableResult

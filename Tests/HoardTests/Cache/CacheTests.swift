@@ -330,7 +330,7 @@ import Testing
         let disk = try builder.maxRamCount(0).build(sharingStore: false)
         for index in 0..<24 {
             let key = "k\(index)"
-            if let inMemory = cache.memory?.value(forKey: key) { #expect(disk[key] == inMemory, "\(key)") }
+            if let inMemory = cache.memory?.value(forKey: key)?.value { #expect(disk[key] == inMemory, "\(key)") }
         }
     }
 
@@ -368,7 +368,7 @@ import Testing
             async let second: Void = onPlainThread { cache["k"] = "b\(round)" }
             _ = await (first, second)
             await cache.flush()
-            let inMemory = cache.memory?.value(forKey: "k")
+            let inMemory = cache.memory?.value(forKey: "k")?.value
             guard case .stored(let entry) = cache.disk?.lookup(DiskKey("k")) else {
                 Issue.record("round \(round): nothing on disk")
                 return

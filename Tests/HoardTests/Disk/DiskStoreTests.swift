@@ -199,7 +199,7 @@ import Testing
     /// Records the evictions a store reports.
     final class EvictionRecorder: DiskStoreObserver {
         let evicted = Locked<[String]>([])
-        func diskStore(willEvictKey key: String) { evicted.withLock { $0.append(key) } }
+        func diskStore(willEvictKey key: String, reason: EvictionReason) { evicted.withLock { $0.append(key) } }
         func diskStore(didFailToStoreKey key: String, error: CacheError) {}
         func diskStoreDidChange(key: String) {}
         func diskStoreDidClear() {}
@@ -225,7 +225,7 @@ import Testing
         let data = payload(size)
         _ = store.enqueueWrite(
             DiskKey(key),
-            value: PendingValue(value: data, serialize: { data }, expiresAt: nil),
+            value: PendingValue(value: data, serialize: { data }, expiresAt: .infinity),
             observer: observer
         )
     }
