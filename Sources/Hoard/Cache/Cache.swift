@@ -183,6 +183,7 @@ public final class Cache<Value: Sendable>: Sendable {
     /// Reads `key` from the disk level; copies a live value into memory.
     ///
     /// - Parameters:
+    ///   - key: The key to read.
     ///   - keepingExpired: Whether an expired entry is decoded and returned (for stale values) rather
     ///     than removed.
     ///   - countsAccess: Whether the read is an access (copied into memory, counted for eviction).
@@ -201,6 +202,17 @@ public final class Cache<Value: Sendable>: Sendable {
         case .miss:
             return nil
         case .pending(let pending):
+            if !keepingExpired, pending.expiresAt <= now {
+                // Only if nothing changed the key since the lookup: the pending value is then this one.
+                let removal = stripes.ifUnchanged(key, since: changes) {
+                    disk.enqueueRemove(diskKey, observer: self)
+                }
+                if let others = removal {
+                    for other in others { other.diskStoreDidChange(key: key) }
+                    diskStore(willEvictKey: key, reason: .expired)
+                }
+                return nil
+            }
             if let same = pending.value as? Value {
                 cached = CachedValue(same, expiresAt: pending.expiresAt)
                 if ramCost != nil { cost = try? pending.serialize().count }

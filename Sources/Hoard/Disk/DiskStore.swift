@@ -225,8 +225,11 @@ final class DiskStore: @unchecked Sendable {
     /// Whether the store holds a value for `key` (a pending write, or an entry file), without
     /// reading the file or counting an access.
     ///
-    /// - Parameter isLive: Tells whether an entry expiring at a date (seconds since 1970; `.infinity`
-    ///   for never) is live; by default every entry is.
+    /// - Parameters:
+    ///   - key: The key to look for.
+    ///   - isLive: Tells whether an entry expiring at a date (seconds since 1970; `.infinity` for
+    ///     never) is live; by default every entry is.
+    /// - Returns: Whether a live value is stored or pending for `key`.
     func contains(_ key: DiskKey, isLive: (Double) -> Bool = { _ in true }) -> Bool {
         lock.withLock {
             if let pending = state.pending[key.digest] {
@@ -242,6 +245,7 @@ final class DiskStore: @unchecked Sendable {
     ///
     /// - Parameter isLive: Tells whether an entry expiring at a date (seconds since 1970; `.infinity`
     ///   for never) is listed; by default every entry is.
+    /// - Returns: The keys, entry files first (next victim first), then pending writes.
     /// - Complexity: O(n).
     func allKeys(isLive: (Double) -> Bool = { _ in true }) -> [String] {
         lock.withLock {
