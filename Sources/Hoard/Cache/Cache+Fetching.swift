@@ -117,7 +117,7 @@ extension Cache {
                 try Task.checkCancellation()
             }
             attempts += 1
-            counters.withLock { $0.statistics.fetches += 1 }
+            state.withLock { $0.statistics.fetches += 1 }
             do {
                 let value = try await fetcher(key)
                 let cached = CachedValue(value, expiresAt: defaultExpiry.deadline(storedAt: clock()))
@@ -144,7 +144,7 @@ extension Cache {
         reportMemoryEvictions(evicted)
         guard case .failure(let error) = result, let failure = error as? CacheError, failure.code == .fetchFailed
         else { return result }
-        counters.withLock { $0.statistics.fetchFailures += 1 }
+        state.withLock { $0.statistics.fetchFailures += 1 }
         if servesStaleOnFetchFailure, let stale = entry(forKey: key), let expiredAt = stale.expiresAt {
             HoardLogger.log(
                 .info,

@@ -40,19 +40,37 @@ public final class Cache<Value: Sendable>: Sendable {
     /// The memory cost budget and the most one entry may cost, when `maxRamCost` is set.
     @usableFromInline let ramCost: (limit: Int, entryLimit: Int)?
     let hub: EventHub<CacheEvent<Value>>
-    /// Every count of ``statistics`` but memory hits (counted by the memory store) and disk sizes.
-    let counters = Locked(Counters())
-    private let settings: Locked<Settings>
+    /// The counters and settings; one lock, so that reporting an eviction takes one.
+    let state: Locked<State>
 
-    struct Counters {
+    struct State {
+        /// Every count of ``statistics`` but memory hits (counted by the memory store), evictions by
+        /// reason (in `evictionsByReason`) and disk sizes.
         var statistics = CacheStatistics()
+        var evictionsByReason = [Int](repeating: 0, count: EvictionReason.allCases.count)
         /// Memory reads that found an expired value: the memory store counted them as hits.
         var expiredMemoryReads = 0
-    }
-
-    struct Settings {
         var maxRetryCount: Int
         weak var delegate: (any CacheDelegate<Value>)?
+        /// Whether ``events`` has a subscriber, mirrored from the hub.
+        var isObserved = false
+
+        init(maxRetryCount: Int, delegate: (any CacheDelegate<Value>)?) {
+            self.maxRetryCount = maxRetryCount
+            self.delegate = delegate
+        }
+
+        /// Counts evictions from one level; returns the delegate and whether events are observed.
+        mutating func countEvictions(
+            _ reasons: some Sequence<EvictionReason>,
+            fromMemory: Bool
+        ) -> (delegate: (any CacheDelegate<Value>)?, isObserved: Bool) {
+            for reason in reasons {
+                evictionsByReason[reason.index] += 1
+                if fromMemory { statistics.memoryEvictions += 1 } else { statistics.diskEvictions += 1 }
+            }
+            return (delegate, isObserved)
+        }
     }
 
     /// A value a level removed on its own, and why.
@@ -74,10 +92,14 @@ public final class Cache<Value: Sendable>: Sendable {
         ramCost = configuration.maxRamCost.map { limit in
             (limit, Int((Double(limit) * configuration.maxRamEntryShare).rounded(.down)))
         }
-        hub = EventHub { [weak memory] isObserved in memory?.setObserved(isObserved) }
-        settings = Locked(
-            Settings(maxRetryCount: configuration.maxRetryCount, delegate: configuration.delegateBox.delegate)
+        let state = Locked(
+            State(maxRetryCount: configuration.maxRetryCount, delegate: configuration.delegateBox.delegate)
         )
+        self.state = state
+        hub = EventHub { [weak memory] isObserved in
+            memory?.setObserved(isObserved)
+            state.withLock { $0.isObserved = isObserved }
+        }
         disk?.addObserver(self)
     }
 
@@ -90,14 +112,14 @@ public final class Cache<Value: Sendable>: Sendable {
 
     /// How many times a failed fetch is retried after the first attempt; negative values count as 0.
     public var maxRetryCount: Int {
-        get { settings.withLock { $0.maxRetryCount } }
-        set { settings.withLock { $0.maxRetryCount = max(0, newValue) } }
+        get { state.withLock { $0.maxRetryCount } }
+        set { state.withLock { $0.maxRetryCount = max(0, newValue) } }
     }
 
     /// Told of evictions, clears and failures; held weakly.
     public var delegate: (any CacheDelegate<Value>)? {
-        get { settings.withLock { $0.delegate } }
-        set { settings.withLock { $0.delegate = newValue } }
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
     }
 
     /// Now, in seconds since 1970, from the builder's clock.
@@ -156,7 +178,7 @@ public final class Cache<Value: Sendable>: Sendable {
     /// Counts a memory read that found an expired value, and removes it unless stale values are kept.
     @usableFromInline
     func didReadExpiredValueInMemory(_ cached: CachedValue<Value>, forKey key: String) {
-        counters.withLock { $0.expiredMemoryReads += 1 }
+        state.withLock { $0.expiredMemoryReads += 1 }
         guard !servesStaleOnFetchFailure, let memory else { return }
         // Only if still expired: a set may have replaced it meanwhile.
         let now = now
@@ -171,11 +193,11 @@ public final class Cache<Value: Sendable>: Sendable {
         guard let cached = readFromDisk(forKey: key, keepingExpired: servesStaleOnFetchFailure),
             !cached.isExpired(at: { now })
         else {
-            counters.withLock { $0.statistics.misses += 1 }
+            state.withLock { $0.statistics.misses += 1 }
             hub.emit(.miss(key: key))
             return nil
         }
-        counters.withLock { $0.statistics.diskHits += 1 }
+        state.withLock { $0.statistics.diskHits += 1 }
         hub.emit(.hit(key: key, level: .disk))
         return cached.value
     }
@@ -315,7 +337,7 @@ public final class Cache<Value: Sendable>: Sendable {
             // Memory only: specialised in the caller's module, like a hit.
             let (evicted, isObserved) = stripes.change(key) { memory.observedSet(cached, forKey: key) }
             if isObserved { didSet(value, forKey: key) }
-            if let evicted { reportMemoryEvictions([(evicted.key, evicted.value.value, .capacity)]) }
+            if let evicted { reportMemoryEviction((evicted.key, evicted.value.value, .capacity)) }
             return
         }
         reportMemoryEvictions(store(cached, forKey: key, ifUnchangedSince: nil))
@@ -418,18 +440,34 @@ public final class Cache<Value: Sendable>: Sendable {
         return outcome.evicted.map { ($0.key, $0.value.value, $0.reason) }
     }
 
+    /// Counts, logs and reports one memory eviction to the delegate and the event stream.
+    @usableFromInline
+    func reportMemoryEviction(_ eviction: Eviction) {
+        let (delegate, isObserved) = state.withLock {
+            $0.countEvictions(CollectionOfOne(eviction.reason), fromMemory: true)
+        }
+        HoardLogger.log(.debug, "Evicted \"\(eviction.key.prefix(100))\" from memory (\(eviction.reason)).")
+        if isObserved { hub.emit(.evicted(key: eviction.key, level: .memory, reason: eviction.reason)) }
+        guard let delegate else { return }
+        EvictionCallback.$isRunning.withValue(true) {
+            delegate.cache(self, willEvictFromMemory: eviction.value, forKey: eviction.key)
+        }
+    }
+
     /// Counts, logs and reports memory evictions to the delegate and the event stream.
     @usableFromInline
     func reportMemoryEvictions(_ evictions: [Eviction]) {
-        guard !evictions.isEmpty else { return }
-        counters.withLock { counters in
-            counters.statistics.memoryEvictions += evictions.count
-            for eviction in evictions { counters.statistics.evictionsByReason[eviction.reason, default: 0] += 1 }
+        guard evictions.count > 1 else {
+            if let eviction = evictions.first { reportMemoryEviction(eviction) }
+            return
+        }
+        let (delegate, isObserved) = state.withLock {
+            $0.countEvictions(evictions.lazy.map(\.reason), fromMemory: true)
         }
         for eviction in evictions {
             HoardLogger.log(.debug, "Evicted \"\(eviction.key.prefix(100))\" from memory (\(eviction.reason)).")
         }
-        hub.emit(evictions.map { .evicted(key: $0.key, level: .memory, reason: $0.reason) })
+        if isObserved { hub.emit(evictions.map { .evicted(key: $0.key, level: .memory, reason: $0.reason) }) }
         guard let delegate else { return }
         EvictionCallback.$isRunning.withValue(true) {
             for eviction in evictions {
@@ -569,9 +607,12 @@ public final class Cache<Value: Sendable>: Sendable {
 
     /// What the cache has done since it was built, and what its disk level holds now.
     public var statistics: CacheStatistics {
-        let counters = counters.withLock { $0 }
-        var statistics = counters.statistics
-        statistics.memoryHits = (memory?.hitCount ?? 0) - counters.expiredMemoryReads
+        let state = state.withLock { ($0.statistics, $0.evictionsByReason, $0.expiredMemoryReads) }
+        var statistics = state.0
+        for reason in EvictionReason.allCases where state.1[reason.index] > 0 {
+            statistics.evictionsByReason[reason] = state.1[reason.index]
+        }
+        statistics.memoryHits = (memory?.hitCount ?? 0) - state.2
         statistics.diskCount = diskCount
         statistics.diskBytes = diskBytes
         return statistics
@@ -598,11 +639,8 @@ public final class Cache<Value: Sendable>: Sendable {
 
 extension Cache: DiskStoreObserver {
     func diskStore(willEvictKey key: String, reason: EvictionReason) {
-        counters.withLock {
-            $0.statistics.diskEvictions += 1
-            $0.statistics.evictionsByReason[reason, default: 0] += 1
-        }
-        hub.emit(.evicted(key: key, level: .disk, reason: reason))
+        let (delegate, isObserved) = state.withLock { $0.countEvictions(CollectionOfOne(reason), fromMemory: false) }
+        if isObserved { hub.emit(.evicted(key: key, level: .disk, reason: reason)) }
         delegate?.cache(self, willEvictFromDiskForKey: key)
     }
 

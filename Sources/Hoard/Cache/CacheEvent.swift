@@ -11,6 +11,16 @@ public enum EvictionReason: String, Sendable, Hashable, CaseIterable {
     case expired
     /// The system ran short of memory (``Cache/onMemoryWarning()``).
     case memoryPressure
+
+    /// The reason's position in `allCases`.
+    var index: Int {
+        switch self {
+        case .capacity: 0
+        case .cost: 1
+        case .expired: 2
+        case .memoryPressure: 3
+        }
+    }
 }
 
 /// Something a cache did, delivered to every subscriber of ``Cache/events``.
