@@ -5,7 +5,9 @@
 @usableFromInline
 final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     // Safe because `index` is only read or written while holding `lock`.
-    @usableFromInline let lock = Lock()
+    @usableFromInline let lock: Lock
+    /// The primitive of `lock`, for the hot paths: locking through it costs no retain of `lock`.
+    @usableFromInline let fastLock: LockHandle
     // Unchecked exclusivity: `lock` already makes every access exclusive, and the dynamic check
     // costs a runtime call on each hit.
     @usableFromInline @exclusivity(unchecked) var index: EvictionIndex<Key, Value>
@@ -24,6 +26,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     ///   - policy: Which entry to remove when a new one needs room.
     @usableFromInline
     init(capacity: Int, policy: EvictionPolicy) {
+        lock = Lock()
+        fastLock = LockHandle(lock)
         self.capacity = max(1, capacity)
         self.index = EvictionIndex(policy: policy, capacity: self.capacity)
     }
@@ -34,8 +38,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Returns the value for `key` and counts the access, or `nil`.
     @inlinable
     func value(forKey key: Key) -> Value? {
-        lock.lock()
-        defer { lock.unlock() }
+        fastLock.lock()
+        defer { fastLock.unlock() }
         let value = index.access(key)
         if value != nil { hits &+= 1 }
         return value
@@ -44,8 +48,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Returns the value for `key` and counts the access, with whether the owner observes hits.
     @inlinable
     func observedValue(forKey key: Key) -> (value: Value?, isObserved: Bool) {
-        lock.lock()
-        defer { lock.unlock() }
+        fastLock.lock()
+        defer { fastLock.unlock() }
         let value = index.access(key)
         if value != nil { hits &+= 1 }
         return (value, isObserved)
@@ -69,8 +73,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     @inlinable
     @discardableResult
     func set(_ value: Value, forKey key: Key) -> (key: Key, value: Value)? {
-        lock.lock()
-        defer { lock.unlock() }
+        fastLock.lock()
+        defer { fastLock.unlock() }
         var evicted: (key: Key, value: Value)?
         if index.count >= capacity && !index.contains(key), let victim = index.popVictim() {
             evicted = (victim.key, victim.payload)
@@ -82,8 +86,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
     @inlinable
     func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
-        lock.lock()
-        defer { lock.unlock() }
+        fastLock.lock()
+        defer { fastLock.unlock() }
         var evicted: (key: Key, value: Value)?
         if index.count >= capacity && !index.contains(key), let victim = index.popVictim() {
             evicted = (victim.key, victim.payload)

@@ -74,6 +74,46 @@ final class Lock: @unchecked Sendable {
     }
 }
 
+/// The primitive of a ``Lock``, usable without touching the lock object.
+///
+/// A hot path that locks through the object pays a retain and a release of it on each call; one that
+/// keeps this handle next to the `Lock` (which owns the primitive and must outlive every use) pays
+/// neither.
+@usableFromInline
+struct LockHandle: @unchecked Sendable {
+    // Safe because it is only a pointer to a primitive made to be shared between threads, owned by
+    // a `Lock` that outlives the handle.
+    #if canImport(Darwin)
+    @usableFromInline let primitive: UnsafeMutablePointer<os_unfair_lock>
+    #else
+    @usableFromInline let primitive: UnsafeMutablePointer<pthread_mutex_t>
+    #endif
+
+    /// A handle to the primitive of `lock`.
+    @usableFromInline
+    init(_ lock: Lock) { primitive = lock.primitive }
+
+    /// Acquires the lock.
+    @inlinable
+    func lock() {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(primitive)
+        #else
+        pthread_mutex_lock(primitive)
+        #endif
+    }
+
+    /// Releases the lock.
+    @inlinable
+    func unlock() {
+        #if canImport(Darwin)
+        os_unfair_lock_unlock(primitive)
+        #else
+        pthread_mutex_unlock(primitive)
+        #endif
+    }
+}
+
 /// A value that is only ever read or written while holding a lock.
 @usableFromInline
 final class Locked<State>: @unchecked Sendable {
