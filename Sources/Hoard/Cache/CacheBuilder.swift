@@ -210,7 +210,11 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         }
         let memory =
             maxRamCount > 0
-            ? MemoryStore<String, CachedValue<Value>>(capacity: maxRamCount, policy: evictionPolicy) : nil
+            ? MemoryStore<String, CachedValue<Value>>(
+                capacity: maxRamCount,
+                policy: evictionPolicy,
+                sharded: maxRamCost == nil
+            ) : nil
         var disk: DiskStore?
         if maxDiskCount > 0 {
             let options = DiskStore.Options(

@@ -74,43 +74,82 @@ final class Lock: @unchecked Sendable {
     }
 }
 
-/// The primitive of a ``Lock``, usable without touching the lock object.
+/// A fixed number of locks, each on a memory line of its own so that threads taking different ones
+/// never slow each other down.
 ///
-/// A hot path that locks through the object pays a retain and a release of it on each call; one that
-/// keeps this handle next to the `Lock` (which owns the primitive and must outlive every use) pays
-/// neither.
+/// The array owns the primitives: it must outlive every use, and it is not copyable.
 @usableFromInline
-struct LockHandle: @unchecked Sendable {
-    // Safe because it is only a pointer to a primitive made to be shared between threads, owned by
-    // a `Lock` that outlives the handle.
+struct LockArray: ~Copyable, @unchecked Sendable {
+    // Safe because the primitives are made to be shared between threads and never move.
     #if canImport(Darwin)
-    @usableFromInline let primitive: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline typealias Primitive = os_unfair_lock
     #else
-    @usableFromInline let primitive: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline typealias Primitive = pthread_mutex_t
     #endif
+    /// Bytes between two locks: two cache lines, past any adjacent-line prefetching.
+    @usableFromInline static var stride: Int { 128 }
 
-    /// A handle to the primitive of `lock`.
-    @usableFromInline
-    init(_ lock: Lock) { primitive = lock.primitive }
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline let count: Int
 
-    /// Acquires the lock.
+    /// Creates `count` unlocked locks.
+    init(count: Int) {
+        self.count = count
+        base = .allocate(byteCount: count * Self.stride, alignment: Self.stride)
+        for index in 0..<count {
+            let primitive = (base + index * Self.stride).bindMemory(to: Primitive.self, capacity: 1)
+            #if canImport(Darwin)
+            primitive.initialize(to: os_unfair_lock())
+            #else
+            primitive.initialize(to: pthread_mutex_t())
+            let status = pthread_mutex_init(primitive, nil)
+            assert(status == 0, "pthread_mutex_init failed: \(status)")
+            #endif
+        }
+    }
+
+    deinit {
+        for index in 0..<count {
+            let primitive = self.primitive(index)
+            #if !canImport(Darwin)
+            pthread_mutex_destroy(primitive)
+            #endif
+            primitive.deinitialize(count: 1)
+        }
+        base.deallocate()
+    }
+
     @inlinable
-    func lock() {
+    func primitive(_ index: Int) -> UnsafeMutablePointer<Primitive> {
+        (base + index &* Self.stride).assumingMemoryBound(to: Primitive.self)
+    }
+
+    /// Acquires lock number `index`.
+    @inlinable
+    func lock(_ index: Int) {
         #if canImport(Darwin)
-        os_unfair_lock_lock(primitive)
+        os_unfair_lock_lock(primitive(index))
         #else
-        pthread_mutex_lock(primitive)
+        pthread_mutex_lock(primitive(index))
         #endif
     }
 
-    /// Releases the lock.
+    /// Releases lock number `index`.
     @inlinable
-    func unlock() {
+    func unlock(_ index: Int) {
         #if canImport(Darwin)
-        os_unfair_lock_unlock(primitive)
+        os_unfair_lock_unlock(primitive(index))
         #else
-        pthread_mutex_unlock(primitive)
+        pthread_mutex_unlock(primitive(index))
         #endif
+    }
+
+    /// Runs `body` holding lock number `index`.
+    @inlinable
+    func withLock<Result>(_ index: Int, _ body: () throws -> Result) rethrows -> Result {
+        lock(index)
+        defer { unlock(index) }
+        return try body()
     }
 }
 
