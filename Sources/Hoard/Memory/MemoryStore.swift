@@ -21,7 +21,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     struct Shard {
         // Unchecked exclusivity is not needed: the shard is reached through a pointer, which has no
         // dynamic exclusivity check.
-        @usableFromInline var index: EvictionIndex<Key, Value>
+        @usableFromInline var index: EvictionIndex<HashedKey<Key>, Value>
         /// How many reads found their value; counted under the lock, where it costs one add.
         @usableFromInline var hits = 0
         /// Whether the owner wants to hear of hits (it has event subscribers); read under the lock
@@ -89,9 +89,9 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
 
     /// The shard that holds `key`.
     @inlinable
-    func shard(for key: Key) -> Int {
+    func shard(for key: HashedKey<Key>) -> Int {
         if shardCount == 1 { return 0 }
-        let mixed = UInt64(UInt(bitPattern: key.hashValue)) &* 0x9E37_79B9_7F4A_7C15
+        let mixed = UInt64(UInt(bitPattern: key.hash)) &* 0x9E37_79B9_7F4A_7C15
         return Int(truncatingIfNeeded: mixed >> shardShift)
     }
 
@@ -117,6 +117,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Returns the value for `key` and counts the access, with whether the owner observes hits.
     @inlinable
     func observedValue(forKey key: Key) -> (value: Value?, isObserved: Bool) {
+        let key = HashedKey(key)
         let index = shard(for: key)
         locks.lock(index)
         defer { locks.unlock(index) }
@@ -133,7 +134,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
 
     /// Whether a value is stored for `key`; not an access.
     func contains(_ key: Key) -> Bool {
-        withShard(shard(for: key)) { $0.index.contains(key) }
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { $0.index.contains(key) }
     }
 
     /// Stores `value`, counting an access; returns the entry evicted to make room, if any.
@@ -149,6 +151,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
     @inlinable
     func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
+        let key = HashedKey(key)
         let index = shard(for: key)
         locks.lock(index)
         defer { locks.unlock(index) }
@@ -156,7 +159,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key),
             let victim = shards[index].index.popVictim()
         {
-            evicted = (victim.key, victim.payload)
+            evicted = (victim.key.key, victim.payload)
         }
         shards[index].index.upsert(value, forKey: key)
         return (evicted, shards[index].isObserved)
@@ -177,6 +180,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         entryCostLimit: Int? = nil
     ) -> (evicted: [(key: Key, value: Value, reason: EvictionReason)], stale: Value?, isKept: Bool) {
         precondition(shardCount == 1, "A store with a cost limit must not be sharded.")
+        let key = HashedKey(key)
         return withShard(0) { shard in
             var evicted: [(key: Key, value: Value, reason: EvictionReason)] = []
             guard cost <= min(costLimit, entryCostLimit ?? costLimit) else {
@@ -192,7 +196,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
                 else { break }
                 freed += shard.index.peekCost(victim)
                 if let payload = shard.index.removeValue(forKey: victim) {
-                    evicted.append((victim, payload, overCount ? .capacity : .cost))
+                    evicted.append((victim.key, payload, overCount ? .capacity : .cost))
                 }
             }
             shard.index.upsert(value, forKey: key, cost: cost)
@@ -206,13 +210,15 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Removes the value for `key`; returns it.
     @discardableResult
     func removeValue(forKey key: Key) -> Value? {
-        withShard(shard(for: key)) { $0.index.removeValue(forKey: key) }
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { $0.index.removeValue(forKey: key) }
     }
 
     /// Removes the value for `key` if `condition` holds for it; returns it.
     @discardableResult
     func removeValue(forKey key: Key, if condition: (Value) -> Bool) -> Value? {
-        withShard(shard(for: key)) { shard in
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { shard in
             guard let value = shard.index.peek(key), condition(value) else { return nil }
             return shard.index.removeValue(forKey: key)
         }
@@ -225,9 +231,9 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     func removeAll(where condition: (Key, Value) -> Bool) -> [(key: Key, value: Value)] {
         forEachShard { shard in
             var removed: [(key: Key, value: Value)] = []
-            for entry in shard.index.entriesInEvictionOrder where condition(entry.key, entry.payload) {
+            for entry in shard.index.entriesInEvictionOrder where condition(entry.key.key, entry.payload) {
                 shard.index.removeValue(forKey: entry.key)
-                removed.append((entry.key, entry.payload))
+                removed.append((entry.key.key, entry.payload))
             }
             return removed
         }.flatMap { $0 }
@@ -237,11 +243,14 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     ///
     /// - Complexity: O(n).
     func keys(where condition: (Value) -> Bool) -> [Key] {
-        forEachShard { $0.index.entriesInEvictionOrder.filter { condition($0.payload) }.map(\.key) }.flatMap { $0 }
+        forEachShard { $0.index.entriesInEvictionOrder.filter { condition($0.payload) }.map(\.key.key) }.flatMap { $0 }
     }
 
     /// The value for `key`, without counting an access.
-    func peek(_ key: Key) -> Value? { withShard(shard(for: key)) { $0.index.peek(key) } }
+    func peek(_ key: Key) -> Value? {
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { $0.index.peek(key) }
+    }
 
     /// Removes every value, taking each shard's lock in turn; returns how many there were.
     @discardableResult
@@ -259,7 +268,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// The keys in eviction order, the next victim first (shard after shard when sharded).
     ///
     /// - Complexity: O(n).
-    var keysInEvictionOrder: [Key] { forEachShard { $0.index.entriesInEvictionOrder.map(\.key) }.flatMap { $0 } }
+    var keysInEvictionOrder: [Key] { forEachShard { $0.index.entriesInEvictionOrder.map(\.key.key) }.flatMap { $0 } }
 
     /// Checks every shard's links and counts, and that each key sits in its shard; traps on an
     /// inconsistency.
@@ -271,9 +280,34 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
                 shard.index.checkInvariants()
                 precondition(shard.index.count <= shard.capacity, "shard \(index) holds more than its capacity")
                 for entry in shard.index.entriesInEvictionOrder {
+                    precondition(entry.key.hash == entry.key.key.hashValue, "a key's saved hash is wrong")
                     precondition(self.shard(for: entry.key) == index, "a key sits in the wrong shard")
                 }
             }
         }
+    }
+}
+
+/// A key with its hash value, computed once per operation and then used both to pick a shard and
+/// by the index's dictionary, which hashes only the saved integer.
+@usableFromInline
+struct HashedKey<Key: Hashable>: Hashable {
+    @usableFromInline let key: Key
+    @usableFromInline let hash: Int
+
+    @inlinable
+    init(_ key: Key) {
+        self.key = key
+        hash = key.hashValue
+    }
+
+    @inlinable
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.hash == rhs.hash && lhs.key == rhs.key
+    }
+
+    @inlinable
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
     }
 }
