@@ -101,7 +101,7 @@ extension Cache {
         }
         guard let fetcher else { throw CacheError.notFound(key: key) }
         // A set or removal made while the fetcher runs wins over what it returns.
-        let changes = stripes.changes(key)
+        let changes = stripes.changes(key.hashValue)
         let retries = maxRetryCount
         var lastError: any Error = CacheError.notFound(key: key)
         var attempts = 0

@@ -219,7 +219,8 @@ public final class Cache<Value: Sendable>: Sendable {
     ) -> CachedValue<Value>? {
         guard let disk else { return nil }
         let diskKey = DiskKey(key)
-        let changes = stripes.changes(key)
+        let hash = key.hashValue
+        let changes = stripes.changes(hash)
         let cached: CachedValue<Value>
         var cost: Int?
         switch disk.lookup(diskKey, countsAccess: countsAccess) {
@@ -228,7 +229,7 @@ public final class Cache<Value: Sendable>: Sendable {
         case .pending(let pending):
             if !keepingExpired, pending.expiresAt <= now {
                 // Only if nothing changed the key since the lookup: the pending value is then this one.
-                let removal = stripes.ifUnchanged(key, since: changes) {
+                let removal = stripes.ifUnchanged(hash, since: changes) {
                     disk.enqueueRemove(diskKey, observer: self)
                 }
                 if let others = removal {
@@ -273,7 +274,7 @@ public final class Cache<Value: Sendable>: Sendable {
         // read comes from an eviction callback.
         if countsAccess, memory != nil, !EvictionCallback.isRunning, !cached.isExpired(at: { now }),
             let evicted = stripes.ifUnchanged(
-                key,
+                hash,
                 since: changes,
                 { insertIntoMemory(cached, forKey: key, cost: cost) }
             )
@@ -336,8 +337,11 @@ public final class Cache<Value: Sendable>: Sendable {
     public func set(_ value: Value, forKey key: String, expiry: CacheExpiry) {
         let cached = CachedValue(value, expiresAt: expiry.deadline(storedAt: clock()))
         if disk == nil, ramCost == nil, let memory {
-            // Memory only: specialised in the caller's module, like a hit.
-            let (evicted, isObserved) = stripes.change(key) { memory.observedSet(cached, forKey: key) }
+            // Memory only: specialised in the caller's module, like a hit, and hashing the key once.
+            let hashed = HashedKey(key)
+            let (evicted, isObserved) = stripes.change(hashed.hash) {
+                memory.observedSet(cached, forHashedKey: hashed)
+            }
             if isObserved { didSet(value, forKey: key) }
             if let evicted { reportMemoryEviction((evicted.key, evicted.value.value, .capacity)) }
             return
@@ -391,7 +395,9 @@ public final class Cache<Value: Sendable>: Sendable {
             evicted = self.insertIntoMemory(cached, forKey: key, cost: data?.count)
             return others
         }
-        let others = changes.map { stripes.ifUnchanged(key, since: $0, update) ?? [] } ?? stripes.change(key, update)
+        let hash = key.hashValue
+        let others =
+            changes.map { stripes.ifUnchanged(hash, since: $0, update) ?? [] } ?? stripes.change(hash, update)
         for other in others { other.diskStoreDidChange(key: key) }
         if isStored { hub.emit(.set(key: key, value: value)) }
         return evicted
@@ -408,7 +414,9 @@ public final class Cache<Value: Sendable>: Sendable {
             self.memory?.removeValue(forKey: key)
             return others
         }
-        let others = changes.map { stripes.ifUnchanged(key, since: $0, remove) ?? [] } ?? stripes.change(key, remove)
+        let hash = key.hashValue
+        let others =
+            changes.map { stripes.ifUnchanged(hash, since: $0, remove) ?? [] } ?? stripes.change(hash, remove)
         for other in others { other.diskStoreDidChange(key: key) }
         delegate?.cache(self, didFailToStoreValueForKey: key, error: failure)
     }
@@ -442,13 +450,13 @@ public final class Cache<Value: Sendable>: Sendable {
         return outcome.evicted.map { ($0.key, $0.value.value, $0.reason) }
     }
 
-    /// Counts, logs and reports one memory eviction to the delegate and the event stream.
+    /// Counts one memory eviction and reports it to the delegate and the event stream (not to the
+    /// logger: a memory eviction is routine, and logging would cost a global lock on every set).
     @usableFromInline
     func reportMemoryEviction(_ eviction: Eviction) {
         let (delegate, isObserved) = state.withLock {
             $0.countEvictions(CollectionOfOne(eviction.reason), fromMemory: true)
         }
-        HoardLogger.log(.debug, "Evicted \"\(eviction.key.prefix(100))\" from memory (\(eviction.reason)).")
         if isObserved { hub.emit(.evicted(key: eviction.key, level: .memory, reason: eviction.reason)) }
         guard let delegate else { return }
         EvictionCallback.$isRunning.withValue(true) {
@@ -456,7 +464,7 @@ public final class Cache<Value: Sendable>: Sendable {
         }
     }
 
-    /// Counts, logs and reports memory evictions to the delegate and the event stream.
+    /// Counts memory evictions and reports them to the delegate and the event stream.
     @usableFromInline
     func reportMemoryEvictions(_ evictions: [Eviction]) {
         guard evictions.count > 1 else {
@@ -465,9 +473,6 @@ public final class Cache<Value: Sendable>: Sendable {
         }
         let (delegate, isObserved) = state.withLock {
             $0.countEvictions(evictions.lazy.map(\.reason), fromMemory: true)
-        }
-        for eviction in evictions {
-            HoardLogger.log(.debug, "Evicted \"\(eviction.key.prefix(100))\" from memory (\(eviction.reason)).")
         }
         if isObserved { hub.emit(evictions.map { .evicted(key: $0.key, level: .memory, reason: $0.reason) }) }
         guard let delegate else { return }
@@ -483,7 +488,7 @@ public final class Cache<Value: Sendable>: Sendable {
     /// Memory forgets it at once and reads miss at once; the file is removed in the background.
     public func removeValue(forKey key: String) {
         let diskKey = disk.map { _ in DiskKey(key) }
-        let others = stripes.change(key) {
+        let others = stripes.change(key.hashValue) {
             let others = diskKey.flatMap { disk?.enqueueRemove($0, observer: self) } ?? []
             memory?.removeValue(forKey: key)
             return others
@@ -652,7 +657,7 @@ extension Cache: DiskStoreObserver {
 
     func diskStoreDidChange(key: String) {
         guard let memory else { return }
-        stripes.change(key) { _ = memory.removeValue(forKey: key) }
+        stripes.change(key.hashValue) { _ = memory.removeValue(forKey: key) }
     }
 
     func diskStoreDidClear() {

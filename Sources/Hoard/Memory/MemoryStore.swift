@@ -151,7 +151,15 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
     @inlinable
     func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
-        let key = HashedKey(key)
+        observedSet(value, forHashedKey: HashedKey(key))
+    }
+
+    /// ``observedSet(_:forKey:)`` for a key whose hash the caller computed already.
+    @inlinable
+    func observedSet(
+        _ value: Value,
+        forHashedKey key: HashedKey<Key>
+    ) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
         let index = shard(for: key)
         locks.lock(index)
         defer { locks.unlock(index) }

@@ -75,7 +75,7 @@ final class Lock: @unchecked Sendable {
 }
 
 /// A fixed number of locks, each on a memory line of its own so that threads taking different ones
-/// never slow each other down.
+/// never slow each other down. Each lock guards a counter of its own, on the same line.
 ///
 /// The array owns the primitives: it must outlive every use, and it is not copyable.
 @usableFromInline
@@ -88,6 +88,8 @@ struct LockArray: ~Copyable, @unchecked Sendable {
     #endif
     /// Bytes between two locks: two cache lines, past any adjacent-line prefetching.
     @usableFromInline static var stride: Int { 128 }
+    /// Where a lock's counter sits in its slot, after the primitive.
+    @usableFromInline static var counterOffset: Int { 64 }
 
     @usableFromInline let base: UnsafeMutableRawPointer
     @usableFromInline let count: Int
@@ -105,6 +107,7 @@ struct LockArray: ~Copyable, @unchecked Sendable {
             let status = pthread_mutex_init(primitive, nil)
             assert(status == 0, "pthread_mutex_init failed: \(status)")
             #endif
+            (base + index * Self.stride + Self.counterOffset).bindMemory(to: UInt64.self, capacity: 1).initialize(to: 0)
         }
     }
 
@@ -122,6 +125,12 @@ struct LockArray: ~Copyable, @unchecked Sendable {
     @inlinable
     func primitive(_ index: Int) -> UnsafeMutablePointer<Primitive> {
         (base + index &* Self.stride).assumingMemoryBound(to: Primitive.self)
+    }
+
+    /// The counter that lock number `index` guards: read or write it only while holding that lock.
+    @inlinable
+    func counter(_ index: Int) -> UnsafeMutablePointer<UInt64> {
+        (base + index &* Self.stride + Self.counterOffset).assumingMemoryBound(to: UInt64.self)
     }
 
     /// Acquires lock number `index`.
