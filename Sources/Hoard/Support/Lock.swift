@@ -74,8 +74,9 @@ final class Lock: @unchecked Sendable {
     }
 }
 
-/// A fixed number of locks, each on a memory line of its own so that threads taking different ones
-/// never slow each other down. Each lock guards a counter of its own, on the same line.
+/// A fixed number of locks, each with a counter it guards, on memory lines of their own.
+///
+/// Threads taking different locks never slow each other down.
 ///
 /// The array owns the primitives: it must outlive every use, and it is not copyable.
 @usableFromInline
