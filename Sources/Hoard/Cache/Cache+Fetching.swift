@@ -145,13 +145,16 @@ extension Cache {
         guard case .failure(let error) = result, let failure = error as? CacheError, failure.code == .fetchFailed
         else { return result }
         state.withLock { $0.statistics.fetchFailures += 1 }
-        if servesStaleOnFetchFailure, let stale = entry(forKey: key), let expiredAt = stale.expiresAt {
-            HoardLogger.log(
-                .info,
-                "Fetching \"\(key.prefix(100))\" failed; serving the value that expired at \(expiredAt). "
-                    + "\(failure.message)"
-            )
-            hub.emit(.servedStale(key: key, value: stale.value, expiredAt: expiredAt))
+        if servesStaleOnFetchFailure, let stale = entry(forKey: key) {
+            // A live value here was set while the fetch ran: better still than a stale one.
+            if stale.isExpired, let expiredAt = stale.expiresAt {
+                HoardLogger.log(
+                    .info,
+                    "Fetching \"\(key.prefix(100))\" failed; serving the value that expired at \(expiredAt). "
+                        + "\(failure.message)"
+                )
+                hub.emit(.servedStale(key: key, value: stale.value, expiredAt: expiredAt))
+            }
             return .success(stale.value)
         }
         if let fallback = delegate?.cache(self, didFailToFetchForKey: key, error: failure) {

@@ -195,12 +195,18 @@ public final class Cache<Value: Sendable>: Sendable {
         guard let cached = readFromDisk(forKey: key, keepingExpired: servesStaleOnFetchFailure),
             !cached.isExpired(at: { now })
         else {
-            state.withLock { $0.statistics.misses += 1 }
-            hub.emit(.miss(key: key))
+            let isObserved = state.withLock {
+                $0.statistics.misses += 1
+                return $0.isObserved
+            }
+            if isObserved { hub.emit(.miss(key: key)) }
             return nil
         }
-        state.withLock { $0.statistics.diskHits += 1 }
-        hub.emit(.hit(key: key, level: .disk))
+        let isObserved = state.withLock {
+            $0.statistics.diskHits += 1
+            return $0.isObserved
+        }
+        if isObserved { hub.emit(.hit(key: key, level: .disk)) }
         return cached.value
     }
 
