@@ -684,7 +684,9 @@ final class DiskStore: @unchecked Sendable {
                     state.changesSinceSave += 1
                     finish(pending)
                 }
-                log.add(.warning, error.message)
+                // An I/O error's cause (no space left, permission denied) and path are in the underlying error.
+                let cause = error.code == .io ? error.underlyingError.map { " \($0)" } ?? "" : ""
+                log.add(.warning, error.message + cause)
                 return [.failed(key: key.string, error: error, observer: pending.observer)]
             }
         }
