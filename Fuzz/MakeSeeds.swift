@@ -19,10 +19,42 @@ enum MakeSeeds {
 
         let valid: [(String, [UInt8])] = [
             ("empty-key-empty-payload", EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: nil)),
-            ("json", EntryFormat.encode(key: "user/42", payload: Data(#"{"id":"42","name":"Ada"}"#.utf8), schemaVersion: 0, expiresAt: nil)),
-            ("expiring", EntryFormat.encode(key: "feed", payload: Data("home".utf8), schemaVersion: 2, expiresAt: 1_800_000_000.5)),
-            ("unicode-key", EntryFormat.encode(key: "caf\u{E9} \u{1F600}", payload: Data([0, 1, 2, 255]), schemaVersion: 7, expiresAt: nil)),
-            ("binary-payload", EntryFormat.encode(key: "k", payload: Data((0..<512).map { UInt8($0 % 256) }), schemaVersion: 0, expiresAt: -1)),
+            (
+                "json",
+                EntryFormat.encode(
+                    key: "user/42",
+                    payload: Data(#"{"id":"42","name":"Ada"}"#.utf8),
+                    schemaVersion: 0,
+                    expiresAt: nil
+                )
+            ),
+            (
+                "expiring",
+                EntryFormat.encode(
+                    key: "feed",
+                    payload: Data("home".utf8),
+                    schemaVersion: 2,
+                    expiresAt: 1_800_000_000.5
+                )
+            ),
+            (
+                "unicode-key",
+                EntryFormat.encode(
+                    key: "caf\u{E9} \u{1F600}",
+                    payload: Data([0, 1, 2, 255]),
+                    schemaVersion: 7,
+                    expiresAt: nil
+                )
+            ),
+            (
+                "binary-payload",
+                EntryFormat.encode(
+                    key: "k",
+                    payload: Data((0..<512).map { UInt8($0 % 256) }),
+                    schemaVersion: 0,
+                    expiresAt: -1
+                )
+            ),
         ]
         for (name, bytes) in valid { try save(bytes, name, in: entries) }
         let json = valid[1].1
@@ -39,14 +71,22 @@ enum MakeSeeds {
         try save(invalidUTF8, "edge-invalid-utf8-key", in: entries)
 
         func record(_ key: String, count: UInt32, size: Int) -> DiskIndexFile.Record {
-            DiskIndexFile.Record(digest: SHA256Digest.hash(key.utf8), count: count, info: DiskEntryInfo(key: key, size: size))
+            DiskIndexFile.Record(
+                digest: SHA256Digest.hash(key.utf8),
+                count: count,
+                info: DiskEntryInfo(key: key, size: size)
+            )
         }
         let three = DiskIndexFile.encode([
             record("a", count: 1, size: 40), record("caf\u{E9}", count: 9, size: 4_096), record("", count: 0, size: 32),
         ])
         try save(DiskIndexFile.encode([]), "empty", in: indexes)
         try save(three, "three-records", in: indexes)
-        try save(DiskIndexFile.encode((0..<20).map { record("key \($0)", count: UInt32($0), size: 100 + $0) }), "twenty-records", in: indexes)
+        try save(
+            DiskIndexFile.encode((0..<20).map { record("key \($0)", count: UInt32($0), size: 100 + $0) }),
+            "twenty-records",
+            in: indexes
+        )
         var hugeCount = three
         hugeCount.replaceSubrange(8..<12, with: [0xFF, 0xFF, 0xFF, 0x7F])
         var hugeKey = three
