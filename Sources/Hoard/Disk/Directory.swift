@@ -26,8 +26,8 @@ private let systemRead = Musl.read
 ///
 /// Opening a folder takes its container lock (see ``ContainerLock``), so that two processes never
 /// write one container at once. When the folder is deleted while it is open, the next write creates
-/// it again at the same path (and takes the lock there): deleting a cache's folder clears it, it does
-/// not break it for the rest of the process.
+/// it again at the same path, if its parent folder still exists, and takes the lock there: deleting
+/// a cache's folder clears it, it does not break it for the rest of the process.
 final class Directory: Sendable {
     /// The folder's path, for messages.
     let path: String
@@ -94,16 +94,21 @@ final class Directory: Sendable {
         let result = current.withLock { current -> Result<OpenFolder, POSIXFileError> in
             // Another call may have opened it again already.
             guard current === stale else { return .success(current) }
+            // Only the container itself is made again: when its parent is gone too, the whole
+            // tree was removed on purpose (an app's data folder, a test's temporary folder).
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                return .failure(POSIXFileError(operation: "mkdir", path: path, errorNumber: errno))
+            }
             do {
-                try Self.createFolder(at: URL(fileURLWithPath: path, isDirectory: true))
                 var ignored = DeferredLog()
                 current = try OpenFolder(path: path, log: &ignored)
                 return .success(current)
             } catch let error as CacheError {
-                let number = (error.underlyingError as? POSIXFileError)?.errorNumber ?? ENOENT
-                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: number))
+                let number = error.code == .containerInUse ? EAGAIN : EACCES
+                let underlying = (error.underlyingError as? POSIXFileError)?.errorNumber ?? number
+                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: underlying))
             } catch {
-                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: ENOENT))
+                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: EACCES))
             }
         }
         return try result.get()

@@ -64,8 +64,15 @@ final class WorkerProcess: @unchecked Sendable {
     }
 
     /// Starts the worker with `arguments`; with `asUser`, under `setpriv` as that unprivileged user.
-    init(_ arguments: [String], asUser user: String? = nil) throws {
-        let worker = try Self.requireExecutable()
+    ///
+    /// - Parameters:
+    ///   - arguments: The worker's arguments, mode first.
+    ///   - user: The user to run as, or `nil` for this process's user.
+    ///   - executable: A copy of the worker to run instead of the one in the build folder (which
+    ///     another user may not be allowed to reach).
+    /// - Throws: The `POSIXError` of a failed `pipe` or `posix_spawn`, or the issue of a missing worker.
+    init(_ arguments: [String], asUser user: String? = nil, executable: String? = nil) throws {
+        let worker = try executable ?? Self.requireExecutable()
         var command = [worker] + arguments
         if let user {
             command = ["/usr/bin/setpriv", "--reuid=\(user)", "--regid=nogroup", "--clear-groups"] + command
@@ -99,6 +106,18 @@ final class WorkerProcess: @unchecked Sendable {
         self.pid = pid
         input = toChild[1]
         output = fromChild[0]
+    }
+
+    /// Copies the worker to `path` (mode 0755), for a user who cannot reach the build folder.
+    ///
+    /// The copy is made while no worker is being started: a process forked meanwhile would inherit
+    /// the copy's open descriptor, and running the copy would then fail with "text file busy".
+    static func copyExecutable(to path: String) throws {
+        let worker = try requireExecutable()
+        spawning.lock()
+        defer { spawning.unlock() }
+        try FileManager.default.copyItem(atPath: worker, toPath: path)
+        guard chmod(path, 0o755) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
     }
 
     private static func makePipe(_ descriptors: inout [Int32]) -> Bool {
@@ -176,11 +195,12 @@ final class WorkerProcess: @unchecked Sendable {
     /// Runs the worker to its end on a plain thread; returns its output lines and how it ended.
     static func run(
         _ arguments: [String],
-        asUser user: String? = nil
+        asUser user: String? = nil,
+        executable: String? = nil
     ) async throws -> (
         lines: [String], ending: Ending
     ) {
-        let process = try WorkerProcess(arguments, asUser: user)
+        let process = try WorkerProcess(arguments, asUser: user, executable: executable)
         process.closeInput()
         return await onPlainThread { (process.readAllLines(), process.wait()) }
     }

@@ -98,14 +98,41 @@ struct FaultsTests {
         #expect(reopened["after"] == "written after the deletion")
     }
 
+    @Test func aContainerIsNotCreatedAgainWhenItsParentFolderWasDeletedToo() async throws {
+        let folder = TemporaryDirectory()
+        let parent = folder.url.appendingPathComponent("app", isDirectory: true)
+        let delegate = RecordingDelegate<String>()
+        let cache = try CacheBuilder<String>(serializer: StringSerializer())
+            .containerName("test")
+            .directory(parent)
+            .delegate(delegate)
+            .build()
+        try FileManager.default.removeItem(at: parent)
+        cache["k"] = "in memory only"
+        await cache.flush()
+        #expect(delegate.events == [.storeFailure("k")])
+        #expect(!FileManager.default.fileExists(atPath: parent.path))
+        #expect(cache["k"] == "in memory only")
+    }
+
     @Test func aReadOnlyThenUnreadableContainerIsSurvived() async throws {
         let folder = TemporaryDirectory()
-        // Root ignores permissions: run the scenario as an unprivileged user.
-        let user: String? = getuid() == 0 ? "nobody" : nil
-        if user != nil {
+        // Root ignores permissions: run the scenario as an unprivileged user, from a copy of the
+        // worker that user can reach (the build folder may be inside a folder only root can enter).
+        var user: String?
+        var executable: String?
+        if getuid() == 0 {
+            user = "nobody"
+            let copy = folder.url.appendingPathComponent("hoard-test-worker").path
+            try WorkerProcess.copyExecutable(to: copy)
             #expect(chown(folder.url.path, FaultSupport.nobody, FaultSupport.nogroup) == 0)
+            executable = copy
         }
-        let result = try await WorkerProcess.run(["faults-permissions", folder.url.path], asUser: user)
+        let result = try await WorkerProcess.run(
+            ["faults-permissions", folder.url.path],
+            asUser: user,
+            executable: executable
+        )
         FaultSupport.expectPassed(result)
     }
 
