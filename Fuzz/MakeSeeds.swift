@@ -70,15 +70,16 @@ enum MakeSeeds {
         try save(Array("HRDE".utf8), "edge-magic-only", in: entries)
         try save(invalidUTF8, "edge-invalid-utf8-key", in: entries)
 
-        func record(_ key: String, count: UInt32, size: Int) -> DiskIndexFile.Record {
+        func record(_ key: String, count: UInt32, size: Int, expiresAt: Double = .infinity) -> DiskIndexFile.Record {
             DiskIndexFile.Record(
                 digest: SHA256Digest.hash(key.utf8),
                 count: count,
-                info: DiskEntryInfo(key: key, size: size)
+                info: DiskEntryInfo(key: key, size: size, expiresAt: expiresAt)
             )
         }
         let three = DiskIndexFile.encode([
-            record("a", count: 1, size: 40), record("caf\u{E9}", count: 9, size: 4_096), record("", count: 0, size: 32),
+            record("a", count: 1, size: 40), record("caf\u{E9}", count: 9, size: 4_096, expiresAt: 1_800_000_000.25),
+            record("", count: 0, size: 32),
         ])
         try save(DiskIndexFile.encode([]), "empty", in: indexes)
         try save(three, "three-records", in: indexes)
@@ -90,7 +91,7 @@ enum MakeSeeds {
         var hugeCount = three
         hugeCount.replaceSubrange(8..<12, with: [0xFF, 0xFF, 0xFF, 0x7F])
         var hugeKey = three
-        hugeKey.replaceSubrange(56..<60, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        hugeKey.replaceSubrange(64..<68, with: [0xFF, 0xFF, 0xFF, 0xFF])
         try save(hugeCount, "edge-huge-count", in: indexes)
         try save(hugeKey, "edge-huge-key-length", in: indexes)
         try save(Array(three.dropLast(5)), "edge-truncated", in: indexes)
