@@ -119,9 +119,11 @@ final class DiskStore: @unchecked Sendable {
     private var state: State
     private let writer: DispatchQueue
 
-    /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
+    /// Opens the container at `url`, creating it (mode 0700) if needed, locks it against other
+    /// processes, and loads its entries.
     ///
-    /// - Throws: ``CacheError`` with code `io` when the container cannot be created or listed.
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process has it open, or with
+    ///   code `io` when the container cannot be created or listed.
     convenience init(at url: URL, options: Options) throws {
         var messages = DeferredLog()
         try self.init(at: url, options: options, log: &messages)
@@ -133,7 +135,7 @@ final class DiskStore: @unchecked Sendable {
     init(at url: URL, options: Options, log: inout DeferredLog) throws {
         let options = options.normalized
         self.options = options
-        directory = try Directory(creatingAt: url)
+        directory = try Directory(creatingAt: url, log: &log)
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         state = State(index: DiskEntryIndex(policy: options.policy, capacity: options.capacity))
         state.index = try loadIndex(log: &log)
@@ -161,7 +163,8 @@ final class DiskStore: @unchecked Sendable {
     ///
     /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container is already open
     ///   with another count limit, byte limit, eviction policy or schema version (one store cannot keep
-    ///   two limits), or with code `io` when the container cannot be created.
+    ///   two limits), with code `containerInUse` when another process has it open (see
+    ///   ``ContainerLock``), or with code `io` when the container cannot be created.
     static func shared(at url: URL, options: Options) throws -> DiskStore {
         let path = try Directory.create(at: url)
         let options = options.normalized
@@ -681,7 +684,9 @@ final class DiskStore: @unchecked Sendable {
                     state.changesSinceSave += 1
                     finish(pending)
                 }
-                log.add(.warning, error.message)
+                // An I/O error's cause (no space left, permission denied) and path are in the underlying error.
+                let cause = error.code == .io ? error.underlyingError.map { " \($0)" } ?? "" : ""
+                log.add(.warning, error.message + cause)
                 return [.failed(key: key.string, error: error, observer: pending.observer)]
             }
         }
