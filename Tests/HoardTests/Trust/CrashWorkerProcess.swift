@@ -94,8 +94,13 @@ final class WorkerProcess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        // The test's environment (HOARD_*, sanitizer options), built portably: `environ` is not
+        // imported on every platform.
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { for pointer in envp { free(pointer) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
+        let status = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
         close(toChild[0])
         close(fromChild[1])
         guard status == 0 else {
