@@ -290,7 +290,11 @@ import Testing
         // is read is that key's own value.
         let ownKeys = reads.filter { !$0.key.hasPrefix("re-") }
         #expect(ownKeys.allSatisfy { $0.value == nil || $0.value == "v" + $0.key })
-        #expect(ownKeys.filter { $0.value != nil }.count >= 10)
+        // Keys "0"..."7" leave memory before key "10" is set, so before disk holds more than its 10
+        // entries: disk cannot have evicted them yet, however far the writer got.
+        for index in 0..<8 {
+            #expect(ownKeys.first { $0.key == "\(index)" }?.value == "v\(index)", "key \(index)")
+        }
         await cache.flush()
         #expect(cache.diskCount <= 10)
         cache.memory?.checkInvariants()
