@@ -41,7 +41,7 @@ enum HitRate {
         ]
         let keys = makeKeys(traces.map(\.keySpace).max() ?? keyCount)
         let sizes = [1, 5, 10]
-        let policies = EvictionPolicy.allCases
+        let policies = [EvictionPolicy.lru, .lfu] + EvictionPolicy.allCases.filter { $0 != .lru && $0 != .lfu }
         report.lines.append(
             "trace      size" + policies.map { pad($0.description, 10) }.joined() + "       opt   targets"
         )
@@ -94,7 +94,9 @@ enum HitRate {
             misses.append(String(format: "closes %.0f%% of lru→opt", 100 * (adaptive - lru) / max(0.01, optimum - lru)))
         }
         if misses.isEmpty {
-            let closed = isStatic ? String(format: " (%.0f%% of lru→opt)", 100 * (adaptive - lru) / max(0.01, optimum - lru)) : ""
+            let closed =
+                isStatic
+                ? String(format: " (%.0f%% of lru→opt)", 100 * (adaptive - lru) / max(0.01, optimum - lru)) : ""
             return (true, "ok" + closed)
         }
         return (false, "MISS: " + misses.joined(separator: "; "))

@@ -14,6 +14,8 @@ struct HitRateTrace {
     /// One more than the largest key number.
     let keySpace: Int
 
+    /// A Zipf trace, static or with a moving hot set or scans.
+    ///
     /// Zipf(`exponent`) over `keys` keys; with `shiftEvery`, the hot set moves that often (every rank
     /// moves by a random offset); with `scan`, a burst of `scan.length` one-shot keys follows every
     /// `scan.every` Zipf requests. `requests` counts every request, the scans' included.

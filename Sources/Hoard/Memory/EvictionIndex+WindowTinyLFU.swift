@@ -56,6 +56,11 @@ struct AdmissionState {
     mutating func climb(count: Int) {
         let hitRate = Double(sampleHits) / Double(max(1, sampleRequests))
         let change = hitRate - previousHitRate
+        sampleHits = 0
+        sampleRequests = 0
+        samplePeriod = max(Self.minimumSamplePeriod, count)
+        // The same hit rate twice (a scan hits nothing, twice) says nothing about the window: hold.
+        guard change != 0 else { return }
         // Worse than the previous sample: the last move went the wrong way, so turn back.
         if change < 0 { step = -step }
         windowShare = min(max(windowShare + step, Self.minimumWindowShare), Self.maximumWindowShare)
@@ -63,9 +68,6 @@ struct AdmissionState {
             abs(change) >= Self.restartThreshold
             ? (step < 0 ? -Self.initialStep : Self.initialStep) : step * Self.stepDecay
         previousHitRate = hitRate
-        sampleHits = 0
-        sampleRequests = 0
-        samplePeriod = max(Self.minimumSamplePeriod, count)
         climbs += 1
     }
 }
@@ -210,8 +212,9 @@ extension EvictionIndex {
         )
     }
 
-    /// The slot `popVictim()` would remove next if the entries before `cursor` were gone; advances
-    /// `cursor` past it. Returns -1 at the end.
+    /// The next slot in the eviction order after `cursor`, which it advances; -1 at the end.
+    ///
+    /// It is the slot `popVictim()` would remove if the entries before `cursor` were gone.
     ///
     /// The main region's victim is probation's oldest entry (protected's when probation is empty).
     /// While the window holds less than its share, the main victim goes and the window grows. Once

@@ -21,8 +21,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
         @usableFromInline var prev: Int32
         @usableFromInline var next: Int32
         @usableFromInline var bucket: Int32
-        /// The index clock at the last access; orders nodes of two buckets merged by aging. For
-        /// W-TinyLFU, the key's spread hash instead (see `FrequencySketch.spread(_:)`).
+        /// The index clock at the last access (LFU), or the key's spread hash (W-TinyLFU).
+        ///
+        /// LFU orders the nodes of two buckets merged by aging with it; W-TinyLFU indexes its
+        /// frequency sketch with it (see `FrequencySketch.spread(_:)`). LRU leaves it unused.
         @usableFromInline var stamp: UInt64
         /// What the entry costs against the owner's cost limit (0 without one).
         @usableFromInline var cost: Int

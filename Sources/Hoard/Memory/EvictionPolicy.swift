@@ -23,7 +23,8 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     ///
     /// When the level is full and the window holds its share, the window's oldest entry (the
     /// candidate) meets the main region's next victim (probation's oldest, else protected's): the
-    /// candidate is admitted, and the other is removed, only if its estimated frequency is higher. A
+    /// candidate is admitted, and the victim removed, only if its estimated frequency is higher;
+    /// otherwise the candidate is removed. A
     /// burst of keys used once therefore passes through the window without flushing the entries
     /// that are used often. The entry being set always stays.
     ///
