@@ -30,17 +30,22 @@ struct AdmissionState {
     @usableFromInline var samplePeriod: Int
     /// How many times the climber moved the window; for tests and the benchmark.
     @usableFromInline var climbs = 0
+    /// Samples seen before the climber starts moving the window.
+    @usableFromInline var warmSamples = 0
 
     @usableFromInline static var initialWindowShare: Double { 0.01 }
     @usableFromInline static var minimumWindowShare: Double { 0.0 }
-    @usableFromInline static var maximumWindowShare: Double { 0.8 }
+    @usableFromInline static var maximumWindowShare: Double { 1.0 }
     /// The protected region's share of the main region.
     @usableFromInline static var protectedShare: Double { 0.8 }
-    @usableFromInline static var initialStep: Double { 0.0625 }
-    @usableFromInline static var stepDecay: Double { 0.98 }
+    @usableFromInline static var initialStep: Double { 0.1 }
+    @usableFromInline static var stepDecay: Double { 0.95 }
     /// A change of hit rate between two samples at least this large restarts the step size.
     @usableFromInline static var restartThreshold: Double { 0.05 }
     @usableFromInline static var minimumSamplePeriod: Int { 512 }
+    /// Samples during which the climber only watches: the level fills and the sketch learns, and
+    /// the hit rate rises whatever the window does.
+    @usableFromInline static var warmUpSamples: Int { 20 }
 
     /// Creates the state for an index of at most `capacity` entries.
     @usableFromInline
@@ -59,6 +64,11 @@ struct AdmissionState {
         sampleHits = 0
         sampleRequests = 0
         samplePeriod = max(Self.minimumSamplePeriod, count)
+        if warmSamples < Self.warmUpSamples {
+            warmSamples += 1
+            previousHitRate = hitRate
+            return
+        }
         // The same hit rate twice (a scan hits nothing, twice) says nothing about the window: hold.
         guard change != 0 else { return }
         // Worse than the previous sample: the last move went the wrong way, so turn back.

@@ -28,12 +28,14 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// burst of keys used once therefore passes through the window without flushing the entries
     /// that are used often. The entry being set always stays.
     ///
-    /// The window's share is *adaptive*: it starts at 1 % of the entries, and after every sample of
-    /// requests (hits and new entries, as many as the level's capacity) a hill climber compares the
-    /// sample's hit rate with the previous one and keeps moving the share in the same direction if
-    /// it improved, or turns back if it got worse, with steps that shrink over time and restart when
-    /// the hit rate jumps. A workload whose hot set keeps moving grows the window towards LRU; a
-    /// stable skewed one shrinks it towards pure frequency.
+    /// The window's share is *adaptive*: it starts at 1 % of the entries and may go anywhere from a
+    /// single entry to all of them (pure LRU). After every sample of requests (hits and new entries,
+    /// as many as the level holds, at least 512), a hill climber compares the sample's hit rate with
+    /// the previous one: if it improved, it moves the share again in the same direction; if it got
+    /// worse, it turns back. Steps start at 10 % of the entries, shrink by 5 % per sample, and
+    /// restart when the hit rate jumps by 5 points or more; the first 20 samples only warm up. A
+    /// workload whose hot set keeps moving grows the window towards LRU; a stable skewed one keeps it
+    /// small, towards pure frequency.
     ///
     /// - Complexity: O(1) amortised per access, set and eviction (halving the sketch and growing it
     ///   are O(capacity) once per O(capacity) operations).

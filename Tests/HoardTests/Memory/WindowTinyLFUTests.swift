@@ -162,6 +162,15 @@ import Testing
         // Samples fed by hand: the climber follows the hit rate, not the workload.
         var state = AdmissionState(capacity: 100)
         let start = state.windowShare
+        // Warming up, the climber only watches, however the hit rate moves.
+        for sample in 0..<AdmissionState.warmUpSamples {
+            state.sampleRequests = 1_000
+            state.sampleHits = sample * 40
+            state.climb(count: 100)
+        }
+        #expect(state.windowShare == start)
+        #expect(state.climbs == 0)
+        state.previousHitRate = 0
         state.sampleRequests = 1_000
         state.sampleHits = 500
         state.climb(count: 100)
