@@ -18,8 +18,8 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// enters, and a main region split into *probation* and *protected* (80 % of the main region). A
     /// read of a probation entry promotes it to protected; protected's oldest entry falls back to
     /// probation. How often each key was used lately, stored or not, is estimated by a count-min sketch
-    /// of 4-bit counters (about 8 bytes per entry) that halves every ten accesses per entry, so old
-    /// popularity fades.
+    /// of 4-bit counters (about 8 bytes per entry) that halves every twenty accesses per entry, so
+    /// old popularity fades.
     ///
     /// When the level is full and the window holds its share, the window's oldest entry (the
     /// candidate) meets the main region's next victim (probation's oldest, else protected's): the
@@ -28,14 +28,12 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// burst of keys used once therefore passes through the window without flushing the entries
     /// that are used often. The entry being set always stays.
     ///
-    /// The window's share is *adaptive*: it starts at 1 % of the entries and may go anywhere from a
-    /// single entry to all of them (pure LRU). After every sample of requests (hits and new entries,
-    /// as many as the level holds, at least 512), a hill climber compares the sample's hit rate with
-    /// the previous one: if it improved, it moves the share again in the same direction; if it got
-    /// worse, it turns back. Steps start at 10 % of the entries, shrink by 5 % per sample, and
-    /// restart when the hit rate jumps by 5 points or more; the first 20 samples only warm up. A
-    /// workload whose hot set keeps moving grows the window towards LRU; a stable skewed one keeps it
-    /// small, towards pure frequency.
+    /// The window's share is *adaptive*: it starts at 1 % of the entries and may grow to all of
+    /// them (pure LRU). After every sample of requests (hits and new entries, as many as the level
+    /// holds, at least 512) the climber compares the hits per entry of the window with those of the
+    /// main region, and moves the share by 10 % of the entries towards the region that earned more.
+    /// A workload whose hot set keeps moving finds its new keys in the window and grows it towards
+    /// LRU; a stable skewed one, or a scan, earns its hits in the main region and keeps it at 1 %.
     ///
     /// - Complexity: O(1) amortised per access, set and eviction (halving the sketch and growing it
     ///   are O(capacity) once per O(capacity) operations).

@@ -25,8 +25,9 @@ struct FrequencySketch {
     /// Increments between two halvings.
     @usableFromInline var resetPeriod = Int.max
 
-    /// How many increments per tracked key pass between two halvings.
-    @usableFromInline static var resetMultiplier: Int { 10 }
+    /// How many increments per tracked key pass between two halvings (Caffeine uses 10; 20 keeps
+    /// more history, measured better on hoard-bench hitrate without losing the shifting trace).
+    @usableFromInline static var resetMultiplier: Int { 20 }
     /// The largest table, in keys tracked (one 64-bit word each): 8 MiB.
     @usableFromInline static var largestCapacity: Int { 1 << 20 }
 

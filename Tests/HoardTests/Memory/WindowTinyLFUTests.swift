@@ -158,32 +158,57 @@ import Testing
         #expect(sketch.frequency(cold) == 0)
     }
 
-    @Test func theClimberKeepsItsDirectionWhileTheHitRateImprovesAndTurnsBackOtherwise() {
-        // Samples fed by hand: the climber follows the hit rate, not the workload.
+    @Test func theClimberGrowsTheWindowWhenItsEntriesEarnMoreHitsAndShrinksItOtherwise() {
+        // Samples fed by hand: 100 entries, 10 in the window.
         var state = AdmissionState(capacity: 100)
-        let start = state.windowShare
-        // Warming up, the climber only watches, however the hit rate moves.
-        for sample in 0..<AdmissionState.warmUpSamples {
-            state.sampleRequests = 1_000
-            state.sampleHits = sample * 40
-            state.climb(count: 100)
-        }
-        #expect(state.windowShare == start)
-        #expect(state.climbs == 0)
-        state.previousHitRate = 0
+        #expect(state.windowShare == AdmissionState.minimumWindowShare)
+        state.windowCount = 10
         state.sampleRequests = 1_000
         state.sampleHits = 500
+        state.windowHits = 100  // 10 hits per window entry against 4.4 per main entry
         state.climb(count: 100)
-        #expect(state.windowShare > start, "the first sample moves the window up")
+        let grown = state.windowShare
+        #expect(grown > AdmissionState.minimumWindowShare)
+        #expect(state.sampleHits == 0 && state.windowHits == 0 && state.sampleRequests == 0)
         state.sampleRequests = 1_000
-        state.sampleHits = 300
+        state.sampleHits = 500
+        state.windowHits = 20  // 2 per window entry against 5.3 per main entry
         state.climb(count: 100)
-        let afterWorse = state.windowShare
-        #expect(state.step < 0, "a worse sample turns the climber back")
-        state.sampleRequests = 1_000
-        state.sampleHits = 310
-        state.climb(count: 100)
-        #expect(state.windowShare < afterWorse, "a better sample keeps the direction")
-        #expect(state.climbs == 3)
+        #expect(state.windowShare < grown)
+        // A scan: nothing hits anywhere; the window shrinks back to its minimum and stays there.
+        for _ in 0..<20 {
+            state.sampleRequests = 1_000
+            state.climb(count: 100)
+        }
+        #expect(state.windowShare == AdmissionState.minimumWindowShare)
+        for _ in 0..<20 {
+            state.sampleRequests = 1_000
+            state.sampleHits = 100
+            state.windowHits = 90
+            state.climb(count: 100)
+        }
+        #expect(state.windowShare == AdmissionState.maximumWindowShare)
+        #expect(state.climbs == 42)
+    }
+
+    @Test func aMovingHotSetGrowsTheWindowAndAStaticOneKeepsItSmall() {
+        let capacity = 200
+        var generator = SplitMix64(seed: 21)
+        // Static: 100 hot keys and cold noise.
+        var steady = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        for _ in 0..<40_000 {
+            let key = generator.next() % 2 == 0 ? Int(generator.next() % 100) : 10_000 + Int(generator.next() % 100_000)
+            request(&steady, key, capacity: capacity)
+        }
+        #expect(steady.admission.windowShare <= 0.2)
+        // Moving: a new set of 150 keys every 1 000 requests, each key used a few times in a row.
+        var moving = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        for step in 0..<40_000 {
+            let base = (step / 1_000) * 1_000
+            request(&moving, base + Int(generator.next() % 150), capacity: capacity)
+        }
+        #expect(moving.admission.windowShare >= 0.5)
+        steady.checkInvariants()
+        moving.checkInvariants()
     }
 }
