@@ -15,6 +15,8 @@ let package = Package(
         .target(name: "Hoard"),
         .executableTarget(name: "hoard-demo", dependencies: ["Hoard"]),
         .executableTarget(name: "hoard-bench", dependencies: ["Hoard"]),
+        // A child process for the crash, two-process and file-system fault tests (Tests/HoardTests/Trust).
+        .executableTarget(name: "hoard-test-worker", dependencies: ["Hoard"]),
         .testTarget(name: "HoardTests", dependencies: ["Hoard"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,45 +1,105 @@
 import Foundation
 import Hoard
 
-/// Hit rates of the eviction policies, through the real `Cache` (memory only: get, and set on a miss).
+/// Hit rates of every eviction policy, through the real `Cache` (memory only: get, and set on a
+/// miss), next to Belady's optimum.
 ///
-/// Two traces of 1M requests over 100k keys, drawn from Zipf(0.99): one static, and one whose hot set
-/// moves every 100k requests (the ranks are shifted by a random offset), where plain LFU collapses
-/// because yesterday's popular keys keep their counts. Cache sizes are 1 %, 5 % and 10 % of the keys.
+/// Four traces of 1M requests over 100k keys: Zipf(0.8) and Zipf(0.99), static; Zipf(0.99) with a
+/// burst of 10k one-shot keys after every 50k requests (a scan); and Zipf(0.99) whose hot set moves
+/// every 100k requests (the ranks are shifted by a random offset), where plain LFU collapses because
+/// yesterday's popular keys keep their counts. Cache sizes are 1 %, 5 % and 10 % of the keys.
+///
+/// Each row checks issue 6's targets: W-TinyLFU within 1 point of the better of LRU and LFU
+/// everywhere, and on the static traces at least half of the way from LRU to the optimum.
 enum HitRate {
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
         let keyCount = context.size(100_000)
         let requests = context.size(1_000_000)
-        let shiftEvery = context.size(100_000)
         var report = ScenarioReport(
             name: "hitrate",
-            title: "hit rate (%) on Zipf(0.99) over \(grouped(keyCount)) keys, \(grouped(requests)) requests"
+            title: "hit rate (%) over \(grouped(keyCount)) keys, \(grouped(requests)) requests per trace"
         )
-        let keys = makeKeys(keyCount)
         let traces = [
-            ("static", trace(keys: keyCount, requests: requests, shiftEvery: nil, seed: 11)),
-            ("shifting", trace(keys: keyCount, requests: requests, shiftEvery: shiftEvery, seed: 12)),
+            HitRateTrace.zipf(name: "zipf-0.8", exponent: 0.8, keys: keyCount, requests: requests, seed: 10),
+            HitRateTrace.zipf(name: "zipf-0.99", exponent: 0.99, keys: keyCount, requests: requests, seed: 11),
+            HitRateTrace.zipf(
+                name: "scans",
+                exponent: 0.99,
+                keys: keyCount,
+                requests: requests,
+                scan: (every: context.size(50_000), length: context.size(10_000)),
+                seed: 13
+            ),
+            HitRateTrace.zipf(
+                name: "shifting",
+                exponent: 0.99,
+                keys: keyCount,
+                requests: requests,
+                shiftEvery: context.size(100_000),
+                seed: 12
+            ),
         ]
+        let keys = makeKeys(traces.map(\.keySpace).max() ?? keyCount)
         let sizes = [1, 5, 10]
-        report.lines.append("trace      size    lru    lfu")
+        let policies = [EvictionPolicy.lru, .lfu] + EvictionPolicy.allCases.filter { $0 != .lru && $0 != .lfu }
+        report.lines.append(
+            "trace      size" + policies.map { pad($0.description, 10) }.joined() + "       opt   targets"
+        )
         var checksum: UInt64 = 0
-        for (name, trace) in traces {
+        var failures = 0
+        for trace in traces {
             for percent in sizes {
                 let capacity = max(1, keyCount * percent / 100)
-                let lru = try hitRate(.lru, capacity: capacity, trace: trace, keys: keys)
-                let lfu = try hitRate(.lfu, capacity: capacity, trace: trace, keys: keys)
-                checksum &+= UInt64(lru * 1_000) &+ UInt64(lfu * 1_000)
+                var rates: [EvictionPolicy: Double] = [:]
+                for policy in policies {
+                    rates[policy] = try hitRate(policy, capacity: capacity, trace: trace.requests, keys: keys)
+                    checksum &+= UInt64((rates[policy] ?? 0) * 1_000)
+                }
+                let optimum = trace.optimalHitRate(capacity: capacity)
+                let verdict = targets(rates, optimum: optimum, isStatic: trace.isStatic)
+                if !verdict.isMet { failures += 1 }
                 let line =
-                    "\(name.padding(toLength: 9, withPad: " ", startingAt: 0))  \(pad("\(percent)%", 4))  "
-                    + "\(String(format: "%5.1f", lru))  \(String(format: "%5.1f", lfu))"
+                    "\(trace.name.padding(toLength: 9, withPad: " ", startingAt: 0))  \(pad("\(percent)%", 4))"
+                    + policies.map { pad(String(format: "%.1f", rates[$0] ?? 0), 10) }.joined()
+                    + pad(String(format: "%.1f", optimum), 10) + "   " + verdict.text
                 report.lines.append(line)
                 report.summaryText.append(
-                    "hit rate \(name) \(percent)%: lru \(String(format: "%.1f", lru)), lfu \(String(format: "%.1f", lfu))"
+                    "hit rate \(trace.name) \(percent)%: "
+                        + policies.map { "\($0) \(String(format: "%.1f", rates[$0] ?? 0))" }.joined(separator: ", ")
+                        + ", opt \(String(format: "%.1f", optimum))"
                 )
             }
         }
+        report.lines.append(
+            "targets: w-tinylfu ≥ max(lru, lfu) − 1 on every row; on static traces also "
+                + "(w-tinylfu − lru) ≥ ½ (opt − lru). "
+                + (failures == 0 ? "All rows meet them." : "\(failures) row(s) miss them.")
+        )
         report.checksum = checksum
         return report
+    }
+
+    /// Whether a row meets issue 6's targets, and a short text saying so.
+    static func targets(
+        _ rates: [EvictionPolicy: Double],
+        optimum: Double,
+        isStatic: Bool
+    ) -> (isMet: Bool, text: String) {
+        let lru = rates[.lru] ?? 0
+        let adaptive = rates[.wTinyLFU] ?? 0
+        let best = max(lru, rates[.lfu] ?? 0)
+        var misses: [String] = []
+        if adaptive < best - 1 { misses.append(String(format: "%.1f below best", best - adaptive)) }
+        if isStatic && adaptive - lru < 0.5 * (optimum - lru) {
+            misses.append(String(format: "closes %.0f%% of lru→opt", 100 * (adaptive - lru) / max(0.01, optimum - lru)))
+        }
+        if misses.isEmpty {
+            let closed =
+                isStatic
+                ? String(format: " (%.0f%% of lru→opt)", 100 * (adaptive - lru) / max(0.01, optimum - lru)) : ""
+            return (true, "ok" + closed)
+        }
+        return (false, "MISS: " + misses.joined(separator: "; "))
     }
 
     /// The percentage of requests that hit, for a memory-only cache that stores every miss.
@@ -59,31 +119,5 @@ enum HitRate {
             }
         }
         return Double(hits) * 100 / Double(trace.count)
-    }
-
-    /// Key indices drawn from Zipf(0.99); with `shiftEvery`, every rank moves by a random offset that often.
-    static func trace(keys: Int, requests: Int, shiftEvery: Int?, seed: UInt64) -> [Int] {
-        var cumulative = [Double](repeating: 0, count: keys)
-        var total = 0.0
-        for rank in 0..<keys {
-            total += 1 / pow(Double(rank + 1), 0.99)
-            cumulative[rank] = total
-        }
-        var generator = SplitMix64(seed: seed)
-        var offset = 0
-        var trace: [Int] = []
-        trace.reserveCapacity(requests)
-        for request in 0..<requests {
-            if let shiftEvery, request % shiftEvery == 0 { offset = Int(generator.next() % UInt64(keys)) }
-            let target = Double(generator.next() >> 11) / Double(1 << 53) * total
-            var low = 0
-            var high = keys - 1
-            while low < high {
-                let middle = (low + high) / 2
-                if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-            }
-            trace.append((low + offset) % keys)
-        }
-        return trace
     }
 }

@@ -41,7 +41,7 @@ enum ScenarioRegistry {
         ),
         Scenario(
             name: "hitrate",
-            help: "hit rates of LRU and LFU on Zipf(0.99) traces, static and with a hot set that moves",
+            help: "hit rates of every policy next to Belady's optimum: static Zipf, scans, a moving hot set",
             run: HitRate.run
         ),
     ]

@@ -1,7 +1,12 @@
 import Dispatch
 
 extension Cache {
-    /// Returns the value for a key from memory, else disk, else the fetcher, storing what it fetches.
+    /// Returns the live value for a key from memory, else disk, else the fetcher, storing what it
+    /// fetches with the builder's default expiry.
+    ///
+    /// An expired value is fetched again. When the fetch fails and the builder set
+    /// `serveStaleOnFetchFailure(true)`, the expired value is returned instead (see
+    /// ``CacheEntry/isExpired`` and ``CacheEvent/servedStale(key:value:expiredAt:)``).
     ///
     /// Concurrent calls for one key share one fetch; its value or error reaches every caller.
     /// A failed fetch is retried ``maxRetryCount`` times (waiting as the builder's ``RetryBackoff``
@@ -19,7 +24,7 @@ extension Cache {
         guard fetcher != nil else { throw CacheError.notFound(key: key) }
         // What storing the fetched value evicted from memory: reported by `settle`, once the flight
         // has left the table, so that a delegate may ask for any key, this one included.
-        let evicted = Locked<(key: String, value: Value)?>(nil)
+        let evicted = Locked<[Eviction]>([])
         return try await flights.value(forKey: key) { [self] in
             try await fetchValue(forKey: key, evicted: evicted)
         } settle: { [self] result in
@@ -86,17 +91,17 @@ extension Cache {
     ///
     /// Calls no delegate: what must be reported goes to `evicted` or out as the error, for
     /// ``settleFetch(forKey:_:evicted:)``.
-    func fetchValue(forKey key: String, evicted: Locked<(key: String, value: Value)?>) async throws -> Value {
+    func fetchValue(forKey key: String, evicted: Locked<[Eviction]>) async throws -> Value {
         // A set may have stored the value since the caller looked (memory only: a disk hit would be
         // copied into memory, and what that evicts would be reported inside the flight).
         if let memory {
-            if let value = memory.value(forKey: key) { return value }
+            if let cached = memory.value(forKey: key), !cached.isExpired(at: { now }) { return cached.value }
         } else if let value = valueFromDisk(forKey: key) {
             return value
         }
         guard let fetcher else { throw CacheError.notFound(key: key) }
         // A set or removal made while the fetcher runs wins over what it returns.
-        let changes = stripes.changes(key)
+        let changes = stripes.changes(key.hashValue)
         let retries = maxRetryCount
         var lastError: any Error = CacheError.notFound(key: key)
         var attempts = 0
@@ -112,10 +117,11 @@ extension Cache {
                 try Task.checkCancellation()
             }
             attempts += 1
-            counters.withLock { $0.fetches += 1 }
+            state.withLock { $0.statistics.fetches += 1 }
             do {
                 let value = try await fetcher(key)
-                let displaced = store(value, forKey: key, ifUnchangedSince: changes)
+                let cached = CachedValue(value, expiresAt: defaultExpiry.deadline(storedAt: clock()))
+                let displaced = store(cached, forKey: key, ifUnchangedSince: changes)
                 evicted.withLock { $0 = displaced }
                 return value
             } catch {
@@ -126,18 +132,31 @@ extension Cache {
         throw CacheError.fetchFailed(key: key, attempts: attempts, underlying: lastError)
     }
 
-    /// Reports what a fetch did and asks the delegate for a fallback when it failed.
+    /// Reports what a fetch did and, when it failed, serves the stale value or asks the delegate for
+    /// a fallback.
     ///
     /// Runs after the fetch has left the table of fetches in flight, outside every lock.
     func settleFetch(
         forKey key: String,
         _ result: Result<Value, any Error>,
-        evicted: (key: String, value: Value)?
+        evicted: [Eviction]
     ) -> Result<Value, any Error> {
-        if let evicted { reportMemoryEviction(evicted) }
+        reportMemoryEvictions(evicted)
         guard case .failure(let error) = result, let failure = error as? CacheError, failure.code == .fetchFailed
         else { return result }
-        counters.withLock { $0.fetchFailures += 1 }
+        state.withLock { $0.statistics.fetchFailures += 1 }
+        if servesStaleOnFetchFailure, let stale = entry(forKey: key) {
+            // A live value here was set while the fetch ran: better still than a stale one.
+            if stale.isExpired, let expiredAt = stale.expiresAt {
+                HoardLogger.log(
+                    .info,
+                    "Fetching \"\(key.prefix(100))\" failed; serving the value that expired at \(expiredAt). "
+                        + "\(failure.message)"
+                )
+                hub.emit(.servedStale(key: key, value: stale.value, expiredAt: expiredAt))
+            }
+            return .success(stale.value)
+        }
         if let fallback = delegate?.cache(self, didFailToFetchForKey: key, error: failure) {
             HoardLogger.log(.info, "Fetching \"\(key.prefix(100))\" failed; the delegate supplied a fallback value.")
             return .success(fallback)

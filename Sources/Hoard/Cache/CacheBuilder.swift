@@ -31,6 +31,11 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var retryBackoff = RetryBackoff.none
     var maxDiskBytes: Int?
     var version = 0
+    var expiry = CacheExpiry.never
+    var clock: @Sendable () -> Date = { Date() }
+    var servesStaleOnFetchFailure = false
+    var maxRamCost: Int?
+    var maxRamEntryShare = 0.25
     var delegateBox = WeakDelegate()
 
     /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
@@ -97,6 +102,44 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// and no migration code is needed: the cache refills from the fetcher.
     public func version(_ version: Int) -> Self { with { $0.version = version } }
 
+    /// Sets how long values stay fresh when they are set without an expiry (default
+    /// ``CacheExpiry/never``).
+    ///
+    /// An expired value is never returned by the subscript, ``Cache/value(forKey:)`` or a level's
+    /// `get`, and ``Cache/getOrFetch(forKey:)-4zr8e`` fetches it again. The expiry date is stored with
+    /// the entry on both levels and survives a restart. Override it per entry with
+    /// ``Cache/set(_:forKey:expiry:)``.
+    public func expiry(_ expiry: CacheExpiry) -> Self { with { $0.expiry = expiry } }
+
+    /// Sets where "now" comes from (default `{ Date() }`); every expiry decision reads it.
+    ///
+    /// Tests inject a clock they move by hand (a lock-protected `Date` they advance), so that nothing
+    /// sleeps. The clock is called from any thread, only for values that have an expiry date, and
+    /// must be fast.
+    public func clock(_ now: @escaping @Sendable () -> Date) -> Self { with { $0.clock = now } }
+
+    /// Sets whether a failed fetch returns the expired value instead of failing (default `false`).
+    ///
+    /// When on, reads keep expired values (still misses) instead of removing them, so that a fetch
+    /// that fails after every attempt can return one; the caller can tell through
+    /// ``Cache/entry(forKey:)`` (``CacheEntry/isExpired``) or the ``CacheEvent/servedStale(key:value:expiredAt:)``
+    /// event. Expired values then leave when replaced, evicted, or swept by ``Cache/removeExpired()``.
+    /// A stale value comes before the delegate's fallback.
+    public func serveStaleOnFetchFailure(_ serves: Bool) -> Self { with { $0.servesStaleOnFetchFailure = serves } }
+
+    /// Sets the most bytes the values in memory may take together, measured as their serialized size
+    /// (default: no cost limit, only ``maxRamCount(_:)``).
+    ///
+    /// Every set then serializes the value on the caller's thread (the bytes are reused for the disk
+    /// write) and evicts, in policy order, until both the count and the cost limit hold. A value
+    /// costing more than ``maxRamEntryShare(_:)`` of the budget is not kept in memory (it still goes
+    /// to disk), so that one large value cannot flush every other.
+    public func maxRamCost(_ bytes: Int) -> Self { with { $0.maxRamCost = bytes } }
+
+    /// Sets the largest share of ``maxRamCost(_:)`` one value may take in memory (default 0.25, a
+    /// quarter of the budget); between 0 (exclusive) and 1.
+    public func maxRamEntryShare(_ share: Double) -> Self { with { $0.maxRamEntryShare = share } }
+
     /// Sets the delegate, held weakly.
     public func delegate(_ delegate: any CacheDelegate<Value>) -> Self { with { $0.delegateBox.delegate = delegate } }
 
@@ -149,7 +192,29 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         guard maxRetryCount >= 0 else {
             throw CacheError.invalidConfiguration("maxRetryCount must be 0 or more, not \(maxRetryCount).")
         }
-        let memory = maxRamCount > 0 ? MemoryStore<String, Value>(capacity: maxRamCount, policy: evictionPolicy) : nil
+        if let maxRamCost, maxRamCost < 0 {
+            throw CacheError.invalidConfiguration("maxRamCost must be 0 or more, not \(maxRamCost).")
+        }
+        guard maxRamEntryShare > 0, maxRamEntryShare <= 1 else {
+            throw CacheError.invalidConfiguration(
+                "maxRamEntryShare must be above 0 and at most 1, not \(maxRamEntryShare)."
+            )
+        }
+        switch expiry {
+        case .seconds(let seconds) where seconds.isNaN || seconds < 0:
+            throw CacheError.invalidConfiguration("expiry must be 0 seconds or more, not \(seconds).")
+        case .date(let date) where date.timeIntervalSince1970.isNaN:
+            throw CacheError.invalidConfiguration("expiry must be a valid date.")
+        default:
+            break
+        }
+        let memory =
+            maxRamCount > 0
+            ? MemoryStore<String, CachedValue<Value>>(
+                capacity: maxRamCount,
+                policy: evictionPolicy,
+                sharded: maxRamCost == nil
+            ) : nil
         var disk: DiskStore?
         if maxDiskCount > 0 {
             let options = DiskStore.Options(

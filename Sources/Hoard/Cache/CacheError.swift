@@ -34,6 +34,8 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let deserializationFailed = Code("deserializationFailed")
         /// A file-system operation failed.
         public static let io = Code("io")
+        /// Another process has the container open; one container serves one process at a time.
+        public static let containerInUse = Code("containerInUse")
     }
 
     /// What kind of failure this is.
@@ -84,6 +86,11 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
     )
     /// A file-system operation failed; matches any error with that code.
     public static let io = CacheError(code: .io, message: "A file-system operation failed.")
+    /// Another process has the container open; matches any error with that code.
+    public static let containerInUse = CacheError(
+        code: .containerInUse,
+        message: "Another process has the container open."
+    )
 
     /// No value is stored for `key` and there is no fetcher to ask.
     public static func notFound(key: String) -> CacheError {
@@ -135,6 +142,15 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A file-system operation failed; `message` says which and where.
     public static func io(_ message: String, key: String? = nil, underlying: (any Error)? = nil) -> CacheError {
         CacheError(code: .io, message: message, key: key, underlyingError: underlying)
+    }
+
+    /// Another process holds the lock of the container at `path`.
+    public static func containerInUse(path: String) -> CacheError {
+        CacheError(
+            code: .containerInUse,
+            message: "The container \(path) is open in another process, and a container serves one process at a "
+                + "time. Close the cache there, or give this process a container of its own."
+        )
     }
 
     /// Compares codes only: the key, message and underlying error do not take part.

@@ -8,16 +8,19 @@ public struct CacheStatistics: Sendable, Hashable {
     public var memoryHits = 0
     /// Reads served by the disk level (an entry file or a write still pending).
     public var diskHits = 0
-    /// Reads that found the value in neither level.
+    /// Reads that found no live value in either level (an expired value is a miss).
     public var misses = 0
     /// Calls made to the fetcher: every attempt counts, retries included.
     public var fetches = 0
     /// Fetches that failed after every attempt (before any delegate fallback).
     public var fetchFailures = 0
-    /// Values the memory level removed to make room.
+    /// Values the memory level removed on its own: to make room, because they expired, or under
+    /// memory pressure.
     public var memoryEvictions = 0
-    /// Entries the disk level removed to stay within its limits.
+    /// Entries the disk level removed on its own: to stay within its limits, or because they expired.
     public var diskEvictions = 0
+    /// Evictions from either level by why they happened; a reason that never happened is absent.
+    public var evictionsByReason: [EvictionReason: Int] = [:]
     /// The number of entry files on disk now.
     public var diskCount = 0
     /// The bytes the entry files on disk take together now.
@@ -25,6 +28,9 @@ public struct CacheStatistics: Sendable, Hashable {
 
     /// Every eviction, from either level.
     public var evictions: Int { memoryEvictions + diskEvictions }
+
+    /// The evictions, from either level, that happened for `reason`.
+    public func evictions(for reason: EvictionReason) -> Int { evictionsByReason[reason] ?? 0 }
 
     /// Creates statistics with every count at 0.
     public init() {}

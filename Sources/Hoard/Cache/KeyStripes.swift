@@ -5,46 +5,52 @@
 /// old value on disk could put it in memory after a newer set. Each key maps to one of a few stripes;
 /// a stripe holds a lock and a count of the changes made under it. A reader notes the count before
 /// going to disk and puts what it read into memory only if the count has not moved.
+///
+/// Every method takes the key's hash value (see `HashedKey`), so that a set hashes its key once for
+/// the stripe and the memory store.
 @usableFromInline
 final class KeyStripes: Sendable {
-    @usableFromInline static let stripeCount = 16
-    @usableFromInline let stripes: [Locked<UInt64>]
+    @usableFromInline static var stripeCount: Int { 16 }
+    /// One lock per stripe, each guarding the stripe's change count.
+    @usableFromInline let locks = LockArray(count: KeyStripes.stripeCount)
 
     @usableFromInline
-    init() {
-        stripes = (0..<Self.stripeCount).map { _ in Locked(0) }
-    }
+    init() {}
 
     @inlinable
-    func stripe(for key: String) -> Locked<UInt64> {
-        stripes[Int(UInt(bitPattern: key.hashValue) % UInt(Self.stripeCount))]
+    func stripe(for hash: Int) -> Int {
+        Int(UInt(bitPattern: hash) % UInt(Self.stripeCount))
     }
 
-    /// Runs a change to `key` under its stripe's lock, counting it.
+    /// Runs a change to the key with hash value `hash` under its stripe's lock, counting it.
     @inlinable
-    func change<Result>(_ key: String, _ body: () -> Result) -> Result {
-        stripe(for: key).withLock { changes in
-            changes &+= 1
+    func change<Result>(_ hash: Int, _ body: () -> Result) -> Result {
+        let stripe = stripe(for: hash)
+        return locks.withLock(stripe) {
+            locks.counter(stripe).pointee &+= 1
             return body()
         }
     }
 
-    /// The number of changes made so far under `key`'s stripe.
-    func changes(_ key: String) -> UInt64 {
-        stripe(for: key).withLock { $0 }
+    /// The number of changes made so far under the stripe of the key with hash value `hash`.
+    func changes(_ hash: Int) -> UInt64 {
+        let stripe = stripe(for: hash)
+        return locks.withLock(stripe) { locks.counter(stripe).pointee }
     }
 
-    /// Runs `body` under `key`'s stripe's lock if no change was made under it since `changes`.
-    func ifUnchanged<Result>(_ key: String, since changes: UInt64, _ body: () -> Result?) -> Result? {
-        stripe(for: key).withLock { $0 == changes ? body() : nil }
+    /// Runs `body` under the stripe's lock if no change was made under it since `changes`.
+    func ifUnchanged<Result>(_ hash: Int, since changes: UInt64, _ body: () -> Result?) -> Result? {
+        let stripe = stripe(for: hash)
+        return locks.withLock(stripe) { locks.counter(stripe).pointee == changes ? body() : nil }
     }
 
     /// Runs a change to every key (a clear) holding every stripe's lock, counting it in each.
-    func changeAll(_ body: () -> Void) {
-        for stripe in stripes { stripe.lock.lock() }
-        for stripe in stripes { stripe.state &+= 1 }
-        body()
-        for stripe in stripes.reversed() { stripe.lock.unlock() }
+    @discardableResult
+    func changeAll<Result>(_ body: () -> Result) -> Result {
+        for stripe in 0..<Self.stripeCount { locks.lock(stripe) }
+        defer { for stripe in (0..<Self.stripeCount).reversed() { locks.unlock(stripe) } }
+        for stripe in 0..<Self.stripeCount { locks.counter(stripe).pointee &+= 1 }
+        return body()
     }
 }
 

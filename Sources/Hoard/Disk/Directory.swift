@@ -23,10 +23,19 @@ private let systemRead = Musl.read
 /// symbolic link planted in the container is not followed. Writes go to a temporary file created
 /// with `O_EXCL` and are renamed into place without `fsync`: a crash can lose the last writes, never
 /// tear one (readers see the old file or the new one, and a torn file fails its checksum).
+///
+/// Opening a folder takes its container lock (see ``ContainerLock``), so that two processes never
+/// write one container at once. When the folder is deleted while it is open, the next write creates
+/// it again at the same path, if its parent folder still exists, and takes the lock there: deleting
+/// a cache's folder clears it, it does not break it for the rest of the process.
 final class Directory: Sendable {
     /// The folder's path, for messages.
     let path: String
-    private let descriptor: Int32
+    /// The current opening of the folder; replaced when the folder was deleted and is created again.
+    ///
+    /// Each call keeps the opening it started with alive until it returns, so a descriptor is never
+    /// closed (and its number reused) while another thread still uses it.
+    private let current: Locked<OpenFolder>
 
     /// Creates a folder (mode 0700) and its parents if needed; returns its real path.
     ///
@@ -44,20 +53,18 @@ final class Directory: Sendable {
         return String(cString: resolved)
     }
 
-    /// Opens a folder, creating it (mode 0700) and its parents if needed.
+    /// Opens a folder, creating it (mode 0700) and its parents if needed, and takes its container lock.
     ///
-    /// - Throws: ``CacheError`` with code `io` when the folder cannot be created or opened.
-    init(creatingAt url: URL) throws {
+    /// - Parameters:
+    ///   - url: The folder.
+    ///   - log: Receives a warning when the container cannot be locked (a read-only folder without a
+    ///     lock file, a file system without locks); the folder is opened all the same.
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process holds the container,
+    ///   or with code `io` when the folder cannot be created or opened.
+    init(creatingAt url: URL, log: inout DeferredLog) throws {
         path = url.path
         try Self.createFolder(at: url)
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw CacheError.io(
-                "Cannot open the container \(path).",
-                underlying: POSIXFileError(operation: "open", path: path, errorNumber: errno)
-            )
-        }
-        self.descriptor = descriptor
+        current = Locked(try OpenFolder(path: path, log: &log))
     }
 
     private static func createFolder(at url: URL) throws {
@@ -76,8 +83,35 @@ final class Directory: Sendable {
         }
     }
 
-    deinit {
-        close(descriptor)
+    /// The folder's current descriptor, kept open until the returned opening is released.
+    private var folder: OpenFolder { current.withLock { $0 } }
+
+    /// Opens the folder again at ``path`` if `stale` is the current opening and its folder was
+    /// deleted; returns the opening to retry with, or `nil` when the folder was not deleted.
+    private func reopenIfDeleted(_ stale: OpenFolder) throws(POSIXFileError) -> OpenFolder? {
+        var status = stat()
+        guard fstat(stale.descriptor, &status) == 0, status.st_nlink == 0 else { return nil }
+        let result = current.withLock { current -> Result<OpenFolder, POSIXFileError> in
+            // Another call may have opened it again already.
+            guard current === stale else { return .success(current) }
+            // Only the container itself is made again: when its parent is gone too, the whole
+            // tree was removed on purpose (an app's data folder, a test's temporary folder).
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                return .failure(POSIXFileError(operation: "mkdir", path: path, errorNumber: errno))
+            }
+            do {
+                var ignored = DeferredLog()
+                current = try OpenFolder(path: path, log: &ignored)
+                return .success(current)
+            } catch let error as CacheError {
+                let number = error.code == .containerInUse ? EAGAIN : EACCES
+                let underlying = (error.underlyingError as? POSIXFileError)?.errorNumber ?? number
+                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: underlying))
+            } catch {
+                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: EACCES))
+            }
+        }
+        return try result.get()
     }
 
     private func error(_ operation: String, _ name: String, _ number: Int32 = errno) -> POSIXFileError {
@@ -88,7 +122,8 @@ final class Directory: Sendable {
     ///
     /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
     func read(_ name: String) throws(POSIXFileError) -> [UInt8]? {
-        let file = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let folder = self.folder
+        let file = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else {
             if errno == ENOENT { return nil }
             throw error("open", name)
@@ -120,9 +155,17 @@ final class Directory: Sendable {
 
     /// Writes `bytes` to `name` through the temporary file `temporaryName`, then renames it into place.
     ///
+    /// When the folder was deleted, it is created again first (see ``Directory``).
+    ///
     /// - Throws: ``POSIXFileError``; the temporary file is removed on failure.
     func writeAtomically(_ bytes: [UInt8], to name: String, through temporaryName: String) throws(POSIXFileError) {
-        let file = openat(descriptor, temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        var folder = self.folder
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var file = openat(folder.descriptor, temporaryName, flags, 0o600)
+        if file < 0 && errno == ENOENT, let reopened = try reopenIfDeleted(folder) {
+            folder = reopened
+            file = openat(folder.descriptor, temporaryName, flags, 0o600)
+        }
         guard file >= 0 else { throw error("open", temporaryName) }
         var failure: POSIXFileError?
         bytes.withUnsafeBytes { buffer in
@@ -138,11 +181,11 @@ final class Directory: Sendable {
             }
         }
         if close(file) != 0 && failure == nil { failure = error("close", temporaryName) }
-        if failure == nil && renameat(descriptor, temporaryName, descriptor, name) != 0 {
+        if failure == nil && renameat(folder.descriptor, temporaryName, folder.descriptor, name) != 0 {
             failure = error("rename", name)
         }
         if let failure {
-            unlinkat(descriptor, temporaryName, 0)
+            unlinkat(folder.descriptor, temporaryName, 0)
             throw failure
         }
     }
@@ -154,7 +197,9 @@ final class Directory: Sendable {
     /// is removed, never followed.
     /// - Throws: ``POSIXFileError`` for any other failure.
     func remove(_ name: String) throws(POSIXFileError) {
-        try remove(name, in: descriptor, path: name, depth: 0)
+        let folder = self.folder
+        defer { withExtendedLifetime(folder) {} }
+        try remove(name, in: folder.descriptor, path: name, depth: 0)
     }
 
     /// How deep ``remove(_:)`` goes into nested folders before giving up.
@@ -170,11 +215,11 @@ final class Directory: Sendable {
             guard errno == ENOTEMPTY || errno == EEXIST, depth < Self.maximumRemovalDepth else {
                 throw error("rmdir", path)
             }
-            let folder = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard folder >= 0 else { throw error("open", path) }
-            defer { close(folder) }
-            for child in try names(in: folder, path: path) {
-                try remove(child, in: folder, path: path + "/" + child, depth: depth + 1)
+            let child = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard child >= 0 else { throw error("open", path) }
+            defer { close(child) }
+            for grandchild in try names(in: child, path: path) {
+                try remove(grandchild, in: child, path: path + "/" + grandchild, depth: depth + 1)
             }
             if unlinkat(parent, name, AT_REMOVEDIR) != 0 && errno != ENOENT { throw error("rmdir", path) }
         default: throw error("unlink", path)
@@ -182,8 +227,8 @@ final class Directory: Sendable {
     }
 
     /// The names in an open folder, `.` and `..` left out.
-    private func names(in folder: Int32, path: String) throws(POSIXFileError) -> [String] {
-        let copy = dup(folder)
+    private func names(in descriptor: Int32, path: String) throws(POSIXFileError) -> [String] {
+        let copy = dup(descriptor)
         guard copy >= 0, let stream = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
             throw error("opendir", path)
@@ -204,7 +249,8 @@ final class Directory: Sendable {
     ///
     /// - Throws: ``POSIXFileError`` when the folder cannot be read.
     func list() throws(POSIXFileError) -> [(name: String, modified: Double, size: Int)] {
-        let copy = dup(descriptor)
+        let folder = self.folder
+        let copy = dup(folder.descriptor)
         guard copy >= 0, let stream = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
             throw error("opendir", ".")
@@ -220,7 +266,7 @@ final class Directory: Sendable {
             var status = stat()
             let modified: Double
             let size: Int
-            if fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 {
+            if fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 {
                 #if canImport(Darwin)
                 let time = status.st_mtimespec
                 #else
@@ -235,5 +281,160 @@ final class Directory: Sendable {
             names.append((name, modified, size))
         }
         return names
+    }
+}
+
+/// One opening of a container folder: its descriptor and this process's hold on its lock.
+///
+/// Closing the descriptor and releasing the hold happen when the last user lets go of the opening.
+private final class OpenFolder: Sendable {
+    let descriptor: Int32
+    private let lock: ContainerLock.Hold?
+
+    /// Opens the folder at `path` and takes its container lock.
+    ///
+    /// - Throws: ``CacheError`` with code `containerInUse` or `io`.
+    init(path: String, log: inout DeferredLog) throws {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CacheError.io(
+                "Cannot open the container \(path).",
+                underlying: POSIXFileError(operation: "open", path: path, errorNumber: errno)
+            )
+        }
+        do {
+            lock = try ContainerLock.acquire(folder: descriptor, path: path, log: &log)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        if let lock { ContainerLock.release(lock) }
+        close(descriptor)
+    }
+}
+
+extension ContainerFile {
+    /// The file whose advisory lock (`fcntl(F_SETLK)`) marks a container as open in some process.
+    ///
+    /// Never an entry (not 64 hex digits) and never swept as a temporary file; it stays in the
+    /// container, empty, after the cache closes.
+    static let lock = ".hoard-lock"
+}
+
+/// Keeps two processes from opening one container at the same time.
+///
+/// A disk store keeps its eviction order in memory and saves it over the container's index; two
+/// processes writing one container would undo each other's index and evictions, and a count limit
+/// would no longer hold. So the first process to open a container takes an exclusive, non-blocking
+/// lock on its ``ContainerFile/lock`` file and keeps it while any of its stores has the folder open;
+/// another process then fails to open it with ``CacheError/Code/containerInUse``. The kernel releases
+/// the lock when the process exits, however it ends (a crash or `SIGKILL` included).
+///
+/// The lock is a POSIX record lock (`fcntl(F_SETLK)`), not `flock`: a `flock` lock belongs to the open
+/// file, so a child process that the app forks shares it until the child calls `exec` (or for good
+/// if it never does), and the app could not open its own container again meanwhile; a record lock
+/// belongs to the process and is not inherited. Closing any descriptor of the file releases a record
+/// lock, so a process opens the lock file once per folder (identified by device and inode, whatever
+/// path names it) and counts its users: the stores of one process share the hold.
+enum ContainerLock {
+    /// A folder, by device and inode.
+    struct Hold: Hashable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    private struct Holder {
+        var descriptor: Int32
+        var users: Int
+    }
+
+    private static let holders = Locked<[Hold: Holder]>([:])
+
+    /// Takes the lock of the folder open as `folder`, or joins this process's hold on it.
+    ///
+    /// - Returns: The hold to release, or `nil` when the folder cannot be locked (a read-only folder
+    ///   that has no lock file yet, a file system without locks); a warning then goes to `log`.
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process holds the lock.
+    static func acquire(folder: Int32, path: String, log: inout DeferredLog) throws -> Hold? {
+        var status = stat()
+        guard fstat(folder, &status) == 0 else {
+            log.add(.warning, "Cannot lock the container \(path): fstat failed (errno \(errno)).")
+            return nil
+        }
+        let hold = Hold(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        var warning: String?
+        defer { if let warning { log.add(.warning, warning) } }
+        return try holders.withLock { holders in
+            if holders[hold] != nil {
+                holders[hold]?.users += 1
+                return hold
+            }
+            var file = openat(folder, ContainerFile.lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            var isWritable = true
+            if file < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) {
+                // A read-only container: an existing lock file can still take a shared lock, which
+                // keeps out a process that would write.
+                file = openat(folder, ContainerFile.lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                isWritable = false
+            }
+            guard file >= 0 else {
+                warning =
+                    "Cannot open the lock file of the container \(path) "
+                    + "(\(String(cString: strerror(errno)))); it is used without a lock, so another process "
+                    + "opening it at the same time could undo this one's changes."
+                return nil
+            }
+            while !lockWholeFile(file, exclusive: isWritable) {
+                let number = errno
+                if number == EINTR { continue }
+                close(file)
+                if number == EAGAIN || number == EACCES {
+                    throw CacheError.containerInUse(path: path)
+                }
+                warning =
+                    "Cannot lock the container \(path) (\(String(cString: strerror(number)))); it is used "
+                    + "without a lock, so another process opening it at the same time could undo this one's changes."
+                return nil
+            }
+            holders[hold] = Holder(descriptor: file, users: 1)
+            return hold
+        }
+    }
+
+    /// Takes a POSIX record lock on the whole file without waiting; `false` with `errno` set when
+    /// another process holds a conflicting one.
+    private static func lockWholeFile(_ file: Int32, exclusive: Bool) -> Bool {
+        var request = flock()
+        request.l_type = Int16(exclusive ? F_WRLCK : F_RDLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = 0
+        request.l_len = 0
+        return fcntl(file, F_SETLK, &request) == 0
+    }
+
+    /// Lets go of a hold; the lock is released when the last store of the process lets go.
+    static func release(_ hold: Hold) {
+        holders.withLock { holders in
+            guard var holder = holders[hold] else { return }
+            holder.users -= 1
+            if holder.users > 0 {
+                holders[hold] = holder
+            } else {
+                holders[hold] = nil
+                close(holder.descriptor)
+            }
+        }
+    }
+
+    /// Whether this process holds the lock of the folder at `path`.
+    static func isHeld(at path: String) -> Bool {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return false }
+        let hold = Hold(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        return holders.withLock { $0[hold] != nil }
     }
 }

@@ -6,13 +6,16 @@ struct DiskEntryInfo: Sendable {
     var key: String
     /// The file's size in bytes.
     var size: Int
+    /// When the entry expires, in seconds since 1970; `.infinity` when it never does.
+    var expiresAt: Double = .infinity
 }
 
 /// The saved eviction order of a disk store: the file `.hoard-index` in the container.
 ///
 /// ```
-/// magic "HRDI" | version u16 (1) | reserved u16 | entry count u32
-/// per entry, next victim first: digest (32 bytes) | access count u32 | file size u64 | key length u32 | key
+/// magic "HRDI" | version u16 (2) | reserved u16 | entry count u32
+/// per entry, next victim first: digest (32 bytes) | access count u32 | file size u64 |
+///     expiry date f64 (seconds since 1970, +infinity for never) | key length u32 | key
 /// CRC-32 of everything before it (u32)
 /// ```
 /// All numbers are little-endian. The index is a hint: entry files are the truth. It is written
@@ -21,7 +24,9 @@ struct DiskEntryInfo: Sendable {
 /// entry files when the container is opened.
 enum DiskIndexFile {
     static let magic: [UInt8] = Array("HRDI".utf8)
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
+    /// The bytes of one record before its key.
+    static let recordHeaderSize = 56
 
     /// One saved entry.
     struct Record {
@@ -42,6 +47,7 @@ enum DiskIndexFile {
             record.digest.appendRawBytes(to: &bytes)
             bytes.appendLittleEndian(record.count)
             bytes.appendLittleEndian(UInt64(record.info.size))
+            bytes.appendLittleEndian(record.info.expiresAt.bitPattern)
             let key = record.info.key.utf8
             bytes.appendLittleEndian(UInt32(truncatingIfNeeded: key.count))
             bytes.append(contentsOf: key)
@@ -59,22 +65,24 @@ enum DiskIndexFile {
         guard CRC32.checksum(body) == bytes.loadLittleEndian(at: bytes.count - 4) as UInt32 else { return nil }
         let count = Int(bytes.loadLittleEndian(at: 8) as UInt32)
         var records: [Record] = []
-        records.reserveCapacity(min(count, body.count / 48))
+        records.reserveCapacity(min(count, body.count / recordHeaderSize))
         var offset = 12
         for _ in 0..<count {
-            guard offset + 48 <= body.count,
+            guard offset + recordHeaderSize <= body.count,
                 let digest = SHA256Digest(rawBytes: body[offset..<offset + 32])
             else { return nil }
             let accesses: UInt32 = body.loadLittleEndian(at: offset + 32)
             let size: UInt64 = body.loadLittleEndian(at: offset + 36)
-            let keyLength = Int(body.loadLittleEndian(at: offset + 44) as UInt32)
-            offset += 48
-            guard keyLength <= body.count - offset, size <= UInt64(Int.max) else { return nil }
+            let expiresAt = Double(bitPattern: body.loadLittleEndian(at: offset + 44))
+            let keyLength = Int(body.loadLittleEndian(at: offset + 52) as UInt32)
+            offset += recordHeaderSize
+            guard keyLength <= body.count - offset, size <= UInt64(Int.max), !expiresAt.isNaN else { return nil }
             let keyBytes = body[offset..<offset + keyLength]
             let key = String(decoding: keyBytes, as: UTF8.self)
             guard key.utf8.elementsEqual(keyBytes) else { return nil }
             offset += keyLength
-            records.append(Record(digest: digest, count: accesses, info: DiskEntryInfo(key: key, size: Int(size))))
+            let info = DiskEntryInfo(key: key, size: Int(size), expiresAt: expiresAt)
+            records.append(Record(digest: digest, count: accesses, info: info))
         }
         guard offset == body.count else { return nil }
         return records

@@ -7,8 +7,8 @@ import Foundation
 /// thread of the cache that made the change.
 protocol DiskStoreObserver: AnyObject, Sendable {
     /// The store is about to remove `key` to stay within its count or byte limit (or did not keep a
-    /// value for `key` larger than the whole byte limit).
-    func diskStore(willEvictKey key: String)
+    /// value for `key` larger than the whole byte limit, or removed it because it expired).
+    func diskStore(willEvictKey key: String, reason: EvictionReason)
     /// A value the observer set could not be written; it is not on disk.
     func diskStore(didFailToStoreKey key: String, error: CacheError)
     /// Another cache on the same container set or removed `key`.
@@ -23,8 +23,8 @@ struct PendingValue: Sendable {
     let value: any Sendable
     /// Encodes the value with the serializer of the cache that set it.
     let serialize: @Sendable () throws -> Data
-    /// When the value expires, in seconds since 1970.
-    let expiresAt: Double?
+    /// When the value expires, in seconds since 1970; `.infinity` when it never does.
+    let expiresAt: Double
 }
 
 /// What the disk level holds for a key.
@@ -119,9 +119,11 @@ final class DiskStore: @unchecked Sendable {
     private var state: State
     private let writer: DispatchQueue
 
-    /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
+    /// Opens the container at `url`, creating it (mode 0700) if needed, locks it against other
+    /// processes, and loads its entries.
     ///
-    /// - Throws: ``CacheError`` with code `io` when the container cannot be created or listed.
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process has it open, or with
+    ///   code `io` when the container cannot be created or listed.
     convenience init(at url: URL, options: Options) throws {
         var messages = DeferredLog()
         try self.init(at: url, options: options, log: &messages)
@@ -133,7 +135,7 @@ final class DiskStore: @unchecked Sendable {
     init(at url: URL, options: Options, log: inout DeferredLog) throws {
         let options = options.normalized
         self.options = options
-        directory = try Directory(creatingAt: url)
+        directory = try Directory(creatingAt: url, log: &log)
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         state = State(index: DiskEntryIndex(policy: options.policy, capacity: options.capacity))
         state.index = try loadIndex(log: &log)
@@ -161,7 +163,8 @@ final class DiskStore: @unchecked Sendable {
     ///
     /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container is already open
     ///   with another count limit, byte limit, eviction policy or schema version (one store cannot keep
-    ///   two limits), or with code `io` when the container cannot be created.
+    ///   two limits), with code `containerInUse` when another process has it open (see
+    ///   ``ContainerLock``), or with code `io` when the container cannot be created.
     static func shared(at url: URL, options: Options) throws -> DiskStore {
         let path = try Directory.create(at: url)
         let options = options.normalized
@@ -224,39 +227,52 @@ final class DiskStore: @unchecked Sendable {
 
     /// Whether the store holds a value for `key` (a pending write, or an entry file), without
     /// reading the file or counting an access.
-    func contains(_ key: DiskKey) -> Bool {
+    ///
+    /// - Parameters:
+    ///   - key: The key to look for.
+    ///   - isLive: Tells whether an entry expiring at a date (seconds since 1970; `.infinity` for
+    ///     never) is live; by default every entry is.
+    /// - Returns: Whether a live value is stored or pending for `key`.
+    func contains(_ key: DiskKey, isLive: (Double) -> Bool = { _ in true }) -> Bool {
         lock.withLock {
             if let pending = state.pending[key.digest] {
-                if case .write = pending.operation { return true }
+                if case .write(let value) = pending.operation { return isLive(value.expiresAt) }
                 return false
             }
-            return state.index.contains(key.digest)
+            return state.index.peek(key.digest).map { isLive($0.expiresAt) } ?? false
         }
     }
 
     /// The keys the store holds: pending writes and entry files, less pending removals, as stored
     /// in the entries (not derived from file names).
     ///
+    /// - Parameter isLive: Tells whether an entry expiring at a date (seconds since 1970; `.infinity`
+    ///   for never) is listed; by default every entry is.
+    /// - Returns: The keys, entry files first (next victim first), then pending writes.
     /// - Complexity: O(n).
-    var allKeys: [String] {
+    func allKeys(isLive: (Double) -> Bool = { _ in true }) -> [String] {
         lock.withLock {
             var keys: [String] = []
             keys.reserveCapacity(state.index.count + state.pending.count)
-            for entry in state.index.entriesInEvictionOrder where state.pending[entry.key] == nil {
+            for entry in state.index.entriesInEvictionOrder
+            where state.pending[entry.key] == nil && isLive(entry.payload.expiresAt) {
                 keys.append(entry.payload.key)
             }
             for pending in state.pending.values {
-                if case .write = pending.operation { keys.append(pending.key.string) }
+                if case .write(let value) = pending.operation, isLive(value.expiresAt) {
+                    keys.append(pending.key.string)
+                }
             }
             return keys
         }
     }
 
-    /// Returns what the store holds for `key`; a stored entry's read counts as an access.
+    /// Returns what the store holds for `key`; a stored entry's read counts as an access unless
+    /// `countsAccess` is false.
     ///
     /// A damaged, truncated or foreign file is removed, logged and reported as a miss.
     /// - Complexity: O(1) and, when the key has a file, one file read.
-    func lookup(_ key: DiskKey) -> DiskLookup {
+    func lookup(_ key: DiskKey, countsAccess: Bool = true) -> DiskLookup {
         lock.lock()
         if let pending = state.pending[key.digest] {
             lock.unlock()
@@ -269,6 +285,7 @@ final class DiskStore: @unchecked Sendable {
 
         switch readEntry(key) {
         case .success(let entry):
+            guard countsAccess else { return .stored(entry) }
             let startsWriter = lock.withLock {
                 guard state.index.access(key.digest) != nil else { return false }
                 state.changesSinceSave += 1
@@ -356,22 +373,57 @@ final class DiskStore: @unchecked Sendable {
         }
     }
 
-    /// Removes the entry of `key` if it still holds `payload` and no newer operation is pending.
+    /// Removes the entry of `key` if it still holds `payload` (and expires at `expiresAt`, when
+    /// given) and no newer operation is pending.
     ///
-    /// For bytes the serializer could not decode: a newer set that landed or is pending must survive.
-    func removeIfUnchanged(_ key: DiskKey, payload: Data) {
+    /// For bytes the serializer could not decode, or an expired entry: a newer set that landed or is
+    /// pending must survive.
+    /// - Returns: Whether the entry was removed.
+    @discardableResult
+    func removeIfUnchanged(_ key: DiskKey, payload: Data, expiresAt: Double?? = nil) -> Bool {
         settle(key) { log in
             guard case .success(let entry) = readEntry(key), entry.payload == payload else { return false }
+            if let expiresAt, entry.expiresAt != expiresAt { return false }
             removeFile(key.fileName, log: &log)
             return true
         }
+    }
+
+    /// Removes every entry file (not pending write) that expires at or before `now`.
+    ///
+    /// - Returns: The keys removed.
+    /// - Complexity: O(n) in the number of entries, plus one file removal per expired entry; waits for
+    ///   a disk write in progress.
+    func removeExpired(now: Double) -> [String] {
+        var messages = DeferredLog()
+        ioLock.lock()
+        defer {
+            ioLock.unlock()
+            messages.flush()
+        }
+        let expired = lock.withLock {
+            state.index.entriesInEvictionOrder.filter { entry in
+                entry.payload.expiresAt <= now && state.pending[entry.key] == nil
+            }
+        }
+        for entry in expired {
+            removeFile(entry.key.hex, log: &messages)
+        }
+        lock.withLock {
+            for entry in expired where state.index.removeValue(forKey: entry.key) != nil {
+                state.changesSinceSave += 1
+            }
+        }
+        if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
+        return expired.map(\.payload.key)
     }
 
     /// Runs `removesEntry` holding `ioLock`, unless a newer operation on `key` is pending or its entry
     /// is gone already; forgets the entry when `removesEntry` returns true.
     ///
     /// Logs after releasing `ioLock`.
-    private func settle(_ key: DiskKey, _ removesEntry: (inout DeferredLog) -> Bool) {
+    @discardableResult
+    private func settle(_ key: DiskKey, _ removesEntry: (inout DeferredLog) -> Bool) -> Bool {
         var messages = DeferredLog()
         ioLock.lock()
         defer {
@@ -379,11 +431,12 @@ final class DiskStore: @unchecked Sendable {
             messages.flush()
         }
         // A newer operation, or a removal that already landed, explains whatever the caller saw.
-        if lock.withLock({ state.pending[key.digest] != nil || !state.index.contains(key.digest) }) { return }
-        guard removesEntry(&messages) else { return }
+        if lock.withLock({ state.pending[key.digest] != nil || !state.index.contains(key.digest) }) { return false }
+        guard removesEntry(&messages) else { return false }
         lock.withLock {
             if state.index.removeValue(forKey: key.digest) != nil { state.changesSinceSave += 1 }
         }
+        return true
     }
 
     private func removeFile(_ name: String, log: inout DeferredLog) {
@@ -492,7 +545,7 @@ final class DiskStore: @unchecked Sendable {
 
     /// What the writer must do once it has released `ioLock`: tell caches, log.
     private enum Effect {
-        case evicted(key: String, observer: (any DiskStoreObserver)?)
+        case evicted(key: String, reason: EvictionReason, observer: (any DiskStoreObserver)?)
         case failed(key: String, error: CacheError, observer: (any DiskStoreObserver)?)
     }
 
@@ -540,7 +593,8 @@ final class DiskStore: @unchecked Sendable {
                 messages.flush()
                 for effect in effects {
                     switch effect {
-                    case .evicted(let key, let observer): observer?.diskStore(willEvictKey: key)
+                    case .evicted(let key, let reason, let observer):
+                        observer?.diskStore(willEvictKey: key, reason: reason)
                     case .failed(let key, let error, let observer):
                         observer?.diskStore(didFailToStoreKey: key, error: error)
                     }
@@ -586,12 +640,12 @@ final class DiskStore: @unchecked Sendable {
                         "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
                             + "(\(bytes.count) bytes) is larger than the byte limit (\(byteLimit) bytes)."
                     )
-                    return [.evicted(key: key.string, observer: pending.observer)]
+                    return [.evicted(key: key.string, reason: .cost, observer: pending.observer)]
                 }
                 try write(bytes, for: key)
-                let info = DiskEntryInfo(key: key.string, size: bytes.count)
+                let info = DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt)
                 let victims = lock.withLock {
-                    let victims: [(key: SHA256Digest, payload: DiskEntryInfo)]
+                    let victims: [DiskEntryIndex.Victim]
                     if state.index.contains(digest) {
                         // A replacement keeps its place (and access count); it may need room for more bytes.
                         state.index.upsert(info, forKey: digest)
@@ -613,7 +667,7 @@ final class DiskStore: @unchecked Sendable {
                     }
                     state.changesSinceSave += 1 + victims.count
                     finish(pending)
-                    return victims.map(\.payload)
+                    return victims.map { (key: $0.payload.key, reason: $0.reason) }
                 }
                 // The victims are out of the index: readers miss them already. Their files go now;
                 // the delegate hears "will evict" right after, once `ioLock` is released.
@@ -621,7 +675,7 @@ final class DiskStore: @unchecked Sendable {
                     log.add(.debug, "Evicted \"\(victim.key.prefix(100))\" from disk (\(options.policy)).")
                     removeFile(DiskKey(victim.key).fileName, log: &log)
                 }
-                return victims.map { .evicted(key: $0.key, observer: pending.observer) }
+                return victims.map { .evicted(key: $0.key, reason: $0.reason, observer: pending.observer) }
             } catch {
                 // The old file holds an older value than the one that failed: it must not be served.
                 removeFile(key.fileName, log: &log)
@@ -630,7 +684,9 @@ final class DiskStore: @unchecked Sendable {
                     state.changesSinceSave += 1
                     finish(pending)
                 }
-                log.add(.warning, error.message)
+                // An I/O error's cause (no space left, permission denied) and path are in the underlying error.
+                let cause = error.code == .io ? error.underlyingError.map { " \($0)" } ?? "" : ""
+                log.add(.warning, error.message + cause)
                 return [.failed(key: key.string, error: error, observer: pending.observer)]
             }
         }
@@ -659,7 +715,7 @@ final class DiskStore: @unchecked Sendable {
             key: key.string,
             payload: payload,
             schemaVersion: options.schemaVersion,
-            expiresAt: value.expiresAt
+            expiresAt: value.expiresAt.storedExpiry
         )
     }
 
@@ -765,12 +821,12 @@ final class DiskStore: @unchecked Sendable {
                 removeFile(name, log: &log)
             }
         }
-        var victims: [(key: SHA256Digest, payload: DiskEntryInfo)] = []
+        var victims: [DiskEntryIndex.Victim] = []
         if let byteLimit = options.byteLimit {
             // An entry larger than the whole limit goes alone, not with every entry before it.
             for entry in index.entriesInEvictionOrder where entry.payload.size > byteLimit {
                 index.removeValue(forKey: entry.key)
-                victims.append((entry.key, entry.payload))
+                victims.append((entry.key, entry.payload, .cost))
             }
         }
         victims += index.makeRoom(
@@ -805,7 +861,10 @@ final class DiskStore: @unchecked Sendable {
                 )
                 return nil
             }
-            return (digest, DiskEntryInfo(key: entry.key, size: bytes.count))
+            return (
+                digest,
+                DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt.expiryDeadline)
+            )
         } catch {
             log.add(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")
             return nil
@@ -870,6 +929,9 @@ struct DiskEntryIndex {
         byteCount = 0
     }
 
+    /// An entry removed to make room, and which limit it made room for.
+    typealias Victim = (key: SHA256Digest, payload: DiskEntryInfo, reason: EvictionReason)
+
     /// Removes entries in eviction order, never `spared`, until `extraCount` more entries and
     /// `extraBytes` more bytes fit within `capacity` and `byteLimit`; returns the removed entries.
     ///
@@ -880,24 +942,27 @@ struct DiskEntryIndex {
         capacity: Int,
         byteLimit: Int?,
         sparing spared: SHA256Digest? = nil
-    ) -> [(key: SHA256Digest, payload: DiskEntryInfo)] {
-        func fits(_ index: DiskEntryIndex) -> Bool {
-            index.count + extraCount <= capacity && (byteLimit.map { index.byteCount + extraBytes <= $0 } ?? true)
+    ) -> [Victim] {
+        /// The limit that does not hold yet, or `nil` when both hold.
+        func exceededLimit(_ index: DiskEntryIndex) -> EvictionReason? {
+            if index.count + extraCount > capacity { return .capacity }
+            if let byteLimit, index.byteCount + extraBytes > byteLimit { return .cost }
+            return nil
         }
-        var victims: [(key: SHA256Digest, payload: DiskEntryInfo)] = []
-        while !fits(self), let victim = order.victim {
+        var victims: [Victim] = []
+        while let reason = exceededLimit(self), let victim = order.victim {
             if victim.key == spared {
                 // The spared entry comes first: take the others in their order.
                 for entry in order.entriesInEvictionOrder where entry.key != spared {
-                    if fits(self) { break }
+                    guard let reason = exceededLimit(self) else { break }
                     removeValue(forKey: entry.key)
-                    victims.append((entry.key, entry.payload))
+                    victims.append((entry.key, entry.payload, reason))
                 }
                 break
             }
             _ = order.popVictim()
             byteCount -= victim.payload.size
-            victims.append(victim)
+            victims.append((victim.key, victim.payload, reason))
         }
         return victims
     }

@@ -137,6 +137,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         case .miss:
             throw CacheError.notFound(key: string)
         case .pending(let pending):
+            if pending.expiresAt <= Date().timeIntervalSince1970 { throw CacheError.notFound(key: string) }
             if let value = pending.value as? Value { return value }
             // Set by another cache on the folder with another value type.
             do {
@@ -179,7 +180,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         } catch {
             throw CacheError.serializationFailed(key: string, underlying: error)
         }
-        let pending = PendingValue(value: value, serialize: { data }, expiresAt: nil)
+        let pending = PendingValue(value: value, serialize: { data }, expiresAt: .infinity)
         let others = store.enqueueWrite(DiskKey(string), value: pending, observer: nil)
         for other in others { other.diskStoreDidChange(key: string) }
     }

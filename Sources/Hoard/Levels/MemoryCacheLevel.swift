@@ -34,7 +34,7 @@ public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: 
         policy: EvictionPolicy = .lfu,
         cost: (@Sendable (Value) -> Int)? = nil
     ) {
-        store = MemoryStore(capacity: capacity, policy: policy)
+        store = MemoryStore(capacity: capacity, policy: policy, sharded: costLimit == nil)
         self.costLimit = costLimit.map { max(0, $0) }
         self.cost = cost
     }

@@ -6,6 +6,10 @@
 /// first bucket. LRU is the special case in which every node stays in the count-1 bucket and an
 /// access only moves the node to that bucket's tail.
 ///
+/// W-TinyLFU uses three fixed buckets as its regions (window, probation, protected; see
+/// `EvictionIndex+WindowTinyLFU.swift`), outside the bucket list, and keeps each node's key hash in
+/// its `stamp`.
+///
 /// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
 @usableFromInline
 struct EvictionIndex<Key: Hashable, Payload> {
@@ -17,7 +21,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
         @usableFromInline var prev: Int32
         @usableFromInline var next: Int32
         @usableFromInline var bucket: Int32
-        /// The index clock at the last access; orders nodes of two buckets merged by aging.
+        /// The index clock at the last access (LFU), or the key's spread hash (W-TinyLFU).
+        ///
+        /// LFU orders the nodes of two buckets merged by aging with it; W-TinyLFU indexes its
+        /// frequency sketch with it (see `FrequencySketch.spread(_:)`). LRU leaves it unused.
         @usableFromInline var stamp: UInt64
         /// What the entry costs against the owner's cost limit (0 without one).
         @usableFromInline var cost: Int
@@ -59,6 +66,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var agingCountdown: Int
     /// The sum of every entry's cost.
     @usableFromInline var totalCost = 0
+    /// W-TinyLFU's region sizes, frequency sketch and window climber; unused by the other policies.
+    @usableFromInline var admission: AdmissionState
 
     /// Creates an empty index.
     ///
@@ -71,7 +80,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
         let (product, overflow) = capacity.multipliedReportingOverflow(by: 10)
         agingPeriod = overflow ? Int.max : max(1_024, product)
         agingCountdown = agingPeriod
+        admission = AdmissionState(capacity: policy == .wTinyLFU ? capacity : 0)
         if capacity > 0 && capacity < 1 << 20 { slots.reserveCapacity(capacity) }
+        if policy == .wTinyLFU { makeRegions() }
     }
 
     /// The number of entries.
@@ -112,6 +123,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
             recordAccess(slot)
             return old
         }
+        if policy == .wTinyLFU {
+            insertIntoWindow(key: key, payload: payload, cost: cost)
+            return nil
+        }
         insertNew(key: key, payload: payload, count: 1, cost: cost)
         tickAging()
         return nil
@@ -128,6 +143,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// The entry the policy would remove next, without removing it.
     @usableFromInline
     var victim: (key: Key, payload: Payload)? {
+        if policy == .wTinyLFU {
+            let slot = admissionVictim()
+            return slot >= 0 ? (nodes[Int(slot)].key, nodes[Int(slot)].payload) : nil
+        }
         guard firstBucket >= 0 else { return nil }
         let node = nodes[Int(buckets[Int(firstBucket)].head)]
         return (node.key, node.payload)
@@ -136,6 +155,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// The key the policy would remove next other than `key`, without removing it.
     @usableFromInline
     func victim(excluding key: Key) -> Key? {
+        if policy == .wTinyLFU { return admissionVictim(excluding: key) }
         guard firstBucket >= 0 else { return nil }
         let first = nodes[Int(buckets[Int(firstBucket)].head)]
         if first.key != key { return first.key }
@@ -154,6 +174,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Removes and returns the entry the policy chooses.
     @inlinable
     mutating func popVictim() -> (key: Key, payload: Payload)? {
+        if policy == .wTinyLFU {
+            let slot = admissionVictim()
+            guard slot >= 0 else { return nil }
+            let node = remove(slot: slot)
+            return (node.key, node.payload)
+        }
         guard firstBucket >= 0 else { return nil }
         let node = remove(slot: buckets[Int(firstBucket)].head)
         return (node.key, node.payload)
@@ -169,6 +195,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         freeBuckets.removeAll()
         firstBucket = -1
         lastBucket = -1
+        if policy == .wTinyLFU { makeRegions() }
     }
 
     /// Every entry with its access count, in eviction order (the next victim first).
@@ -179,6 +206,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// - Complexity: O(n).
     @usableFromInline
     var entriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
+        if policy == .wTinyLFU { return admissionEntriesInEvictionOrder }
         var result: [(key: Key, payload: Payload, count: UInt32)] = []
         result.reserveCapacity(nodes.count)
         var bucket = firstBucket
@@ -201,6 +229,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline
     mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
         if let slot = slots[key] { remove(slot: slot) }
+        if policy == .wTinyLFU {
+            appendToProbation(key: key, payload: payload, count: count)
+            return
+        }
         insertNew(key: key, payload: payload, count: policy == .lru ? 1 : max(1, count), cost: 0)
     }
 
@@ -208,16 +240,21 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     @inlinable
     mutating func recordAccess(_ slot: Int32) {
-        clock &+= 1
-        nodes[Int(slot)].stamp = clock
         let bucket = nodes[Int(slot)].bucket
         if policy == .lru {
+            // Stamps only order LFU merges: LRU needs none.
             if nodes[Int(slot)].next >= 0 {
                 unlink(slot)
                 appendNode(slot, to: bucket)
             }
             return
         }
+        if policy == .wTinyLFU {
+            recordAdmissionAccess(slot)
+            return
+        }
+        clock &+= 1
+        nodes[Int(slot)].stamp = clock
         let count = buckets[Int(bucket)].count
         let next = buckets[Int(bucket)].next
         if count == .max {
@@ -274,7 +311,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         let removed = nodes[Int(slot)]
         totalCost -= removed.cost
         unlink(slot)
-        removeBucketIfEmpty(removed.bucket)
+        if policy == .wTinyLFU { regionDidLose(removed.bucket) } else { removeBucketIfEmpty(removed.bucket) }
         slots[removed.key] = nil
         let last = Int32(nodes.count - 1)
         if slot != last {
@@ -401,6 +438,10 @@ extension EvictionIndex {
     ///
     /// - Complexity: O(n).
     func checkInvariants() {
+        if policy == .wTinyLFU {
+            checkAdmissionInvariants()
+            return
+        }
         var seen = 0
         var bucket = firstBucket
         var previousBucket: Int32 = -1

@@ -1,6 +1,6 @@
 /// Which entry a full cache level removes to make room.
 ///
-/// Both policies are O(1) per operation.
+/// Every policy is O(1) per operation (amortised for `.lfu` and `.wTinyLFU`).
 public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Least frequently used: removes the entry with the fewest accesses and, among equals, the least
     /// recently used one.
@@ -12,12 +12,39 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     case lfu
     /// Least recently used: removes the entry that was set or read the longest time ago.
     case lru
+    /// Window TinyLFU with an adaptive window: recency for newcomers, frequency for admission.
+    ///
+    /// The entries live in three least-recently-used lists: a small *window* that every new entry
+    /// enters, and a main region split into *probation* and *protected* (80 % of the main region). A
+    /// read of a probation entry promotes it to protected; protected's oldest entry falls back to
+    /// probation. How often each key was used lately, stored or not, is estimated by a count-min sketch
+    /// of 4-bit counters (about 8 bytes per entry) that halves every twenty accesses per entry, so
+    /// old popularity fades.
+    ///
+    /// When the level is full and the window holds its share, the window's oldest entry (the
+    /// candidate) meets the main region's next victim (probation's oldest, else protected's): the
+    /// candidate is admitted, and the victim removed, only if its estimated frequency is higher;
+    /// otherwise the candidate is removed. A
+    /// burst of keys used once therefore passes through the window without flushing the entries
+    /// that are used often. The entry being set always stays.
+    ///
+    /// The window's share is *adaptive*: it starts at 1 % of the entries and may grow to all of
+    /// them (pure LRU). After every sample of requests (hits and new entries, as many as the level
+    /// holds, at least 512) the climber compares the hits per entry of the window with those of the
+    /// main region, and moves the share by 10 % of the entries towards the region that earned more.
+    /// A workload whose hot set keeps moving finds its new keys in the window and grows it towards
+    /// LRU; a stable skewed one, or a scan, earns its hits in the main region and keeps it at 1 %.
+    ///
+    /// - Complexity: O(1) amortised per access, set and eviction (halving the sketch and growing it
+    ///   are O(capacity) once per O(capacity) operations).
+    case wTinyLFU
 
-    /// `"lfu"` or `"lru"`.
+    /// `"lfu"`, `"lru"` or `"w-tinylfu"`.
     public var description: String {
         switch self {
         case .lfu: "lfu"
         case .lru: "lru"
+        case .wTinyLFU: "w-tinylfu"
         }
     }
 }

@@ -2,128 +2,320 @@
 ///
 /// The engine under both ``Cache`` and the memory cache level. Every method takes one lock for a few
 /// pointer updates; none calls user code, so callers report evictions after the call returns.
+///
+/// A large store is split into ``shardCount`` shards by a hash of the key, each with its own lock,
+/// index and share of the capacity, so that threads working on different keys rarely wait for each
+/// other (with one lock, two threads reading at once are slower together than one alone, since
+/// every hit moves an entry). Eviction is exact within a shard: the victim is the one the policy
+/// names among the entries of the new key's shard. A store with fewer than
+/// ``entriesPerShardForSharding`` × 2 entries of capacity, or with a cost limit, has one shard, so
+/// the policy is exact over the whole store.
 @usableFromInline
 final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
-    // Safe because `index` is only read or written while holding `lock`.
-    @usableFromInline let lock = Lock()
-    // Unchecked exclusivity: `lock` already makes every access exclusive, and the dynamic check
-    // costs a runtime call on each hit.
-    @usableFromInline @exclusivity(unchecked) var index: EvictionIndex<Key, Value>
+    // Safe because each shard is only read or written while holding its lock in `locks`, and
+    // `shards` itself never changes after init.
+
+    /// One shard: an index, its counters and its capacity, padded to keep shards on their own
+    /// memory lines.
+    @usableFromInline
+    struct Shard {
+        // Unchecked exclusivity is not needed: the shard is reached through a pointer, which has no
+        // dynamic exclusivity check.
+        @usableFromInline var index: EvictionIndex<HashedKey<Key>, Value>
+        /// How many reads found their value; counted under the lock, where it costs one add.
+        @usableFromInline var hits = 0
+        /// Whether the owner wants to hear of hits (it has event subscribers); read under the lock
+        /// with the value, so that a hit costs no second lock.
+        @usableFromInline var isObserved = false
+        /// The most entries this shard keeps.
+        @usableFromInline let capacity: Int
+        /// Keeps the hot fields of two shards off one memory line.
+        @usableFromInline var padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
+
+        init(policy: EvictionPolicy, capacity: Int) {
+            self.capacity = capacity
+            index = EvictionIndex(policy: policy, capacity: capacity)
+        }
+    }
+
+    /// The capacity each shard gets at least before a store is split.
+    static var entriesPerShardForSharding: Int { 8_192 }
+    /// The most shards a store is split into.
+    static var maximumShardCount: Int { 16 }
+
+    @usableFromInline let shards: UnsafeMutablePointer<Shard>
+    @usableFromInline let locks: LockArray
+    /// The number of shards, a power of two.
+    @usableFromInline let shardCount: Int
+    /// How far a mixed hash is shifted right to give a shard number.
+    @usableFromInline let shardShift: UInt64
     /// The most entries kept; at least 1.
     @usableFromInline let capacity: Int
-    /// How many reads found their value; counted under the lock, where it costs one add.
-    @usableFromInline @exclusivity(unchecked) var hits = 0
+    /// The eviction policy.
+    let policy: EvictionPolicy
 
     /// Creates an empty store.
     ///
     /// - Parameters:
     ///   - capacity: The most entries kept (at least 1).
     ///   - policy: Which entry to remove when a new one needs room.
+    ///   - sharded: Whether a large store may be split into shards; a store that will be used with
+    ///     a cost limit must not be.
     @usableFromInline
-    init(capacity: Int, policy: EvictionPolicy) {
+    init(capacity: Int, policy: EvictionPolicy, sharded: Bool = true) {
         self.capacity = max(1, capacity)
-        self.index = EvictionIndex(policy: policy, capacity: self.capacity)
+        self.policy = policy
+        var shardCount = 1
+        while sharded, shardCount < Self.maximumShardCount,
+            self.capacity / (shardCount * 2) >= Self.entriesPerShardForSharding
+        {
+            shardCount *= 2
+        }
+        self.shardCount = shardCount
+        shardShift = UInt64(64 - shardCount.trailingZeroBitCount)
+        locks = LockArray(count: shardCount)
+        shards = .allocate(capacity: shardCount)
+        for index in 0..<shardCount {
+            // The remainder of the division goes to the first shards.
+            let share = self.capacity / shardCount + (index < self.capacity % shardCount ? 1 : 0)
+            (shards + index).initialize(to: Shard(policy: policy, capacity: share))
+        }
     }
 
-    /// The eviction policy.
-    var policy: EvictionPolicy { index.policy }
+    deinit {
+        shards.deinitialize(count: shardCount)
+        shards.deallocate()
+    }
+
+    /// The shard that holds `key`.
+    @inlinable
+    func shard(for key: HashedKey<Key>) -> Int {
+        if shardCount == 1 { return 0 }
+        let mixed = UInt64(UInt(bitPattern: key.hash)) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: mixed >> shardShift)
+    }
+
+    /// Runs `body` on shard number `index`, holding its lock.
+    @inlinable
+    func withShard<Result>(_ index: Int, _ body: (inout Shard) throws -> Result) rethrows -> Result {
+        locks.lock(index)
+        defer { locks.unlock(index) }
+        return try body(&shards[index])
+    }
+
+    /// Runs `body` on every shard in turn, each under its lock, and collects the results.
+    func forEachShard<Result>(_ body: (inout Shard) -> Result) -> [Result] {
+        (0..<shardCount).map { withShard($0, body) }
+    }
 
     /// Returns the value for `key` and counts the access, or `nil`.
     @inlinable
     func value(forKey key: Key) -> Value? {
-        lock.lock()
-        defer { lock.unlock() }
-        let value = index.access(key)
-        if value != nil { hits &+= 1 }
-        return value
+        observedValue(forKey: key).value
     }
 
+    /// Returns the value for `key` and counts the access, with whether the owner observes hits.
+    @inlinable
+    func observedValue(forKey key: Key) -> (value: Value?, isObserved: Bool) {
+        let key = HashedKey(key)
+        let index = shard(for: key)
+        locks.lock(index)
+        defer { locks.unlock(index) }
+        let value = shards[index].index.access(key)
+        if value != nil { shards[index].hits &+= 1 }
+        return (value, shards[index].isObserved)
+    }
+
+    /// Sets whether the owner observes hits (see ``observedValue(forKey:)``).
+    func setObserved(_ observed: Bool) { _ = forEachShard { $0.isObserved = observed } }
+
     /// How many reads through ``value(forKey:)`` found their value.
-    var hitCount: Int { lock.withLock { hits } }
+    var hitCount: Int { forEachShard(\.hits).reduce(0, +) }
 
     /// Whether a value is stored for `key`; not an access.
     func contains(_ key: Key) -> Bool {
-        lock.withLock { index.contains(key) }
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { $0.index.contains(key) }
     }
 
     /// Stores `value`, counting an access; returns the entry evicted to make room, if any.
     ///
-    /// When the key is new and the store is full, the victim is chosen among the entries already
+    /// When the key is new and its shard is full, the victim is chosen among the entries already
     /// stored, so the new value always stays.
     @inlinable
     @discardableResult
     func set(_ value: Value, forKey key: Key) -> (key: Key, value: Value)? {
-        lock.lock()
-        defer { lock.unlock() }
+        observedSet(value, forKey: key).evicted
+    }
+
+    /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
+    @inlinable
+    func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
+        observedSet(value, forHashedKey: HashedKey(key))
+    }
+
+    /// ``observedSet(_:forKey:)`` for a key whose hash the caller computed already.
+    @inlinable
+    func observedSet(
+        _ value: Value,
+        forHashedKey key: HashedKey<Key>
+    ) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
+        let index = shard(for: key)
+        locks.lock(index)
+        defer { locks.unlock(index) }
         var evicted: (key: Key, value: Value)?
-        if index.count >= capacity && !index.contains(key), let victim = index.popVictim() {
-            evicted = (victim.key, victim.payload)
+        if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key),
+            let victim = shards[index].index.popVictim()
+        {
+            evicted = (victim.key.key, victim.payload)
         }
-        index.upsert(value, forKey: key)
-        return evicted
+        shards[index].index.upsert(value, forKey: key)
+        return (evicted, shards[index].isObserved)
     }
 
     /// Stores `value` with a cost, evicting until both the count and `costLimit` hold.
     ///
-    /// Victims are chosen among the other entries, in policy order. A value whose cost alone exceeds
-    /// `costLimit` is not kept, and the older value for its key is removed (it is stale).
-    /// - Returns: The entries evicted, the stale one included, and whether `value` was kept.
+    /// Victims are chosen among the other entries, in policy order. A value whose cost exceeds
+    /// `entryCostLimit` (by default `costLimit`) is not kept, and the older value for its key is
+    /// removed (it is stale). Only for a store made with `sharded: false`.
+    /// - Returns: The entries evicted, each with why (the count limit or the cost limit), the stale
+    ///   value dropped when `value` is not kept, and whether `value` was kept.
     func set(
         _ value: Value,
         forKey key: Key,
         cost: Int,
-        costLimit: Int
-    ) -> (evicted: [(key: Key, value: Value)], isKept: Bool) {
-        lock.withLock {
-            var evicted: [(key: Key, value: Value)] = []
-            guard cost <= costLimit else {
-                if let stale = index.removeValue(forKey: key) { evicted.append((key, stale)) }
-                return (evicted, false)
+        costLimit: Int,
+        entryCostLimit: Int? = nil
+    ) -> (evicted: [(key: Key, value: Value, reason: EvictionReason)], stale: Value?, isKept: Bool) {
+        precondition(shardCount == 1, "A store with a cost limit must not be sharded.")
+        let key = HashedKey(key)
+        return withShard(0) { shard in
+            var evicted: [(key: Key, value: Value, reason: EvictionReason)] = []
+            guard cost <= min(costLimit, entryCostLimit ?? costLimit) else {
+                return (evicted, shard.index.removeValue(forKey: key), false)
             }
-            let replaced = index.contains(key)
-            let costBefore = index.totalCost - (replaced ? index.peekCost(key) : 0)
+            let replaced = shard.index.contains(key)
+            let costBefore = shard.index.totalCost - (replaced ? shard.index.peekCost(key) : 0)
             var freed = 0
-            while index.count - (replaced ? 1 : 0) > 0,
-                (!replaced && index.count >= capacity) || costBefore - freed + cost > costLimit,
-                let victim = index.victim(excluding: key)
-            {
-                freed += index.peekCost(victim)
-                if let payload = index.removeValue(forKey: victim) { evicted.append((victim, payload)) }
+            while shard.index.count - (replaced ? 1 : 0) > 0 {
+                let overCount = !replaced && shard.index.count >= shard.capacity
+                guard overCount || costBefore - freed + cost > costLimit,
+                    let victim = shard.index.victim(excluding: key)
+                else { break }
+                freed += shard.index.peekCost(victim)
+                if let payload = shard.index.removeValue(forKey: victim) {
+                    evicted.append((victim.key, payload, overCount ? .capacity : .cost))
+                }
             }
-            index.upsert(value, forKey: key, cost: cost)
-            return (evicted, true)
+            shard.index.upsert(value, forKey: key, cost: cost)
+            return (evicted, nil, true)
         }
     }
 
     /// The sum of the costs of the stored values.
-    var totalCost: Int { lock.withLock { index.totalCost } }
+    var totalCost: Int { forEachShard(\.index.totalCost).reduce(0, +) }
 
     /// Removes the value for `key`; returns it.
     @discardableResult
     func removeValue(forKey key: Key) -> Value? {
-        lock.withLock { index.removeValue(forKey: key) }
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { $0.index.removeValue(forKey: key) }
     }
 
-    /// Removes every value; returns how many there were.
+    /// Removes the value for `key` if `condition` holds for it; returns it.
     @discardableResult
-    func removeAll() -> Int {
-        lock.withLock {
-            let count = index.count
-            index.removeAll()
-            return count
+    func removeValue(forKey key: Key, if condition: (Value) -> Bool) -> Value? {
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { shard in
+            guard let value = shard.index.peek(key), condition(value) else { return nil }
+            return shard.index.removeValue(forKey: key)
         }
     }
 
-    /// The number of values stored.
-    var count: Int { lock.withLock { index.count } }
+    /// Removes every entry for which `condition` holds; returns them.
+    ///
+    /// Takes each shard's lock in turn.
+    /// - Complexity: O(n).
+    func removeAll(where condition: (Key, Value) -> Bool) -> [(key: Key, value: Value)] {
+        forEachShard { shard in
+            var removed: [(key: Key, value: Value)] = []
+            for entry in shard.index.entriesInEvictionOrder where condition(entry.key.key, entry.payload) {
+                shard.index.removeValue(forKey: entry.key)
+                removed.append((entry.key.key, entry.payload))
+            }
+            return removed
+        }.flatMap { $0 }
+    }
 
-    /// The keys in eviction order, the next victim first.
+    /// The keys whose value satisfies `condition`, each shard's next victim first.
     ///
     /// - Complexity: O(n).
-    var keysInEvictionOrder: [Key] { lock.withLock { index.entriesInEvictionOrder.map(\.key) } }
+    func keys(where condition: (Value) -> Bool) -> [Key] {
+        forEachShard { $0.index.entriesInEvictionOrder.filter { condition($0.payload) }.map(\.key.key) }.flatMap { $0 }
+    }
 
-    /// Checks the index's links and counts; traps on an inconsistency.
+    /// The value for `key`, without counting an access.
+    func peek(_ key: Key) -> Value? {
+        let key = HashedKey(key)
+        return withShard(shard(for: key)) { $0.index.peek(key) }
+    }
+
+    /// Removes every value, taking each shard's lock in turn; returns how many there were.
+    @discardableResult
+    func removeAll() -> Int {
+        forEachShard { shard in
+            let count = shard.index.count
+            shard.index.removeAll()
+            return count
+        }.reduce(0, +)
+    }
+
+    /// The number of values stored.
+    var count: Int { forEachShard(\.index.count).reduce(0, +) }
+
+    /// The keys in eviction order, the next victim first (shard after shard when sharded).
+    ///
+    /// - Complexity: O(n).
+    var keysInEvictionOrder: [Key] { forEachShard { $0.index.entriesInEvictionOrder.map(\.key.key) }.flatMap { $0 } }
+
+    /// Checks every shard's links and counts, and that each key sits in its shard; traps on an
+    /// inconsistency.
     ///
     /// For tests and debugging; nothing in the library calls it.
-    func checkInvariants() { lock.withLock { index.checkInvariants() } }
+    func checkInvariants() {
+        for index in 0..<shardCount {
+            withShard(index) { shard in
+                shard.index.checkInvariants()
+                precondition(shard.index.count <= shard.capacity, "shard \(index) holds more than its capacity")
+                for entry in shard.index.entriesInEvictionOrder {
+                    precondition(entry.key.hash == entry.key.key.hashValue, "a key's saved hash is wrong")
+                    precondition(self.shard(for: entry.key) == index, "a key sits in the wrong shard")
+                }
+            }
+        }
+    }
+}
+
+/// A key with its hash value, computed once per operation and then used both to pick a shard and
+/// by the index's dictionary, which hashes only the saved integer.
+@usableFromInline
+struct HashedKey<Key: Hashable>: Hashable {
+    @usableFromInline let key: Key
+    @usableFromInline let hash: Int
+
+    @inlinable
+    init(_ key: Key) {
+        self.key = key
+        hash = key.hashValue
+    }
+
+    @inlinable
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.hash == rhs.hash && lhs.key == rhs.key
+    }
+
+    @inlinable
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
+    }
 }

@@ -4,8 +4,9 @@ import Foundation
 ///
 /// Hoard calls a serializer outside its locks, from the thread that reads a value or from its
 /// background writer, so an implementation must be thread-safe. A serializer that throws never
-/// harms the cache: a failed `serialize` leaves the value in memory only and is reported to the
-/// delegate; a failed `deserialize` is a miss, and the unreadable entry is removed.
+/// harms the cache: a failed `serialize` leaves the value in memory only (or, when `maxRamCost` is
+/// set and the size cannot be measured, out of the cache) and is reported to the delegate; a failed
+/// `deserialize` is a miss, and the unreadable entry is removed.
 public protocol CacheSerializer<Value>: Sendable {
     /// The type of the values this serializer handles.
     associatedtype Value

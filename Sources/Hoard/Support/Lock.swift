@@ -74,6 +74,95 @@ final class Lock: @unchecked Sendable {
     }
 }
 
+/// A fixed number of locks, each with a counter it guards, on memory lines of their own.
+///
+/// Threads taking different locks never slow each other down.
+///
+/// The array owns the primitives: it must outlive every use, and it is not copyable.
+@usableFromInline
+struct LockArray: ~Copyable, @unchecked Sendable {
+    // Safe because the primitives are made to be shared between threads and never move.
+    #if canImport(Darwin)
+    @usableFromInline typealias Primitive = os_unfair_lock
+    #else
+    @usableFromInline typealias Primitive = pthread_mutex_t
+    #endif
+    /// Bytes between two locks: two cache lines, past any adjacent-line prefetching.
+    @usableFromInline static var stride: Int { 128 }
+    /// Where a lock's counter sits in its slot, after the primitive.
+    @usableFromInline static var counterOffset: Int { 64 }
+
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline let count: Int
+
+    /// Creates `count` unlocked locks.
+    init(count: Int) {
+        self.count = count
+        base = .allocate(byteCount: count * Self.stride, alignment: Self.stride)
+        for index in 0..<count {
+            let primitive = (base + index * Self.stride).bindMemory(to: Primitive.self, capacity: 1)
+            #if canImport(Darwin)
+            primitive.initialize(to: os_unfair_lock())
+            #else
+            primitive.initialize(to: pthread_mutex_t())
+            let status = pthread_mutex_init(primitive, nil)
+            assert(status == 0, "pthread_mutex_init failed: \(status)")
+            #endif
+            (base + index * Self.stride + Self.counterOffset).bindMemory(to: UInt64.self, capacity: 1).initialize(to: 0)
+        }
+    }
+
+    deinit {
+        for index in 0..<count {
+            let primitive = self.primitive(index)
+            #if !canImport(Darwin)
+            pthread_mutex_destroy(primitive)
+            #endif
+            primitive.deinitialize(count: 1)
+        }
+        base.deallocate()
+    }
+
+    @inlinable
+    func primitive(_ index: Int) -> UnsafeMutablePointer<Primitive> {
+        (base + index &* Self.stride).assumingMemoryBound(to: Primitive.self)
+    }
+
+    /// The counter that lock number `index` guards: read or write it only while holding that lock.
+    @inlinable
+    func counter(_ index: Int) -> UnsafeMutablePointer<UInt64> {
+        (base + index &* Self.stride + Self.counterOffset).assumingMemoryBound(to: UInt64.self)
+    }
+
+    /// Acquires lock number `index`.
+    @inlinable
+    func lock(_ index: Int) {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(primitive(index))
+        #else
+        pthread_mutex_lock(primitive(index))
+        #endif
+    }
+
+    /// Releases lock number `index`.
+    @inlinable
+    func unlock(_ index: Int) {
+        #if canImport(Darwin)
+        os_unfair_lock_unlock(primitive(index))
+        #else
+        pthread_mutex_unlock(primitive(index))
+        #endif
+    }
+
+    /// Runs `body` holding lock number `index`.
+    @inlinable
+    func withLock<Result>(_ index: Int, _ body: () throws -> Result) rethrows -> Result {
+        lock(index)
+        defer { unlock(index) }
+        return try body()
+    }
+}
+
 /// A value that is only ever read or written while holding a lock.
 @usableFromInline
 final class Locked<State>: @unchecked Sendable {

@@ -175,9 +175,10 @@ import Testing
         _ = cache["a"]
         _ = cache["c"]
         _ = cache["b"]
-        // LFU: a 3, c 2, b 2 (b used last) -> c. LRU: order a, c, b -> a.
+        // LFU: a 3, c 2, b 2 (b used last) -> c. LRU: order a, c, b -> a. W-TinyLFU: the window's
+        // candidate c (2 uses) does not beat main's victim a (3 uses) -> c.
         cache["d"] = "d"
-        #expect(delegate.memoryEvictions == [policy == .lfu ? "c" : "a"])
+        #expect(delegate.memoryEvictions == [policy == .lru ? "a" : "c"])
         #expect(cache.memoryCount == 3)
     }
 
@@ -290,7 +291,11 @@ import Testing
         // is read is that key's own value.
         let ownKeys = reads.filter { !$0.key.hasPrefix("re-") }
         #expect(ownKeys.allSatisfy { $0.value == nil || $0.value == "v" + $0.key })
-        #expect(ownKeys.filter { $0.value != nil }.count >= 10)
+        // Keys "0"..."7" leave memory before key "10" is set, so before disk holds more than its 10
+        // entries: disk cannot have evicted them yet, however far the writer got.
+        for index in 0..<8 {
+            #expect(ownKeys.first { $0.key == "\(index)" }?.value == "v\(index)", "key \(index)")
+        }
         await cache.flush()
         #expect(cache.diskCount <= 10)
         cache.memory?.checkInvariants()
@@ -330,7 +335,7 @@ import Testing
         let disk = try builder.maxRamCount(0).build(sharingStore: false)
         for index in 0..<24 {
             let key = "k\(index)"
-            if let inMemory = cache.memory?.value(forKey: key) { #expect(disk[key] == inMemory, "\(key)") }
+            if let inMemory = cache.memory?.value(forKey: key)?.value { #expect(disk[key] == inMemory, "\(key)") }
         }
     }
 
@@ -368,7 +373,7 @@ import Testing
             async let second: Void = onPlainThread { cache["k"] = "b\(round)" }
             _ = await (first, second)
             await cache.flush()
-            let inMemory = cache.memory?.value(forKey: "k")
+            let inMemory = cache.memory?.value(forKey: "k")?.value
             guard case .stored(let entry) = cache.disk?.lookup(DiskKey("k")) else {
                 Issue.record("round \(round): nothing on disk")
                 return
@@ -396,8 +401,11 @@ import Testing
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
         let cache = try folder.stringBuilder().maxDiskCount(2).delegate(delegate).build()
+        // Only the first eviction clears: when the writer overtakes the sets, later sets evict again,
+        // and a clear on that eviction would remove "after" below.
+        let evictions = Counter()
         delegate.onEvent = { cache, event in
-            if case .diskEviction = event { cache.clearDisk() }
+            if case .diskEviction = event, evictions.increment() == 1 { cache.clearDisk() }
         }
         for index in 0..<5 { cache["\(index)"] = "\(index)" }
         await cache.flush()

@@ -45,7 +45,8 @@ import Testing
         #expect(Set(reopened.disk?.keysInEvictionOrder ?? []) == Set(Self.hostileKeys))
         // Nothing but the container (entries and index) and the sentinel exist below the folder.
         let paths = folder.allPaths()
-        let expected = Set(["outside.txt", "test", "test/.hoard-index"] + folder.entryFiles().map { "test/" + $0 })
+        let containerFiles = ["test/.hoard-index", "test/.hoard-lock"] + folder.entryFiles().map { "test/" + $0 }
+        let expected = Set(["outside.txt", "test"] + containerFiles)
         #expect(Set(paths) == expected)
         #expect(folder.entryFiles().count == Self.hostileKeys.count)
         #expect(try String(contentsOf: sentinel, encoding: .utf8) == "untouched")
@@ -199,7 +200,7 @@ import Testing
     /// Records the evictions a store reports.
     final class EvictionRecorder: DiskStoreObserver {
         let evicted = Locked<[String]>([])
-        func diskStore(willEvictKey key: String) { evicted.withLock { $0.append(key) } }
+        func diskStore(willEvictKey key: String, reason: EvictionReason) { evicted.withLock { $0.append(key) } }
         func diskStore(didFailToStoreKey key: String, error: CacheError) {}
         func diskStoreDidChange(key: String) {}
         func diskStoreDidClear() {}
@@ -225,7 +226,7 @@ import Testing
         let data = payload(size)
         _ = store.enqueueWrite(
             DiskKey(key),
-            value: PendingValue(value: data, serialize: { data }, expiresAt: nil),
+            value: PendingValue(value: data, serialize: { data }, expiresAt: .infinity),
             observer: observer
         )
     }

@@ -161,7 +161,10 @@ struct KeyCorpusTests {
         // Only the container's own files exist below the folder.
         let container = "d1/d2/d3/test"
         let expected = Set(
-            ["d1", "d1/d2", "d1/d2/d3", container, container + "/.hoard-index"]
+            [
+                "d1", "d1/d2", "d1/d2/d3", container, container + "/" + ContainerFile.index,
+                container + "/" + ContainerFile.lock,
+            ]
                 + folder.entryFiles(in: "d1/d2/d3/test").map { container + "/" + $0 }
         )
         #expect(Set(folder.allPaths()) == expected)
@@ -188,7 +191,12 @@ struct KeyCorpusTests {
         await cache.flush()
         #expect(folder.entryFiles(in: "d1/d2/d3/test").isEmpty)
         #expect(try build(sharingStore: false).diskCount == 0)
-        #expect(Set(folder.allPaths()) == ["d1", "d1/d2", "d1/d2/d3", container, container + "/.hoard-index"])
+        #expect(
+            Set(folder.allPaths()) == [
+                "d1", "d1/d2", "d1/d2/d3", container, container + "/" + ContainerFile.index,
+                container + "/" + ContainerFile.lock,
+            ]
+        )
     }
 
     /// A memory-only cache and a disk-only cache give the same answer for every spelling.

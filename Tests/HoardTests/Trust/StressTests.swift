@@ -78,7 +78,7 @@ struct StressTests {
         #expect(cache.diskCount <= 3)
         #expect(cache.memoryCount <= 2)
         for key in keys {
-            let inMemory = cache.memory?.value(forKey: key)
+            let inMemory = cache.memory?.value(forKey: key)?.value
             var onDisk: String?
             if case .stored(let entry) = cache.disk?.lookup(DiskKey(key)) {
                 onDisk = String(decoding: entry.payload, as: UTF8.self)

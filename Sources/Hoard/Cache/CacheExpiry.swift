@@ -1,0 +1,68 @@
+import Foundation
+
+/// How long a cached value stays fresh.
+///
+/// Give a default to the builder with ``CacheBuilder/expiry(_:)`` and override it per entry with
+/// ``Cache/set(_:forKey:expiry:)``:
+/// ```swift
+/// let feed = try CacheBuilder<Feed>().containerName("feed").expiry(.seconds(300)).build()
+/// feed.set(home, forKey: "home", expiry: .seconds(30))
+/// ```
+/// An entry is live while "now" (from ``CacheBuilder/clock(_:)``) is before its expiry date, and
+/// expired from that instant on: `.seconds(0)` stores a value that is already expired. The date is
+/// stored with the entry, in memory and on disk, so it survives a restart.
+public enum CacheExpiry: Sendable, Hashable {
+    /// The entry never expires (the default).
+    case never
+    /// The entry expires this many seconds after it is stored. Infinity means never; a negative
+    /// number or NaN stores an entry that is already expired.
+    case seconds(TimeInterval)
+    /// The entry expires at this date.
+    case date(Date)
+
+    /// The expiry date of an entry stored at `now`, in seconds since 1970; `.infinity` for never.
+    @usableFromInline
+    func deadline(storedAt now: @autoclosure () -> Date) -> Double {
+        switch self {
+        case .never:
+            return .infinity
+        case .seconds(let seconds):
+            if seconds.isNaN { return -.infinity }
+            if seconds == .infinity { return .infinity }
+            return now().timeIntervalSince1970 + seconds
+        case .date(let date):
+            let deadline = date.timeIntervalSince1970
+            return deadline.isNaN ? -.infinity : deadline
+        }
+    }
+}
+
+/// A value stored in a cache's memory level, with its expiry date.
+@usableFromInline
+struct CachedValue<Value: Sendable>: Sendable {
+    @usableFromInline var value: Value
+    /// Seconds since 1970; `.infinity` when the value never expires.
+    @usableFromInline var expiresAt: Double
+
+    @inlinable
+    init(_ value: Value, expiresAt: Double) {
+        self.value = value
+        self.expiresAt = expiresAt
+    }
+
+    /// Whether the value is expired at `now` (seconds since 1970); calls `now` only when the value has
+    /// an expiry date.
+    @inlinable
+    func isExpired(at now: () -> Double) -> Bool {
+        expiresAt != .infinity && now() >= expiresAt
+    }
+}
+
+/// The on-disk form of an expiry date: `nil` for never.
+extension Double {
+    var storedExpiry: Double? { self == .infinity ? nil : self }
+}
+
+extension Optional where Wrapped == Double {
+    var expiryDeadline: Double { self ?? .infinity }
+}

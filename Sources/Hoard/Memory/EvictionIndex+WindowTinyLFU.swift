@@ -1,0 +1,312 @@
+// W-TinyLFU inside `EvictionIndex` (see `EvictionPolicy.wTinyLFU` for the policy itself).
+//
+// The index's buckets 0, 1 and 2 are the window, probation and protected regions, each a list from
+// least to most recently used, kept out of the bucket list (`firstBucket` stays -1). A node's `stamp`
+// holds its key's spread hash, so the sketch never hashes a key twice. Every decision reads only the
+// region heads, their sizes and the sketch, so `victim`, `popVictim()` and `entriesInEvictionOrder`
+// agree: the order is the sequence `popVictim()` would follow if called until the index is empty.
+
+/// What W-TinyLFU keeps besides the links: the region sizes, the frequency sketch and the climber
+/// that sizes the window.
+@usableFromInline
+struct AdmissionState {
+    /// How often each key was used lately.
+    @usableFromInline var sketch: FrequencySketch
+    /// The number of entries in the window region.
+    @usableFromInline var windowCount = 0
+    /// The number of entries in the protected region.
+    @usableFromInline var protectedCount = 0
+    /// The window's target share of the entries.
+    @usableFromInline var windowShare = AdmissionState.minimumWindowShare
+    /// Hits in the current sample.
+    @usableFromInline var sampleHits = 0
+    /// Hits in the current sample on entries of the window.
+    @usableFromInline var windowHits = 0
+    /// Hits and new entries in the current sample.
+    @usableFromInline var sampleRequests = 0
+    /// Requests per sample.
+    @usableFromInline var samplePeriod: Int
+    /// How many samples the climber ended; for tests.
+    @usableFromInline var climbs = 0
+
+    /// The smallest window share: 1 %, enough entries for the window's hits to be measured.
+    @usableFromInline static var minimumWindowShare: Double { 0.01 }
+    /// The largest window share: every entry (pure LRU).
+    @usableFromInline static var maximumWindowShare: Double { 1.0 }
+    /// How far one sample moves the window share.
+    @usableFromInline static var step: Double { 0.1 }
+    /// The protected region's share of the main region.
+    @usableFromInline static var protectedShare: Double { 0.8 }
+    /// The fewest requests in a sample.
+    @usableFromInline static var minimumSamplePeriod: Int { 512 }
+
+    /// Creates the state for an index of at most `capacity` entries.
+    @usableFromInline
+    init(capacity: Int) {
+        sketch = FrequencySketch(maximumCapacity: capacity)
+        samplePeriod = Self.minimumSamplePeriod
+    }
+
+    /// Ends a sample: moves the window share one step towards the region whose entries were hit
+    /// more often, and starts the next sample.
+    ///
+    /// Comparing the two regions within one sample, rather than the hit rate of successive samples
+    /// as Caffeine's climber does, is immune to the hit rate's drift (warming up, a workload that
+    /// changes) and needs no decaying step: on `hoard-bench hitrate` the successive-sample climber
+    /// wandered by ±1 point from run to run and grew the window during warm-up.
+    ///
+    /// - Parameter count: The number of entries now; it sizes the next sample.
+    @usableFromInline
+    mutating func climb(count: Int) {
+        let mainCount = count - windowCount
+        // Hits per entry: compared by cross-multiplying, so an empty region needs no special case.
+        let windowPays = windowHits * max(1, mainCount) > (sampleHits - windowHits) * max(1, windowCount)
+        let share = windowShare + (windowPays ? Self.step : -Self.step)
+        windowShare = min(max(share, Self.minimumWindowShare), Self.maximumWindowShare)
+        sampleHits = 0
+        windowHits = 0
+        sampleRequests = 0
+        samplePeriod = max(Self.minimumSamplePeriod, count)
+        climbs += 1
+    }
+}
+
+/// Where a walk through the W-TinyLFU eviction order stands.
+@usableFromInline
+struct AdmissionCursor {
+    @usableFromInline var window: Int32
+    @usableFromInline var probation: Int32
+    @usableFromInline var protected: Int32
+    @usableFromInline var count: Int
+    @usableFromInline var windowCount: Int
+
+    @inlinable
+    init(window: Int32, probation: Int32, protected: Int32, count: Int, windowCount: Int) {
+        self.window = window
+        self.probation = probation
+        self.protected = protected
+        self.count = count
+        self.windowCount = windowCount
+    }
+}
+
+extension EvictionIndex {
+    @inlinable static var windowRegion: Int32 { 0 }
+    @inlinable static var probationRegion: Int32 { 1 }
+    @inlinable static var protectedRegion: Int32 { 2 }
+
+    /// Makes the three empty regions (their `count` is the region number).
+    @usableFromInline
+    mutating func makeRegions() {
+        buckets = [Bucket(count: 0), Bucket(count: 1), Bucket(count: 2)]
+        admission.windowCount = 0
+        admission.protectedCount = 0
+    }
+
+    /// How many entries the window holds when the index holds `count`.
+    @inlinable
+    func windowTarget(forCount count: Int) -> Int {
+        max(1, Int(Double(count) * admission.windowShare))
+    }
+
+    /// How many entries the protected region holds at most when the index holds `count`.
+    @inlinable
+    func protectedTarget(forCount count: Int) -> Int {
+        Int(Double(max(0, count - windowTarget(forCount: count))) * AdmissionState.protectedShare)
+    }
+
+    /// Moves `slot` to the tail of `region`.
+    @inlinable
+    mutating func move(_ slot: Int32, to region: Int32) {
+        let from = nodes[Int(slot)].bucket
+        unlink(slot)
+        appendNode(slot, to: region)
+        if from == Self.windowRegion { admission.windowCount -= 1 }
+        if from == Self.protectedRegion { admission.protectedCount -= 1 }
+        if region == Self.windowRegion { admission.windowCount += 1 }
+        if region == Self.protectedRegion { admission.protectedCount += 1 }
+    }
+
+    /// Keeps the region sizes right after a node of `region` was unlinked.
+    @inlinable
+    mutating func regionDidLose(_ region: Int32) {
+        if region == Self.windowRegion { admission.windowCount -= 1 }
+        if region == Self.protectedRegion { admission.protectedCount -= 1 }
+    }
+
+    /// Adds a new entry as the window's most recent one, counting a miss.
+    @inlinable
+    mutating func insertIntoWindow(key: Key, payload: Payload, cost: Int) {
+        let hash = FrequencySketch.spread(key.hashValue)
+        let slot = Int32(nodes.count)
+        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: cost))
+        totalCost += cost
+        slots[key] = slot
+        appendNode(slot, to: Self.windowRegion)
+        admission.windowCount += 1
+        admission.sketch.ensureCapacity(nodes.count)
+        admission.sketch.increment(hash)
+        // A window over its share hands its oldest entries to probation: they were admitted when
+        // the duel in `popVictim()` removed a main entry instead, or there was room. Two at most per
+        // insert after the climber shrinks the window; the duel drains the rest.
+        let target = windowTarget(forCount: nodes.count)
+        if admission.windowCount > target {
+            move(buckets[Int(Self.windowRegion)].head, to: Self.probationRegion)
+            if admission.windowCount > target {
+                move(buckets[Int(Self.windowRegion)].head, to: Self.probationRegion)
+            }
+        }
+        recordRequest(isHit: false)
+    }
+
+    /// Adds a restored entry as probation's most recent one, its frequency raised to `count`.
+    @usableFromInline
+    mutating func appendToProbation(key: Key, payload: Payload, count: UInt32) {
+        let hash = FrequencySketch.spread(key.hashValue)
+        let slot = Int32(nodes.count)
+        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: 0))
+        slots[key] = slot
+        appendNode(slot, to: Self.probationRegion)
+        admission.sketch.ensureCapacity(nodes.count)
+        admission.sketch.raise(hash, to: Int(min(count, 15)))
+    }
+
+    /// Counts an access (a hit) to `slot` and moves it as its region says.
+    @inlinable
+    mutating func recordAdmissionAccess(_ slot: Int32) {
+        admission.sketch.increment(nodes[Int(slot)].stamp)
+        let region = nodes[Int(slot)].bucket
+        if region == Self.windowRegion { admission.windowHits &+= 1 }
+        if region == Self.probationRegion {
+            // Used again while on probation: protected from now on; protected's oldest steps down.
+            move(slot, to: Self.protectedRegion)
+            if admission.protectedCount > protectedTarget(forCount: nodes.count) {
+                move(buckets[Int(Self.protectedRegion)].head, to: Self.probationRegion)
+            }
+        } else if nodes[Int(slot)].next >= 0 {
+            unlink(slot)
+            appendNode(slot, to: region)
+        }
+        recordRequest(isHit: true)
+    }
+
+    /// Counts a request in the climber's sample; climbs at the end of a sample.
+    @inlinable
+    mutating func recordRequest(isHit: Bool) {
+        admission.sampleRequests &+= 1
+        if isHit { admission.sampleHits &+= 1 }
+        if admission.sampleRequests >= admission.samplePeriod { admission.climb(count: nodes.count) }
+    }
+
+    // MARK: - The eviction order
+
+    /// A walk through the eviction order from its start.
+    @inlinable
+    var admissionCursor: AdmissionCursor {
+        AdmissionCursor(
+            window: buckets[Int(Self.windowRegion)].head,
+            probation: buckets[Int(Self.probationRegion)].head,
+            protected: buckets[Int(Self.protectedRegion)].head,
+            count: nodes.count,
+            windowCount: admission.windowCount
+        )
+    }
+
+    /// The next slot in the eviction order after `cursor`, which it advances; -1 at the end.
+    ///
+    /// It is the slot `popVictim()` would remove if the entries before `cursor` were gone.
+    ///
+    /// The main region's victim is probation's oldest entry (protected's when probation is empty).
+    /// While the window holds less than its share, the main victim goes and the window grows. Once
+    /// it holds its share, its oldest entry (the candidate) replaces the main victim only if it is
+    /// estimated to be used more often; otherwise the candidate itself goes.
+    @inlinable
+    func nextAdmissionVictim(_ cursor: inout AdmissionCursor) -> Int32 {
+        let main = cursor.probation >= 0 ? cursor.probation : cursor.protected
+        let chosen: Int32
+        if main < 0 {
+            chosen = cursor.window
+        } else if cursor.window < 0 || cursor.windowCount < windowTarget(forCount: cursor.count) {
+            chosen = main
+        } else {
+            let candidate = admission.sketch.frequency(nodes[Int(cursor.window)].stamp)
+            chosen = candidate > admission.sketch.frequency(nodes[Int(main)].stamp) ? main : cursor.window
+        }
+        guard chosen >= 0 else { return -1 }
+        let next = nodes[Int(chosen)].next
+        if chosen == cursor.window {
+            cursor.window = next
+            cursor.windowCount -= 1
+        } else if chosen == cursor.probation {
+            cursor.probation = next
+        } else {
+            cursor.protected = next
+        }
+        cursor.count -= 1
+        return chosen
+    }
+
+    /// The slot `popVictim()` removes next, or -1 when the index is empty.
+    @inlinable
+    func admissionVictim() -> Int32 {
+        var cursor = admissionCursor
+        return nextAdmissionVictim(&cursor)
+    }
+
+    /// The key removed next other than `key`.
+    @usableFromInline
+    func admissionVictim(excluding key: Key) -> Key? {
+        var cursor = admissionCursor
+        let first = nextAdmissionVictim(&cursor)
+        guard first >= 0 else { return nil }
+        if nodes[Int(first)].key != key { return nodes[Int(first)].key }
+        let second = nextAdmissionVictim(&cursor)
+        return second >= 0 ? nodes[Int(second)].key : nil
+    }
+
+    /// Every entry in the order `popVictim()` would remove them, with its estimated frequency (at
+    /// least 1) as its count.
+    ///
+    /// - Complexity: O(n).
+    @usableFromInline
+    var admissionEntriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
+        var result: [(key: Key, payload: Payload, count: UInt32)] = []
+        result.reserveCapacity(nodes.count)
+        var cursor = admissionCursor
+        while true {
+            let slot = nextAdmissionVictim(&cursor)
+            guard slot >= 0 else { break }
+            let node = nodes[Int(slot)]
+            result.append((node.key, node.payload, UInt32(max(1, admission.sketch.frequency(node.stamp)))))
+        }
+        return result
+    }
+
+    /// Checks the regions' links and sizes; traps on the first inconsistency.
+    ///
+    /// - Complexity: O(n).
+    func checkAdmissionInvariants() {
+        precondition(firstBucket == -1 && lastBucket == -1 && buckets.count == 3, "W-TinyLFU regions")
+        var seen = 0
+        var sizes = [0, 0, 0]
+        for region in 0..<Int32(3) {
+            var slot = buckets[Int(region)].head
+            var previous: Int32 = -1
+            while slot >= 0 {
+                let node = nodes[Int(slot)]
+                precondition(node.prev == previous && node.bucket == region, "node links")
+                precondition(slots[node.key] == slot, "slot map")
+                precondition(node.stamp == FrequencySketch.spread(node.key.hashValue), "key hash")
+                sizes[Int(region)] += 1
+                seen += 1
+                previous = slot
+                slot = node.next
+            }
+            precondition(buckets[Int(region)].tail == previous, "region tail")
+        }
+        precondition(sizes[0] == admission.windowCount, "window size")
+        precondition(sizes[2] == admission.protectedCount, "protected size")
+        precondition(seen == nodes.count && seen == slots.count, "node count")
+        precondition(totalCost == nodes.reduce(0) { $0 + $1.cost }, "total cost")
+    }
+}

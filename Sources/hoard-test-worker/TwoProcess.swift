@@ -1,0 +1,50 @@
+import Foundation
+import Hoard
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The child's side of the two-process tests.
+enum TwoProcess {
+    /// Opens the container, stores `held` = `by the child`, flushes, prints `ready`, then keeps the
+    /// container open until standard input ends (or the process is killed).
+    ///
+    /// Prints `inUse` and exits with status 3 when another process has the container open.
+    static func hold(arguments: [String]) async throws {
+        let cache: Cache<String>
+        do {
+            cache = try stringCache(folder: argument(arguments, 0), container: argument(arguments, 1))
+        } catch CacheError.containerInUse {
+            emit("inUse")
+            exit(3)
+        }
+        cache["held"] = "by the child"
+        await cache.flush()
+        emit("ready")
+        var byte: UInt8 = 0
+        while read(0, &byte, 1) > 0 {}
+        withExtendedLifetime(cache) {}
+        emit("released")
+    }
+
+    /// Tries to open the container: prints `inUse` (exit status 3), or `opened <value of key parent>`,
+    /// then stores `child` = `written by the child` and flushes.
+    static func tryOpen(arguments: [String]) async throws {
+        let cache: Cache<String>
+        do {
+            cache = try stringCache(folder: argument(arguments, 0), container: argument(arguments, 1))
+        } catch let error as CacheError where error.code == .containerInUse {
+            emit("inUse \(error.message)")
+            exit(3)
+        }
+        emit("opened \(cache["parent"] ?? "nil")")
+        cache["child"] = "written by the child"
+        await cache.flush()
+        emit("flushed")
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Hoard
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A child process for Hoard's trust tests: it runs a workload or a fault scenario on a container
+/// that the test process names, and reports on standard output, one line per record.
+///
+/// Usage:
+/// ```
+/// hoard-test-worker crash <folder> <container> <seed> <operations> <maxDiskCount> <maxRamCount> <lfu|lru>
+/// hoard-test-worker hold <folder> <container>          # opens, prints "ready", waits for end of input
+/// hoard-test-worker try-open <folder> <container>      # prints "opened <value of key held>" or "inUse"
+/// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
+/// hoard-test-worker faults-descriptors <folder>
+/// ```
+/// Every line is written with one `write(2)` straight to the descriptor, so that what a killed
+/// process reported before it died is exactly what the reader receives.
+@main
+enum Worker {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let mode = arguments.first else { usage() }
+        let rest = Array(arguments.dropFirst())
+        do {
+            switch mode {
+            case "crash": try await CrashWorkload(arguments: rest).run()
+            case "hold": try await TwoProcess.hold(arguments: rest)
+            case "try-open": try await TwoProcess.tryOpen(arguments: rest)
+            case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()
+            case "faults-descriptors": try await FaultScenarios(arguments: rest).descriptors()
+            default: usage()
+            }
+        } catch {
+            emit("error \(error)")
+            exit(2)
+        }
+    }
+
+    static func usage() -> Never {
+        emit("error usage: hoard-test-worker crash|hold|try-open|faults-permissions|faults-descriptors …")
+        exit(64)
+    }
+}
+
+/// Writes one line to standard output with a single system call.
+func emit(_ line: String) {
+    var bytes = Array((line + "\n").utf8)
+    bytes.withUnsafeMutableBytes { buffer in
+        var done = 0
+        while done < buffer.count {
+            let result = write(1, buffer.baseAddress! + done, buffer.count - done)
+            if result > 0 {
+                done += result
+            } else if result < 0 && errno != EINTR {
+                return
+            }
+        }
+    }
+}
+
+/// A small, seedable generator (SplitMix64), so that a failing trial can be run again.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The argument at `index`, or the usage message.
+func argument(_ arguments: [String], _ index: Int) -> String {
+    guard index < arguments.count else { Worker.usage() }
+    return arguments[index]
+}
+
+/// A string cache on `container` inside `folder`.
+func stringCache(
+    folder: String,
+    container: String,
+    maxRamCount: Int = 100,
+    maxDiskCount: Int = 100,
+    policy: EvictionPolicy = .lfu,
+    delegate: (any CacheDelegate<String>)? = nil
+) throws -> Cache<String> {
+    var builder = CacheBuilder<String>(serializer: StringSerializer())
+        .containerName(container)
+        .directory(URL(fileURLWithPath: folder, isDirectory: true))
+        .maxRamCount(maxRamCount)
+        .maxDiskCount(maxDiskCount)
+        .evictionPolicy(policy)
+    if let delegate { builder = builder.delegate(delegate) }
+    return try builder.build()
+}

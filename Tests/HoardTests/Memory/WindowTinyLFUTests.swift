@@ -1,0 +1,214 @@
+import Testing
+
+@testable import Hoard
+
+@Suite struct WindowTinyLFUTests {
+    /// Sets `key` the way a cache does on a miss: make room among the stored entries, then insert.
+    private func setAsCache(_ index: inout EvictionIndex<Int, Int>, _ key: Int, capacity: Int) -> Int? {
+        var evicted: Int?
+        if !index.contains(key) && index.count >= capacity { evicted = index.popVictim()?.key }
+        index.upsert(key, forKey: key)
+        return evicted
+    }
+
+    /// Reads `key`, storing it on a miss; returns whether it hit.
+    @discardableResult
+    private func request(_ index: inout EvictionIndex<Int, Int>, _ key: Int, capacity: Int) -> Bool {
+        if index.access(key) != nil { return true }
+        _ = setAsCache(&index, key, capacity: capacity)
+        return false
+    }
+
+    @Test(arguments: [1, 2, 7, 64])
+    func randomOperationsKeepTheInvariantsAndTheCountLimit(capacity: Int) {
+        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var generator = SplitMix64(seed: UInt64(capacity))
+        for step in 0..<30_000 {
+            // Skewed keys: a few hot ones, many cold ones.
+            let key = Int(generator.next() % 4 == 0 ? generator.next() % 8 : generator.next() % 300)
+            switch generator.next() % 10 {
+            case 0: index.removeValue(forKey: key)
+            case 1:
+                let expected = index.victim?.key
+                #expect(index.entriesInEvictionOrder.first?.key == expected)
+                #expect(index.popVictim()?.key == expected)
+            case 2...5: _ = index.access(key)
+            default:
+                let evicted = setAsCache(&index, key, capacity: capacity)
+                #expect(index.contains(key), "the entry being set stays")
+                #expect(evicted != key)
+            }
+            #expect(index.count <= capacity)
+            if step % 101 == 0 { index.checkInvariants() }
+        }
+        index.checkInvariants()
+    }
+
+    @Test func theEvictionOrderIsTheOrderOfSuccessivePops() {
+        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 50)
+        var generator = SplitMix64(seed: 3)
+        for _ in 0..<5_000 { request(&index, Int(generator.next() % 120), capacity: 50) }
+        let order = index.entriesInEvictionOrder.map(\.key)
+        #expect(order.count == 50)
+        #expect(index.victim(excluding: order[0]) == order[1])
+        #expect(index.victim(excluding: order[1]) == order[0])
+        var popped: [Int] = []
+        while let victim = index.popVictim() { popped.append(victim.key) }
+        #expect(popped == order)
+        index.checkInvariants()
+    }
+
+    @Test func aScanOfOneShotKeysDoesNotFlushTheFrequentlyUsedSet() {
+        let capacity = 100
+        let hot = Array(0..<60)
+        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var lru = EvictionIndex<Int, Int>(policy: .lru, capacity: capacity)
+        for _ in 0..<20 {
+            for key in hot {
+                request(&index, key, capacity: capacity)
+                request(&lru, key, capacity: capacity)
+            }
+        }
+        // 5 000 keys used once each, interleaved with nothing: a plain scan.
+        for key in 1_000..<6_000 {
+            request(&index, key, capacity: capacity)
+            request(&lru, key, capacity: capacity)
+        }
+        #expect(hot.filter { lru.contains($0) }.isEmpty, "LRU loses the whole hot set to the scan")
+        // The climber may have grown the window meanwhile; the main region keeps the rest.
+        #expect(hot.filter { index.contains($0) }.count >= 40)
+        index.checkInvariants()
+    }
+
+    @Test func aHotSetThatMovesIsFollowed() {
+        let capacity = 100
+        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var generator = SplitMix64(seed: 9)
+        // Each phase: 60 hot keys, most requests, plus noise over a large cold range.
+        func phase(_ hot: Range<Int>, rounds: Int) -> Double {
+            var hits = 0
+            var hotRequests = 0
+            for _ in 0..<rounds {
+                for key in hot {
+                    hotRequests += 1
+                    if request(&index, key, capacity: capacity) { hits += 1 }
+                    request(&index, 100_000 + Int(generator.next() % 50_000), capacity: capacity)
+                }
+            }
+            return Double(hits) / Double(hotRequests)
+        }
+        _ = phase(0..<60, rounds: 100)
+        _ = phase(1_000..<1_060, rounds: 100)
+        let third = 2_000..<2_060
+        let hitRate = phase(third, rounds: 100)
+        #expect(third.filter { index.contains($0) }.count >= 55)
+        #expect(hitRate > 0.8)
+        index.checkInvariants()
+    }
+
+    @Test func theStoreKeepsTheNewValueAndItsLimitsWithCosts() {
+        let store = MemoryStore<Int, Int>(capacity: 40, policy: .wTinyLFU)
+        var generator = SplitMix64(seed: 4)
+        for _ in 0..<20_000 {
+            let key = Int(generator.next() % 3 == 0 ? generator.next() % 10 : generator.next() % 500)
+            if store.value(forKey: key) == nil {
+                let cost = Int(generator.next() % 9)
+                let result = store.set(key, forKey: key, cost: cost, costLimit: 100)
+                #expect(result.isKept)
+                #expect(!result.evicted.contains { $0.key == key })
+                #expect(store.contains(key))
+            }
+            #expect(store.count <= 40)
+            #expect(store.totalCost <= 100)
+        }
+        store.checkInvariants()
+    }
+
+    @Test func theMemoryStoreEvictsAmongTheStoredEntries() {
+        let store = MemoryStore<Int, Int>(capacity: 10, policy: .wTinyLFU)
+        for key in 0..<10 { store.set(key, forKey: key) }
+        for _ in 0..<5 { for key in 0..<10 { _ = store.value(forKey: key) } }
+        for key in 100..<200 {
+            let evicted = store.set(key, forKey: key)
+            #expect(evicted != nil)
+            #expect(evicted?.key != key)
+            #expect(store.value(forKey: key) == key)
+        }
+        #expect(store.count == 10)
+        store.checkInvariants()
+    }
+
+    @Test func theSketchHalvesAndKeepsEstimatesWhenItGrows() {
+        var sketch = FrequencySketch(maximumCapacity: 1_000)
+        sketch.ensureCapacity(16)
+        let hot = FrequencySketch.spread(42)
+        let cold = FrequencySketch.spread(7)
+        for _ in 0..<12 { sketch.increment(hot) }
+        sketch.increment(cold)
+        #expect(sketch.frequency(hot) == 12)
+        #expect(sketch.frequency(cold) == 1)
+        sketch.ensureCapacity(500)
+        #expect(sketch.table.count == 512)
+        #expect(sketch.frequency(hot) == 12)
+        #expect(sketch.frequency(cold) == 1)
+        for _ in 0..<10 { sketch.increment(hot) }
+        #expect(sketch.frequency(hot) == 15, "4-bit counters stop at 15")
+        sketch.halve()
+        #expect(sketch.frequency(hot) == 7)
+        #expect(sketch.frequency(cold) == 0)
+    }
+
+    @Test func theClimberGrowsTheWindowWhenItsEntriesEarnMoreHitsAndShrinksItOtherwise() {
+        // Samples fed by hand: 100 entries, 10 in the window.
+        var state = AdmissionState(capacity: 100)
+        #expect(state.windowShare == AdmissionState.minimumWindowShare)
+        state.windowCount = 10
+        state.sampleRequests = 1_000
+        state.sampleHits = 500
+        state.windowHits = 100  // 10 hits per window entry against 4.4 per main entry
+        state.climb(count: 100)
+        let grown = state.windowShare
+        #expect(grown > AdmissionState.minimumWindowShare)
+        #expect(state.sampleHits == 0 && state.windowHits == 0 && state.sampleRequests == 0)
+        state.sampleRequests = 1_000
+        state.sampleHits = 500
+        state.windowHits = 20  // 2 per window entry against 5.3 per main entry
+        state.climb(count: 100)
+        #expect(state.windowShare < grown)
+        // A scan: nothing hits anywhere; the window shrinks back to its minimum and stays there.
+        for _ in 0..<20 {
+            state.sampleRequests = 1_000
+            state.climb(count: 100)
+        }
+        #expect(state.windowShare == AdmissionState.minimumWindowShare)
+        for _ in 0..<20 {
+            state.sampleRequests = 1_000
+            state.sampleHits = 100
+            state.windowHits = 90
+            state.climb(count: 100)
+        }
+        #expect(state.windowShare == AdmissionState.maximumWindowShare)
+        #expect(state.climbs == 42)
+    }
+
+    @Test func aMovingHotSetGrowsTheWindowAndAStaticOneKeepsItSmall() {
+        let capacity = 200
+        var generator = SplitMix64(seed: 21)
+        // Static: 100 hot keys and cold noise.
+        var steady = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        for _ in 0..<40_000 {
+            let key = generator.next() % 2 == 0 ? Int(generator.next() % 100) : 10_000 + Int(generator.next() % 100_000)
+            request(&steady, key, capacity: capacity)
+        }
+        #expect(steady.admission.windowShare <= 0.2)
+        // Moving: a new set of 150 keys every 1 000 requests, each key used a few times in a row.
+        var moving = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        for step in 0..<40_000 {
+            let base = (step / 1_000) * 1_000
+            request(&moving, base + Int(generator.next() % 150), capacity: capacity)
+        }
+        #expect(moving.admission.windowShare >= 0.5)
+        steady.checkInvariants()
+        moving.checkInvariants()
+    }
+}

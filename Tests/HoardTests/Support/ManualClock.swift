@@ -1,0 +1,33 @@
+import Foundation
+
+@testable import Hoard
+
+/// A clock that moves only when a test says so; hand `read` to `CacheBuilder.clock(_:)`.
+final class ManualClock: Sendable {
+    private let current: Locked<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_000_000)) {
+        current = Locked(start)
+    }
+
+    var now: Date { current.withLock { $0 } }
+
+    /// The closure a builder takes.
+    var read: @Sendable () -> Date { { self.now } }
+
+    func advance(by seconds: TimeInterval) {
+        current.withLock { $0 += seconds }
+    }
+}
+
+extension AsyncStream {
+    /// Collects elements until one satisfies `isLast` (included), or the stream ends.
+    func collect(through isLast: (Element) -> Bool) async -> [Element] {
+        var collected: [Element] = []
+        for await element in self {
+            collected.append(element)
+            if isLast(element) { break }
+        }
+        return collected
+    }
+}

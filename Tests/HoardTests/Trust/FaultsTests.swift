@@ -1,0 +1,231 @@
+import Foundation
+import Testing
+
+@testable import Hoard
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// File-system faults: a full disk, a read-only or unreadable container, a deleted one, no descriptors.
+///
+/// Each time the cache reports the failure (delegate and logger), keeps serving memory, damages no
+/// entry, and works again once the fault clears.
+@Suite(.timeLimit(.minutes(2)))
+struct FaultsTests {
+    @Test(.enabled(if: FaultSupport.canMountFilesystems, "needs root (CAP_SYS_ADMIN) to mount a small tmpfs"))
+    func aFullDiskIsReportedServedFromMemoryAndRecoveredFrom() async throws {
+        TestLog.install()
+        let folder = TemporaryDirectory()
+        let small = folder.url.appendingPathComponent("small", isDirectory: true)
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        try FaultSupport.mountTmpfs(at: small.path, size: "256k")
+        defer {
+            FaultSupport.unmount(small.path)
+            withExtendedLifetime(folder) {}
+        }
+        let delegate = RecordingDelegate<Data>()
+        func value(_ index: Int) -> Data { Data(repeating: UInt8(index), count: 16_384) }
+        let cache = try CacheBuilder<Data>(serializer: DataSerializer())
+            .containerName("full")
+            .directory(small)
+            .maxRamCount(100)
+            .maxDiskCount(100)
+            .delegate(delegate)
+            .build()
+        for index in 0..<40 { cache["k\(index)"] = value(index) }
+        await cache.flush()
+
+        // 40 × 16 KiB do not fit in 256 KiB: the writes that did not fit are reported.
+        let failed = delegate.events.compactMap { if case .storeFailure(let key) = $0 { key } else { nil } }
+        #expect(!failed.isEmpty)
+        let error = try #require(delegate.lastStoreError as? CacheError)
+        #expect(error.code == .io)
+        #expect((error.underlyingError as? POSIXFileError)?.errorNumber == ENOSPC)
+        #expect(
+            TestLog.messages(containing: small.path).contains {
+                $0.level >= .warning && $0.message.contains("Cannot write")
+            }
+        )
+        // Memory serves every value, and what is on disk is intact.
+        for index in 0..<40 { #expect(cache["k\(index)"] == value(index)) }
+        let container = small.appendingPathComponent("full").path
+        try FaultSupport.expectIntactEntries(in: container, count: cache.diskCount) { key, payload in
+            guard let index = Int(key.dropFirst()) else { return false }
+            return payload == value(index)
+        }
+        #expect(cache.diskCount == 40 - Set(failed).count)
+
+        // The fault clears: the same writes now land.
+        try FaultSupport.remountTmpfs(at: small.path, size: "4m")
+        for key in Set(failed) { cache[key] = value(Int(key.dropFirst()) ?? 0) }
+        await cache.flush()
+        #expect(delegate.events.count { if case .storeFailure = $0 { true } else { false } } == failed.count)
+        let reopened = try CacheBuilder<Data>(serializer: DataSerializer())
+            .containerName("full")
+            .directory(small)
+            .maxRamCount(0)
+            .maxDiskCount(100)
+            .build(sharingStore: false)
+        for index in 0..<40 { #expect(reopened["k\(index)"] == value(index)) }
+        try FaultSupport.expectIntactEntries(in: container, count: 40) { _, _ in true }
+    }
+
+    @Test func aContainerDeletedWhileOpenIsCreatedAgainByTheNextWrite() async throws {
+        TestLog.install()
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let cache = try folder.stringBuilder().delegate(delegate).build()
+        cache["before"] = "on disk"
+        await cache.flush()
+
+        try FileManager.default.removeItem(at: folder.container())
+        #expect(cache["before"] == "on disk")
+        cache["after"] = "written after the deletion"
+        await cache.flush()
+        #expect(delegate.events.isEmpty)
+        #expect(folder.entryFiles().count == 1)
+        cache.clearMemory()
+        #expect(cache["before"] == nil)
+        #expect(cache["after"] == "written after the deletion")
+        #expect(cache.diskCount == 1)
+        #expect(TestLog.messages(containing: folder.container().path).contains { $0.message.contains("vanished") })
+        // The folder made again is locked against other processes like the first one.
+        #expect(ContainerLock.isHeld(at: folder.container().path))
+        let refused = try await WorkerProcess.run(["try-open", folder.url.path, "test"])
+        #expect(refused.ending == .exited(3))
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["after"] == "written after the deletion")
+    }
+
+    @Test func aContainerIsNotCreatedAgainWhenItsParentFolderWasDeletedToo() async throws {
+        let folder = TemporaryDirectory()
+        let parent = folder.url.appendingPathComponent("app", isDirectory: true)
+        let delegate = RecordingDelegate<String>()
+        let cache = try CacheBuilder<String>(serializer: StringSerializer())
+            .containerName("test")
+            .directory(parent)
+            .delegate(delegate)
+            .build()
+        try FileManager.default.removeItem(at: parent)
+        cache["k"] = "in memory only"
+        await cache.flush()
+        #expect(delegate.events == [.storeFailure("k")])
+        #expect(!FileManager.default.fileExists(atPath: parent.path))
+        #expect(cache["k"] == "in memory only")
+    }
+
+    @Test func aReadOnlyThenUnreadableContainerIsSurvived() async throws {
+        let folder = TemporaryDirectory()
+        // Root ignores permissions: run the scenario as an unprivileged user, from a copy of the
+        // worker that user can reach (the build folder may be inside a folder only root can enter).
+        var user: String?
+        var executable: String?
+        if getuid() == 0 {
+            user = "nobody"
+            let copy = folder.url.appendingPathComponent("hoard-test-worker").path
+            try WorkerProcess.copyExecutable(to: copy)
+            #expect(chown(folder.url.path, FaultSupport.nobody, FaultSupport.nogroup) == 0)
+            executable = copy
+        }
+        let result = try await WorkerProcess.run(
+            ["faults-permissions", folder.url.path],
+            asUser: user,
+            executable: executable
+        )
+        FaultSupport.expectPassed(result)
+    }
+
+    @Test func runningOutOfFileDescriptorsIsSurvived() async throws {
+        let folder = TemporaryDirectory()
+        let result = try await WorkerProcess.run(["faults-descriptors", folder.url.path])
+        FaultSupport.expectPassed(result)
+    }
+}
+
+/// Mounting, permissions and the worker's reports for the fault tests.
+enum FaultSupport {
+    static let nobody: uid_t = 65_534
+    static let nogroup: gid_t = 65_534
+
+    /// Whether this process may mount a tmpfs (root with `CAP_SYS_ADMIN`, as in this project's CI).
+    static let canMountFilesystems: Bool = {
+        guard getuid() == 0 else { return false }
+        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("HoardTests-mount-\(UUID())")
+        guard (try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)) != nil else {
+            return false
+        }
+        defer { try? FileManager.default.removeItem(at: probe) }
+        guard (try? mountTmpfs(at: probe.path, size: "64k")) != nil else { return false }
+        unmount(probe.path)
+        return true
+    }()
+
+    // A size-limited tmpfs is Linux's; elsewhere the disk-full test is skipped (mounting fails).
+    static func mountTmpfs(at path: String, size: String) throws {
+        #if os(Linux)
+        guard mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0755") == 0 else {
+            throw POSIXFileError(operation: "mount", path: path, errorNumber: errno)
+        }
+        #else
+        throw POSIXFileError(operation: "mount", path: path, errorNumber: ENOTSUP)
+        #endif
+    }
+
+    static func remountTmpfs(at path: String, size: String) throws {
+        #if os(Linux)
+        guard mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT), "size=\(size),mode=0755") == 0 else {
+            throw POSIXFileError(operation: "mount", path: path, errorNumber: errno)
+        }
+        #else
+        throw POSIXFileError(operation: "mount", path: path, errorNumber: ENOTSUP)
+        #endif
+    }
+
+    static func unmount(_ path: String) {
+        #if os(Linux)
+        umount2(path, Int32(MNT_DETACH))
+        #endif
+    }
+
+    /// Checks that the container holds `count` entry files, each intact, named by its key, and
+    /// holding a payload `isExpected` accepts, and no temporary file.
+    static func expectIntactEntries(
+        in container: String,
+        count: Int,
+        sourceLocation: SourceLocation = #_sourceLocation,
+        _ isExpected: (String, Data) -> Bool
+    ) throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: container)
+        #expect(!names.contains { $0.hasPrefix(ContainerFile.temporaryPrefix) }, sourceLocation: sourceLocation)
+        let entries = names.filter(ContainerFile.isEntryName)
+        #expect(entries.count == count, sourceLocation: sourceLocation)
+        for name in entries {
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: container + "/" + name)))
+            let entry = try #require(
+                try? EntryFormat.decode(bytes),
+                "\(name) is damaged",
+                sourceLocation: sourceLocation
+            )
+            #expect(DiskKey(entry.key).fileName == name, sourceLocation: sourceLocation)
+            #expect(
+                isExpected(entry.key, entry.payload),
+                "\(entry.key) holds a wrong value",
+                sourceLocation: sourceLocation
+            )
+        }
+    }
+
+    /// Expects a worker's fault scenario to have run to `done` with no failed check.
+    static func expectPassed(
+        _ result: (lines: [String], ending: WorkerProcess.Ending),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        for line in result.lines where !line.hasPrefix("ok ") && line != "done" {
+            Issue.record("worker: \(line)", sourceLocation: sourceLocation)
+        }
+        #expect(result.lines.last == "done", sourceLocation: sourceLocation)
+        #expect(result.lines.count { $0.hasPrefix("ok ") } >= 8, sourceLocation: sourceLocation)
+        #expect(result.ending == .exited(0), sourceLocation: sourceLocation)
+    }
+}
