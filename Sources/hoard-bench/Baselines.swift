@@ -170,3 +170,30 @@ final class PlainLRU<Key: Hashable, Value>: @unchecked Sendable {
         tail = slot
     }
 }
+
+/// The plain LRU split into independent shards, each behind its own lock, chosen by the key's hash:
+/// an experiment showing what sharding buys a single-lock cache on two threads (each shard is LRU
+/// on its own, so the whole is only approximately LRU).
+final class ShardedLRU<Key: Hashable, Value>: Sendable {
+    private let shards: [PlainLRU<Key, Value>]
+
+    /// - Parameters:
+    ///   - capacity: The most entries kept in all, split evenly between the shards.
+    ///   - shardCount: A power of two.
+    init(capacity: Int, shardCount: Int) {
+        precondition(shardCount > 0 && shardCount & (shardCount - 1) == 0, "shardCount must be a power of two")
+        let perShard = (capacity + shardCount - 1) / shardCount
+        shards = (0..<shardCount).map { _ in PlainLRU(capacity: perShard) }
+    }
+
+    @inline(__always)
+    private func shard(_ key: Key) -> PlainLRU<Key, Value> {
+        // The high bits, so that the shard's own table (which uses the low bits) stays evenly filled.
+        shards[Int(UInt(bitPattern: key.hashValue) >> 58) & (shards.count - 1)]
+    }
+
+    func value(forKey key: Key) -> Value? { shard(key).value(forKey: key) }
+
+    @discardableResult
+    func set(_ value: Value, forKey key: Key) -> Bool { shard(key).set(value, forKey: key) }
+}
