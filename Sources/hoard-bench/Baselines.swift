@@ -83,10 +83,14 @@ final class PlainLRU<Key: Hashable, Value>: @unchecked Sendable {
     /// The most recently used node.
     private var tail: Int32 = -1
 
-    init(capacity: Int) {
+    /// - Parameters:
+    ///   - capacity: The most entries kept.
+    ///   - tableCapacity: The number of keys the hash table is sized for; more than `capacity`
+    ///     lowers its load factor (an experiment: shorter probe runs to rehash on each removal).
+    init(capacity: Int, tableCapacity: Int? = nil) {
         self.capacity = max(1, capacity)
         // One more than the capacity: a new key is inserted before the victim's key is removed.
-        slots = Dictionary(minimumCapacity: self.capacity + 1)
+        slots = Dictionary(minimumCapacity: max(self.capacity + 1, tableCapacity ?? 0))
         nodes = .allocate(capacity: self.capacity)
     }
 
@@ -137,6 +141,41 @@ final class PlainLRU<Key: Hashable, Value>: @unchecked Sendable {
         nodes[Int(slot)].value = value
         append(slot)
         return true
+    }
+
+    /// ``set(_:forKey:)`` with the hash-table traffic of Hoard's `MemoryStore.set` when it evicts (an
+    /// experiment, to price Hoard's extra lookups): a lookup to see whether the key is stored, the
+    /// victim's removal, a re-index of the node that fills the victim's slot, a lookup of the new key
+    /// and its insertion, where ``set(_:forKey:)`` makes two.
+    @discardableResult
+    func setWithHoardLookups(_ value: Value, forKey key: Key) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        var evicted = false
+        var free = Int32(count)
+        if count >= capacity && slots[key] == nil {
+            free = head
+            unlink(free)
+            slots.removeValue(forKey: nodes[Int(free)].key)
+            // Hoard moves its last node into the freed slot and re-indexes that node's key.
+            if tail >= 0 { slots[nodes[Int(tail)].key] = tail }
+            evicted = true
+        }
+        if let slot = slots[key] {
+            nodes[Int(slot)].value = value
+            moveToTail(slot)
+            return false
+        }
+        slots[key] = free
+        if evicted {
+            nodes[Int(free)].key = key
+            nodes[Int(free)].value = value
+        } else {
+            (nodes + Int(free)).initialize(to: Node(key: key, value: value, prev: -1, next: -1))
+            count += 1
+        }
+        append(free)
+        return evicted
     }
 
     /// Finds the key's slot or, when it has none (-1), gives it `candidate`; one hash lookup.

@@ -32,6 +32,12 @@ enum ScenarioRegistry {
             run: MemorySet.run
         ),
         Scenario(
+            name: "memory-set-anatomy",
+            help:
+                "what an evicting set costs: Hoard vs plain LRU variants, and the price of a hash, a lock, two getters",
+            run: MemorySetAnatomy.run
+        ),
+        Scenario(
             name: "zipf",
             help:
                 "1M get-or-set on Zipf(0.99) over 1M keys into a 10k-entry memory-only cache (every policy, plain LRU)",
