@@ -225,14 +225,20 @@ final class ShardedLRU<Key: Hashable, Value>: Sendable {
         shards = (0..<shardCount).map { _ in PlainLRU(capacity: perShard) }
     }
 
+    /// The key's shard, unretained: `shards` keeps every shard alive, and retaining one on each call
+    /// would make two threads fight over its reference count.
     @inline(__always)
-    private func shard(_ key: Key) -> PlainLRU<Key, Value> {
+    private func shard(_ key: Key) -> Unmanaged<PlainLRU<Key, Value>> {
         // The high bits, so that the shard's own table (which uses the low bits) stays evenly filled.
-        shards[Int(UInt(bitPattern: key.hashValue) >> 58) & (shards.count - 1)]
+        .passUnretained(shards[Int(UInt(bitPattern: key.hashValue) >> 58) & (shards.count - 1)])
     }
 
-    func value(forKey key: Key) -> Value? { shard(key).value(forKey: key) }
+    func value(forKey key: Key) -> Value? {
+        shard(key)._withUnsafeGuaranteedRef { $0.value(forKey: key) }
+    }
 
     @discardableResult
-    func set(_ value: Value, forKey key: Key) -> Bool { shard(key).set(value, forKey: key) }
+    func set(_ value: Value, forKey key: Key) -> Bool {
+        shard(key)._withUnsafeGuaranteedRef { $0.set(value, forKey: key) }
+    }
 }
