@@ -100,6 +100,8 @@ enum MemoryPerEntry {
             }
         }
         report.notes += [
+            "Hoard's maxRamCount is \(grouped(roomFor(count))), an eighth above the key count: a sharded memory store "
+                + "evicts within a shard, so an exact limit would evict (and miss) before every key is stored",
             "growth = (VmRSS after − VmRSS before) ÷ entries; the keys array exists before the first reading and "
                 + "is kept alive until after the second, so only the container's own copies count; malloc_trim(0) "
                 + "before each reading",
@@ -173,7 +175,7 @@ enum MemoryPerEntry {
                 let cache = try? CacheBuilder<Int>()
                     .containerName("hoard-bench")
                     .maxDiskCount(0)
-                    .maxRamCount(count)
+                    .maxRamCount(roomFor(count))
                     .evictionPolicy(subject == .hoardLRU ? .lru : .lfu)
                     .build()
             else {
