@@ -7,28 +7,59 @@ import Hoard
 /// The size of every value and baseline file.
 private let payloadSize = 1_024
 
-/// `disk-set`: sets of 1 KiB values, then `flush()`, on a fresh container per run.
+/// `disk-set` and `disk-set-100k`: sets of 1 KiB (or 100 KiB) values, then `flush()`, on a fresh
+/// container per run.
 enum DiskSet {
     static let hoard = "Hoard set + flush"
     static let hoardCalls = "Hoard set calls only"
     static let posix = "POSIX openat+write+close+rename"
     static let foundation = "Data.write(to:options: .atomic)"
 
+    /// 10 000 sets of 1 KiB.
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
-        try await withScratchFolders { scratch in try await run(context, scratch: scratch) }
+        try await withScratchFolders { scratch in
+            try await run(
+                context,
+                name: "disk-set",
+                size: payloadSize,
+                count: context.size(10_000),
+                foundationCount: context.size(2_000),
+                scratch: scratch
+            )
+        }
     }
 
-    private static func run(_ context: BenchContext, scratch: ScratchFolders) async throws -> ScenarioReport {
-        let count = context.size(10_000)
-        let foundationCount = context.size(2_000)
-        let capacity = context.size(20_000)
+    /// 1 000 sets of 100 KiB.
+    static func runLarge(_ context: BenchContext) async throws -> ScenarioReport {
+        try await withScratchFolders { scratch in
+            try await run(
+                context,
+                name: "disk-set-100k",
+                size: 100 * 1_024,
+                count: context.size(1_000),
+                foundationCount: context.size(500),
+                scratch: scratch
+            )
+        }
+    }
+
+    private static func run(
+        _ context: BenchContext,
+        name: String,
+        size: Int,
+        count: Int,
+        foundationCount: Int,
+        scratch: ScratchFolders
+    ) async throws -> ScenarioReport {
+        let capacity = count * 2
+        let sizeName = "\(size / 1_024) KiB"
         let keys = makeKeys(count)
-        let payload = noise(count: payloadSize, seed: 0x4449_534B)
+        let payload = noise(count: size, seed: 0x4449_534B)
         var report = ScenarioReport(
-            name: "disk-set",
+            name: name,
             title:
-                "\(grouped(count)) sets of 1 KiB Data (maxRamCount 100, maxDiskCount \(grouped(capacity))) then flush(), "
-                + "fresh container per run, no fsync"
+                "\(grouped(count)) sets of \(sizeName) Data (maxRamCount 100, maxDiskCount \(grouped(capacity))) then "
+                + "flush(), fresh container per run, no fsync"
         )
         var checksum: UInt64 = 0
 
@@ -115,11 +146,17 @@ enum DiskSet {
                     + "deleted (by a previous run, by tests): compare ratios, or set TMPDIR (e.g. /dev/shm) to measure elsewhere",
             ] + report.notes
         report.summary = [
-            ("disk set + flush (1 KiB)", hoard),
-            ("disk set calls only (1 KiB, before flush)", hoardCalls),
-            ("disk set baseline POSIX open+write+close+rename", posix),
-            ("disk set baseline Data.write(.atomic)", foundation),
+            ("disk set + flush (\(sizeName))", hoard),
+            ("disk set calls only (\(sizeName), before flush)", hoardCalls),
+            ("disk set baseline POSIX open+write+close+rename (\(sizeName))", posix),
+            ("disk set baseline Data.write(.atomic) (\(sizeName))", foundation),
         ]
+        if size == payloadSize {
+            report.targets = [
+                .rate("disk set 1 KiB (set + flush) ≥ 15 000/s", report.row(hoard), atLeast: 15_000),
+                .ratio("disk set 1 KiB ≥ 0.5× POSIX write+rename", report.row(hoard), report.row(posix), atLeast: 0.5),
+            ]
+        }
         report.checksum = checksum
         return report
     }
@@ -228,6 +265,10 @@ enum DiskGet {
             ("disk get (1 KiB, memory off)", hoard),
             ("disk get baseline POSIX open+fstat+read+close", posix),
             ("disk get baseline Data(contentsOf:)", foundation),
+        ]
+        report.targets = [
+            .rate("disk get 1 KiB (fresh instance) ≥ 80 000/s", report.row(hoard), atLeast: 80_000),
+            .ratio("disk get 1 KiB ≥ 0.5× POSIX read", report.row(hoard), report.row(posix), atLeast: 0.5),
         ]
         report.checksum = checksum
         return report

@@ -143,6 +143,8 @@ struct ScenarioReport: Sendable {
     var lines: [String] = []
     /// Lines added to the summary block as they are.
     var summaryText: [String] = []
+    /// The performance targets this scenario's figures are checked against, for the final block.
+    var targets: [TargetCheck] = []
 
     init(name: String, title: String) {
         self.name = name
@@ -194,6 +196,42 @@ struct ScenarioReport: Sendable {
     func summaryLines() -> [String] {
         summary.compactMap { line, label in row(label).map { "\(line): \(formatRate($0.median))" } } + summaryText
     }
+}
+
+/// One performance target and whether the measured figure meets it.
+struct TargetCheck: Sendable {
+    /// The target, as in `memory get-hit (lru) ≥ 4 M/s`.
+    let target: String
+    /// The measured figure, as in `3.38 M/s`.
+    let measured: String
+    let holds: Bool
+
+    /// A rate that must reach `minimum`.
+    static func rate(_ target: String, _ row: Measurement?, atLeast minimum: Double) -> TargetCheck {
+        guard let row else { return TargetCheck(target: target, measured: "not measured", holds: false) }
+        return TargetCheck(target: target, measured: formatRate(row.median), holds: row.median >= minimum)
+    }
+
+    /// The ratio of two rows' medians, which must reach `minimum`.
+    static func ratio(
+        _ target: String,
+        _ top: Measurement?,
+        _ bottom: Measurement?,
+        atLeast minimum: Double
+    )
+        -> TargetCheck
+    {
+        guard let top, let bottom else { return TargetCheck(target: target, measured: "not measured", holds: false) }
+        let ratio = top.median / bottom.median
+        return TargetCheck(
+            target: target,
+            measured: "\(formatRatio(ratio)) (\(formatRate(top.median)) / \(formatRate(bottom.median)))",
+            holds: ratio >= minimum
+        )
+    }
+
+    /// The line printed in the final block.
+    var rendered: String { "\(holds ? "holds " : "MISSED")  \(target): \(measured)" }
 }
 
 /// `line` without trailing spaces.
@@ -284,6 +322,15 @@ func noise(count: Int, seed: UInt64) -> Data {
     var generator = SplitMix64(seed: seed)
     return Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
 }
+
+/// The `maxRamCount` that lets a Hoard memory level hold all of `keys` distinct keys at once.
+///
+/// A large memory store is split into shards by key hash, each with an equal share of the count
+/// limit and exact eviction within itself, so `keys` keys spread unevenly over the shards start
+/// evicting before `keys` are stored. An eighth more room keeps every shard below its share (the
+/// spread is a few standard deviations of about √(keys / shards)) without changing how the store
+/// sizes its tables (they grow in powers of two).
+func roomFor(_ keys: Int) -> Int { keys + keys / 8 }
 
 /// Makes the keys `key-0`, `key-1` and so on.
 func makeKeys(_ count: Int) -> [String] {

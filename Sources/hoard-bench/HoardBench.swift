@@ -7,9 +7,13 @@ import Foundation
 @main
 struct HoardBench {
     static func main() async throws {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == MemoryPerEntry.childArgument {
+            exit(MemoryPerEntry.runChild(Array(arguments.dropFirst())))
+        }
         var quick = false
         var names: [String] = []
-        for argument in CommandLine.arguments.dropFirst() {
+        for argument in arguments {
             switch argument {
             case "--quick": quick = true
             case "--help", "-h":
@@ -36,17 +40,28 @@ struct HoardBench {
                 + "(median, min – max over the measured runs)\n"
         )
 
+        let started = ContinuousClock.now
         var summary: [String] = []
+        var targets: [TargetCheck] = []
         for scenario in scenarios {
             progress("\(scenario.name):")
             let report = try await scenario.run(context)
             print(report.rendered())
             print()
             summary += report.summaryLines()
+            targets += report.targets
         }
 
         print("== summary\(quick ? " (--quick)" : "") ==")
         for line in summary { print(line) }
+        if !targets.isEmpty {
+            print()
+            print("== targets\(quick ? " (--quick: sizes ÷ 10, indicative only)" : "") ==")
+            for target in targets { print(target.rendered) }
+            let missed = targets.filter { !$0.holds }.count
+            print("\(targets.count - missed) of \(targets.count) targets hold")
+        }
+        progress(String(format: "hoard-bench: %.1f s in all", started.duration(to: .now).seconds))
     }
 
     static var usage: String {

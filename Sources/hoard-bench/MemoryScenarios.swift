@@ -10,6 +10,7 @@ enum MemoryGet {
     static let dictionary = "Dictionary<String, Int>"
     static let mutexDictionary = "Mutex<[String: Int]>"
     static let nsCache = "NSCache<NSString, Box>"
+    static let plainLRU = "plain LRU behind one lock"
 
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
         let keyCount = context.size(100_000)
@@ -38,7 +39,7 @@ enum MemoryGet {
             let cache = try CacheBuilder<Int>()
                 .containerName("hoard-bench")
                 .maxDiskCount(0)
-                .maxRamCount(keyCount)
+                .maxRamCount(roomFor(keyCount))
                 .evictionPolicy(policy)
                 .build()
             for (value, key) in keys.enumerated() { cache[key] = value }
@@ -88,6 +89,19 @@ enum MemoryGet {
             )
         }
 
+        let lru = PlainLRU<String, Int>(capacity: keyCount)
+        for (value, key) in keys.enumerated() { lru.set(value, forKey: key) }
+        rows.append(
+            Contender(label: plainLRU, operations: getCount) {
+                var sum: UInt64 = 0
+                let elapsed = time {
+                    for index in indices { sum &+= UInt64(truncatingIfNeeded: lru.value(forKey: keys[index]) ?? -1) }
+                }
+                check(plainLRU, sum)
+                return elapsed
+            }
+        )
+
         let cache = NSCache<NSString, Box>()
         cache.countLimit = keyCount
         let objectKeys = keys.map { NSString(string: $0) }
@@ -105,15 +119,40 @@ enum MemoryGet {
             }
         )
 
+        report.notes.append(
+            "Hoard's maxRamCount is \(grouped(roomFor(keyCount))), an eighth above the key count: a sharded memory store "
+                + "evicts within a shard, so an exact limit would evict (and miss) before every key is stored"
+        )
         report.rows = try await measureInterleaved(rows, plan: context.plan)
         report.reference = mutexDictionary
-        report.comparisons = [(hoardLRU, mutexDictionary), (hoardLFU, mutexDictionary)]
+        report.comparisons = [
+            (hoardLRU, mutexDictionary), (hoardLFU, mutexDictionary), (hoardLRU, plainLRU), (hoardLFU, plainLRU),
+        ]
+        for (policy, label) in [("lru", hoardLRU), ("lfu", hoardLFU)] {
+            let row = report.row(label)
+            report.targets += [
+                .rate("memory get-hit (\(policy)) ≥ 4 M/s", row, atLeast: 4e6),
+                .ratio(
+                    "memory get-hit (\(policy)) ≥ 0.45× Mutex<Dictionary>",
+                    row,
+                    report.row(mutexDictionary),
+                    atLeast: 0.45
+                ),
+                .ratio(
+                    "memory get-hit (\(policy)) ≥ 1× plain LRU behind one lock",
+                    row,
+                    report.row(plainLRU),
+                    atLeast: 1
+                ),
+            ]
+        }
         report.summary = [
             ("memory get-hit (lru)", hoardLRU),
             ("memory get-hit (lfu)", hoardLFU),
             ("memory get-hit baseline Mutex<[String: Int]>", mutexDictionary),
             ("memory get-hit baseline Dictionary<String, Int>", Self.dictionary),
             ("memory get-hit baseline NSCache", nsCache),
+            ("memory get-hit baseline plain LRU behind one lock", plainLRU),
         ]
         report.checksum = checksum
         return report
@@ -129,6 +168,8 @@ final class MutexDictionary: Sendable {
     init(_ dictionary: [String: Int]) { storage = Mutex(dictionary) }
 
     func value(forKey key: String) -> Int? { storage.withLock { $0[key] } }
+
+    func set(_ value: Int, forKey key: String) { storage.withLock { $0[key] = value } }
 }
 
 /// A value boxed for `NSCache`, which holds objects only.
@@ -142,6 +183,7 @@ final class Box {
 enum MemorySet {
     static let hoardLRU = "Hoard Cache<Int> lru"
     static let hoardLFU = "Hoard Cache<Int> lfu"
+    static let plainLRU = "plain LRU behind one lock"
 
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
         let capacity = context.size(10_000)
@@ -153,7 +195,7 @@ enum MemorySet {
                 "\(grouped(setCount)) sets of distinct String keys into a memory-only cache of \(grouped(capacity)) (evicts from set \(grouped(capacity + 1)) on)"
         )
         var checksum: UInt64 = 0
-        let rows = [EvictionPolicy.lru, .lfu].map { policy in
+        var rows = [EvictionPolicy.lru, .lfu].map { policy in
             let label = policy == .lru ? hoardLRU : hoardLFU
             return Contender(label: label, operations: setCount) {
                 // A fresh cache per run, built before the clock starts.
@@ -174,10 +216,33 @@ enum MemorySet {
                 return elapsed
             }
         }
+        rows.append(
+            Contender(label: plainLRU, operations: setCount) {
+                let lru = PlainLRU<String, Int>(capacity: capacity)
+                var evictions = 0
+                let elapsed = time {
+                    for (value, key) in keys.enumerated() where lru.set(value, forKey: key) { evictions += 1 }
+                }
+                let last = lru.value(forKey: keys[setCount - 1]) ?? -1
+                checksum &+= UInt64(lru.entryCount) &+ UInt64(truncatingIfNeeded: last) &+ UInt64(evictions)
+                if lru.entryCount != capacity || last != setCount - 1 || evictions != setCount - capacity {
+                    report.notes.append(
+                        "\(plainLRU): \(lru.entryCount) entries, last value \(last), \(evictions) evictions after the run"
+                    )
+                }
+                return elapsed
+            }
+        )
         report.rows = try await measureInterleaved(rows, plan: context.plan)
+        report.reference = plainLRU
         report.summary = [
             ("memory set-evict (lru)", hoardLRU),
             ("memory set-evict (lfu)", hoardLFU),
+            ("memory set-evict baseline plain LRU behind one lock", plainLRU),
+        ]
+        report.targets = [
+            .rate("memory set with eviction (lru) ≥ 3 M/s", report.row(hoardLRU), atLeast: 3e6),
+            .rate("memory set with eviction (lfu) ≥ 3 M/s", report.row(hoardLFU), atLeast: 3e6),
         ]
         report.checksum = checksum
         return report

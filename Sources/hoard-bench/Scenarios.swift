@@ -14,20 +14,49 @@ struct Scenario: Sendable {
 /// (see `MemoryScenarios.swift`) and list it here.
 enum ScenarioRegistry {
     static let all: [Scenario] = [
+        // First: it measures in child processes, but a fresh parent heap keeps it clean either way.
+        Scenario(
+            name: "memory-per-entry",
+            help:
+                "resident memory per entry at 1M String keys in a memory-only Cache<Int> vs Dictionary (child processes)",
+            run: MemoryPerEntry.run
+        ),
         Scenario(
             name: "memory-get",
-            help: "1M uniform random subscript gets over 100k keys, memory only (lru, lfu, baselines)",
+            help: "1M uniform random subscript gets over 100k keys, memory only (lru, lfu, baselines incl. plain LRU)",
             run: MemoryGet.run
         ),
         Scenario(
             name: "memory-set",
-            help: "200k sets of distinct keys into a 10k-entry memory-only cache (lru, lfu)",
+            help: "200k sets of distinct keys into a 10k-entry memory-only cache (lru, lfu, plain LRU)",
             run: MemorySet.run
+        ),
+        Scenario(
+            name: "memory-set-anatomy",
+            help:
+                "what an evicting set costs: Hoard vs plain LRU variants, and the price of a hash, a lock, two getters",
+            run: MemorySetAnatomy.run
+        ),
+        Scenario(
+            name: "zipf",
+            help:
+                "1M get-or-set on Zipf(0.99) over 1M keys into a 10k-entry memory-only cache (every policy, plain LRU)",
+            run: ZipfGetOrSet.run
+        ),
+        Scenario(
+            name: "threads",
+            help: "90 % get / 10 % set on 1 and 2 plain Threads (Hoard, Mutex<Dictionary>, plain LRU)",
+            run: ThreadsMixed.run
         ),
         Scenario(
             name: "disk-set",
             help: "10k sets of 1 KiB Data, then flush; POSIX and Foundation baselines",
             run: DiskSet.run
+        ),
+        Scenario(
+            name: "disk-set-100k",
+            help: "1k sets of 100 KiB Data, then flush; POSIX and Foundation baselines",
+            run: DiskSet.runLarge
         ),
         Scenario(
             name: "disk-get",

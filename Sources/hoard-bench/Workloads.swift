@@ -1,0 +1,129 @@
+import Foundation
+
+// Workload generators and the plain-thread runner shared by the scenarios.
+
+// MARK: - Zipf
+
+/// Key indices drawn from Zipf(`exponent`) over `0 ..< keys`: index `r` has weight `1 / (r + 1)^s`,
+/// so index 0 is the most popular.
+///
+/// Drawn by inverting the cumulative weights with a binary search, seeded, before anything is timed.
+func zipfIndices(count: Int, keys: Int, exponent: Double = 0.99, seed: UInt64) -> [Int] {
+    var cumulative = [Double](repeating: 0, count: keys)
+    var total = 0.0
+    for rank in 0..<keys {
+        total += 1 / pow(Double(rank + 1), exponent)
+        cumulative[rank] = total
+    }
+    var generator = SplitMix64(seed: seed)
+    var indices: [Int] = []
+    indices.reserveCapacity(count)
+    for _ in 0..<count {
+        // 53 random bits as a fraction in [0, 1), scaled to the total weight.
+        let target = Double(generator.next() >> 11) / Double(UInt64(1) << 53) * total
+        var low = 0
+        var high = keys - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if cumulative[middle] < target { low = middle + 1 } else { high = middle }
+        }
+        indices.append(low)
+    }
+    return indices
+}
+
+// MARK: - Mixed operations
+
+/// One operation of a mixed workload packed in 32 bits: a key index and whether it is a set.
+struct MixedOperation: Sendable {
+    private let bits: UInt32
+
+    init(key: Int, isSet: Bool) { bits = UInt32(key) | (isSet ? 1 << 31 : 0) }
+
+    var key: Int { Int(bits & 0x7FFF_FFFF) }
+    var isSet: Bool { bits & (1 << 31) != 0 }
+}
+
+/// `count` operations on uniformly drawn keys below `keys`; each is a set with probability
+/// `setPercent` %, else a get.
+func mixedOperations(count: Int, keys: Int, setPercent: Int, seed: UInt64) -> [MixedOperation] {
+    var generator = SplitMix64(seed: seed)
+    return (0..<count).map { _ in
+        let key = Int.random(in: 0..<keys, using: &generator)
+        return MixedOperation(key: key, isSet: Int.random(in: 0..<100, using: &generator) < setPercent)
+    }
+}
+
+// MARK: - Plain threads
+
+/// Runs `body(0)`, …, `body(count - 1)` on `count` new threads (not tasks) released together, and
+/// returns the time from their release until the last one finished.
+///
+/// The caller's task suspends meanwhile, so no thread of the cooperative pool is blocked.
+func runOnThreads(_ count: Int, _ body: @escaping @Sendable (_ thread: Int) -> Void) async -> Duration {
+    await withCheckedContinuation { continuation in
+        let gate = ThreadGate(count: count, continuation: continuation)
+        for number in 0..<count {
+            let thread = Thread {
+                gate.arrive()
+                body(number)
+                gate.finish()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+}
+
+/// Releases a group of threads together once all of them are ready, and reports when the last one
+/// is done.
+private final class ThreadGate: @unchecked Sendable {
+    // Safe because every stored variable is read and written only while holding `condition`.
+    private let condition = NSCondition()
+    private let count: Int
+    private var ready = 0
+    private var finished = 0
+    private var start = ContinuousClock.now
+    private let continuation: CheckedContinuation<Duration, Never>
+
+    init(count: Int, continuation: CheckedContinuation<Duration, Never>) {
+        self.count = count
+        self.continuation = continuation
+    }
+
+    /// Waits until every thread has arrived; the last one to arrive starts the clock.
+    func arrive() {
+        condition.lock()
+        ready += 1
+        if ready == count {
+            start = ContinuousClock.now
+            condition.broadcast()
+        } else {
+            while ready < count { condition.wait() }
+        }
+        condition.unlock()
+    }
+
+    /// Counts a thread as done; the last one stops the clock and resumes the waiting task.
+    func finish() {
+        condition.lock()
+        finished += 1
+        let isLast = finished == count
+        let elapsed = start.duration(to: .now)
+        condition.unlock()
+        if isLast { continuation.resume(returning: elapsed) }
+    }
+}
+
+/// Per-thread results, each written once by its thread and read after all of them finished.
+final class ThreadResults: @unchecked Sendable {
+    // Safe because `values` is only read and written while holding `lock`.
+    private let lock = NSLock()
+    private var values: [UInt64]
+
+    init(count: Int) { values = Array(repeating: 0, count: count) }
+
+    func set(_ value: UInt64, at thread: Int) { lock.withLock { values[thread] = value } }
+
+    var sum: UInt64 { lock.withLock { values.reduce(0, &+) } }
+}
