@@ -344,10 +344,8 @@ public final class Cache<Value: Sendable>: Sendable {
         let cached = CachedValue(value, expiresAt: expiry.deadline(storedAt: clock()))
         if disk == nil, ramCost == nil, let memory {
             // Memory only: specialised in the caller's module, like a hit, and hashing the key once.
-            let hashed = HashedKey(key)
-            let (evicted, isObserved) = stripes.change(hashed.hash) {
-                memory.observedSet(cached, forHashedKey: hashed)
-            }
+            let hash = key.hashValue
+            let (evicted, isObserved) = stripes.change(hash) { memory.observedSet(cached, forKey: key, hash: hash) }
             if isObserved { didSet(value, forKey: key) }
             if let evicted { reportMemoryEviction((evicted.key, evicted.value.value, .capacity)) }
             return

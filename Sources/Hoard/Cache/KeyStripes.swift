@@ -6,7 +6,7 @@
 /// a stripe holds a lock and a count of the changes made under it. A reader notes the count before
 /// going to disk and puts what it read into memory only if the count has not moved.
 ///
-/// Every method takes the key's hash value (see `HashedKey`), so that a set hashes its key once for
+/// Every method takes the key's hash value (`key.hashValue`), so that a set hashes its key once for
 /// the stripe and the memory store.
 @usableFromInline
 final class KeyStripes: Sendable {

@@ -136,12 +136,13 @@ extension EvictionIndex {
 
     /// Adds a new entry as the window's most recent one, counting a miss.
     @inlinable
-    mutating func insertIntoWindow(key: Key, payload: Payload, cost: Int) {
-        let hash = FrequencySketch.spread(key.hashValue)
+    mutating func insertIntoWindow(key: Key, hash keyHash: Int, payload: Payload, cost: Int) {
+        let hash = FrequencySketch.spread(keyHash)
         let slot = Int32(nodes.count)
-        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: cost))
+        let tag = SlotTable.tag(keyHash)
+        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: cost, tag: tag))
         totalCost += cost
-        slots[key] = slot
+        table.insert(tag: tag, slot: slot)
         appendNode(slot, to: Self.windowRegion)
         admission.windowCount += 1
         admission.sketch.ensureCapacity(nodes.count)
@@ -161,11 +162,12 @@ extension EvictionIndex {
 
     /// Adds a restored entry as probation's most recent one, its frequency raised to `count`.
     @usableFromInline
-    mutating func appendToProbation(key: Key, payload: Payload, count: UInt32) {
-        let hash = FrequencySketch.spread(key.hashValue)
+    mutating func appendToProbation(key: Key, hash keyHash: Int, payload: Payload, count: UInt32) {
+        let hash = FrequencySketch.spread(keyHash)
         let slot = Int32(nodes.count)
-        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: 0))
-        slots[key] = slot
+        let tag = SlotTable.tag(keyHash)
+        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: 0, tag: tag))
+        table.insert(tag: tag, slot: slot)
         appendNode(slot, to: Self.probationRegion)
         admission.sketch.ensureCapacity(nodes.count)
         admission.sketch.raise(hash, to: Int(min(count, 15)))
@@ -295,7 +297,8 @@ extension EvictionIndex {
             while slot >= 0 {
                 let node = nodes[Int(slot)]
                 precondition(node.prev == previous && node.bucket == region, "node links")
-                precondition(slots[node.key] == slot, "slot map")
+                precondition(self.slot(for: node.key, hash: node.key.hashValue) == slot, "slot map")
+                precondition(node.tag == SlotTable.tag(node.key.hashValue), "node tag")
                 precondition(node.stamp == FrequencySketch.spread(node.key.hashValue), "key hash")
                 sizes[Int(region)] += 1
                 seen += 1
@@ -306,7 +309,7 @@ extension EvictionIndex {
         }
         precondition(sizes[0] == admission.windowCount, "window size")
         precondition(sizes[2] == admission.protectedCount, "protected size")
-        precondition(seen == nodes.count && seen == slots.count, "node count")
+        precondition(seen == nodes.count && seen == table.count, "node count")
         precondition(totalCost == nodes.reduce(0) { $0 + $1.cost }, "total cost")
     }
 }

@@ -21,6 +21,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
         @usableFromInline var prev: Int32
         @usableFromInline var next: Int32
         @usableFromInline var bucket: Int32
+        /// The low 32 bits of the key's hash value, which finds its entry in `table`.
+        @usableFromInline var tag: UInt32
         /// The index clock at the last access (LFU), or the key's spread hash (W-TinyLFU).
         ///
         /// LFU orders the nodes of two buckets merged by aging with it; W-TinyLFU indexes its
@@ -30,12 +32,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
         @usableFromInline var cost: Int
 
         @inlinable
-        init(key: Key, payload: Payload, stamp: UInt64, cost: Int) {
+        init(key: Key, payload: Payload, stamp: UInt64, cost: Int, tag: UInt32) {
             self.key = key
             self.payload = payload
             self.prev = -1
             self.next = -1
             self.bucket = -1
+            self.tag = tag
             self.stamp = stamp
             self.cost = cost
         }
@@ -55,7 +58,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     @usableFromInline let policy: EvictionPolicy
-    @usableFromInline var slots: [Key: Int32] = [:]
+    /// From each key's hash to its node's slot.
+    @usableFromInline var table: SlotTable
     @usableFromInline var nodes: [Node] = []
     @usableFromInline var buckets: [Bucket] = []
     @usableFromInline var firstBucket: Int32 = -1
@@ -81,7 +85,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         agingPeriod = overflow ? Int.max : max(1_024, product)
         agingCountdown = agingPeriod
         admission = AdmissionState(capacity: policy == .wTinyLFU ? capacity : 0)
-        if capacity > 0 && capacity < 1 << 20 { slots.reserveCapacity(capacity) }
+        table = SlotTable(capacity: capacity > 0 && capacity < 1 << 20 ? capacity : 0)
         if policy == .wTinyLFU { makeRegions() }
     }
 
@@ -89,21 +93,41 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     var count: Int { nodes.count }
 
+    /// The slot of the node for `key`, whose hash value is `hash`.
+    @inlinable
+    func slot(for key: Key, hash: Int) -> Int32? {
+        let tag = SlotTable.tag(hash)
+        var bucket = table.home(tag)
+        while true {
+            let entry = table.buckets[bucket]
+            if entry == 0 { return nil }
+            if SlotTable.tag(of: entry) == tag {
+                let slot = SlotTable.slot(of: entry)
+                if nodes[Int(slot)].key == key { return slot }
+            }
+            bucket = (bucket &+ 1) & table.mask
+        }
+    }
+
     /// Whether an entry exists for `key`, without counting an access.
     @inlinable
-    func contains(_ key: Key) -> Bool { slots[key] != nil }
+    func contains(_ key: Key, hash: Int? = nil) -> Bool { slot(for: key, hash: hash ?? key.hashValue) != nil }
 
     /// The payload stored for `key`, without counting an access.
     @inlinable
-    func peek(_ key: Key) -> Payload? {
-        guard let slot = slots[key] else { return nil }
+    func peek(_ key: Key, hash: Int? = nil) -> Payload? {
+        guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
         return nodes[Int(slot)].payload
     }
 
     /// Returns the payload stored for `key` and counts an access to it.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - hash: `key.hashValue`, when the caller has it already.
     @inlinable
-    mutating func access(_ key: Key) -> Payload? {
-        guard let slot = slots[key] else { return nil }
+    mutating func access(_ key: Key, hash: Int? = nil) -> Payload? {
+        guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
         recordAccess(slot)
         return nodes[Int(slot)].payload
     }
@@ -114,8 +138,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// `cost` counts against the owner's cost limit, if it has one (see ``totalCost``).
     @discardableResult
     @inlinable
-    mutating func upsert(_ payload: Payload, forKey key: Key, cost: Int = 0) -> Payload? {
-        if let slot = slots[key] {
+    mutating func upsert(_ payload: Payload, forKey key: Key, cost: Int = 0, hash: Int? = nil) -> Payload? {
+        let hash = hash ?? key.hashValue
+        if let slot = slot(for: key, hash: hash) {
             let old = nodes[Int(slot)].payload
             nodes[Int(slot)].payload = payload
             totalCost += cost - nodes[Int(slot)].cost
@@ -124,10 +149,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
             return old
         }
         if policy == .wTinyLFU {
-            insertIntoWindow(key: key, payload: payload, cost: cost)
+            insertIntoWindow(key: key, hash: hash, payload: payload, cost: cost)
             return nil
         }
-        insertNew(key: key, payload: payload, count: 1, cost: cost)
+        insertNew(key: key, hash: hash, payload: payload, count: 1, cost: cost)
         tickAging()
         return nil
     }
@@ -135,8 +160,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Removes the entry for `key`; returns its payload.
     @discardableResult
     @inlinable
-    mutating func removeValue(forKey key: Key) -> Payload? {
-        guard let slot = slots[key] else { return nil }
+    mutating func removeValue(forKey key: Key, hash: Int? = nil) -> Payload? {
+        guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
         return remove(slot: slot).payload
     }
 
@@ -168,7 +193,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// The cost of the entry for `key`, or 0.
     @usableFromInline
     func peekCost(_ key: Key) -> Int {
-        slots[key].map { nodes[Int($0)].cost } ?? 0
+        slot(for: key, hash: key.hashValue).map { nodes[Int($0)].cost } ?? 0
     }
 
     /// Removes and returns the entry the policy chooses.
@@ -188,7 +213,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Removes every entry.
     @usableFromInline
     mutating func removeAll() {
-        slots.removeAll()
+        table.removeAll()
         totalCost = 0
         nodes.removeAll()
         buckets.removeAll()
@@ -228,12 +253,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// This is not an access; it restores a saved order. An existing entry for `key` is replaced.
     @usableFromInline
     mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
-        if let slot = slots[key] { remove(slot: slot) }
+        let hash = key.hashValue
+        if let slot = slot(for: key, hash: hash) { remove(slot: slot) }
         if policy == .wTinyLFU {
-            appendToProbation(key: key, payload: payload, count: count)
+            appendToProbation(key: key, hash: hash, payload: payload, count: count)
             return
         }
-        insertNew(key: key, payload: payload, count: policy == .lru ? 1 : max(1, count), cost: 0)
+        insertNew(key: key, hash: hash, payload: payload, count: policy == .lru ? 1 : max(1, count), cost: 0)
     }
 
     // MARK: - Links
@@ -275,12 +301,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     @inlinable
-    mutating func insertNew(key: Key, payload: Payload, count: UInt32, cost: Int) {
+    mutating func insertNew(key: Key, hash: Int, payload: Payload, count: UInt32, cost: Int) {
         clock &+= 1
         let slot = Int32(nodes.count)
-        nodes.append(Node(key: key, payload: payload, stamp: clock, cost: cost))
+        let tag = SlotTable.tag(hash)
+        nodes.append(Node(key: key, payload: payload, stamp: clock, cost: cost, tag: tag))
         totalCost += cost
-        slots[key] = slot
+        table.insert(tag: tag, slot: slot)
         // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
         // order, so the last bucket is checked first: O(1) per entry there.
         var previous: Int32 = -1
@@ -312,14 +339,14 @@ struct EvictionIndex<Key: Hashable, Payload> {
         totalCost -= removed.cost
         unlink(slot)
         if policy == .wTinyLFU { regionDidLose(removed.bucket) } else { removeBucketIfEmpty(removed.bucket) }
-        slots[removed.key] = nil
+        table.remove(tag: removed.tag, slot: slot)
         let last = Int32(nodes.count - 1)
         if slot != last {
             let moved = nodes[Int(last)]
             nodes[Int(slot)] = moved
             if moved.prev >= 0 { nodes[Int(moved.prev)].next = slot } else { buckets[Int(moved.bucket)].head = slot }
             if moved.next >= 0 { nodes[Int(moved.next)].prev = slot } else { buckets[Int(moved.bucket)].tail = slot }
-            slots[moved.key] = slot
+            table.move(tag: moved.tag, from: last, to: slot)
         }
         nodes.removeLast()
         return removed
@@ -457,7 +484,8 @@ extension EvictionIndex {
             while slot >= 0 {
                 let node = nodes[Int(slot)]
                 precondition(node.prev == previous && node.bucket == bucket, "node links")
-                precondition(slots[node.key] == slot, "slot map")
+                precondition(self.slot(for: node.key, hash: node.key.hashValue) == slot, "slot map")
+                precondition(node.tag == SlotTable.tag(node.key.hashValue), "node tag")
                 seen += 1
                 previous = slot
                 slot = node.next
@@ -467,7 +495,7 @@ extension EvictionIndex {
             previousBucket = bucket
             bucket = current.next
         }
-        precondition(seen == nodes.count && seen == slots.count, "node count")
+        precondition(seen == nodes.count && seen == table.count, "node count")
         precondition(totalCost == nodes.reduce(0) { $0 + $1.cost }, "total cost")
         precondition(lastBucket == previousBucket, "last bucket")
     }

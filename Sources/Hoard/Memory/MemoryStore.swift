@@ -21,7 +21,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     struct Shard {
         // Unchecked exclusivity is not needed: the shard is reached through a pointer, which has no
         // dynamic exclusivity check.
-        @usableFromInline var index: EvictionIndex<HashedKey<Key>, Value>
+        @usableFromInline var index: EvictionIndex<Key, Value>
         /// How many reads found their value; counted under the lock, where it costs one add.
         @usableFromInline var hits = 0
         /// Whether the owner wants to hear of hits (it has event subscribers); read under the lock
@@ -87,11 +87,12 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         shards.deallocate()
     }
 
-    /// The shard that holds `key`.
+    /// The shard that holds the key whose hash value is `hash`.
     @inlinable
-    func shard(for key: HashedKey<Key>) -> Int {
+    func shard(for hash: Int) -> Int {
         if shardCount == 1 { return 0 }
-        let mixed = UInt64(UInt(bitPattern: key.hash)) &* 0x9E37_79B9_7F4A_7C15
+        // The high bits of a multiplicative mix: independent of the low bits the index's table uses.
+        let mixed = UInt64(UInt(bitPattern: hash)) &* 0x9E37_79B9_7F4A_7C15
         return Int(truncatingIfNeeded: mixed >> shardShift)
     }
 
@@ -117,11 +118,11 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Returns the value for `key` and counts the access, with whether the owner observes hits.
     @inlinable
     func observedValue(forKey key: Key) -> (value: Value?, isObserved: Bool) {
-        let key = HashedKey(key)
-        let index = shard(for: key)
+        let hash = key.hashValue
+        let index = shard(for: hash)
         locks.lock(index)
         defer { locks.unlock(index) }
-        let value = shards[index].index.access(key)
+        let value = shards[index].index.access(key, hash: hash)
         if value != nil { shards[index].hits &+= 1 }
         return (value, shards[index].isObserved)
     }
@@ -134,8 +135,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
 
     /// Whether a value is stored for `key`; not an access.
     func contains(_ key: Key) -> Bool {
-        let key = HashedKey(key)
-        return withShard(shard(for: key)) { $0.index.contains(key) }
+        let hash = key.hashValue
+        return withShard(shard(for: hash)) { $0.index.contains(key, hash: hash) }
     }
 
     /// Stores `value`, counting an access; returns the entry evicted to make room, if any.
@@ -151,25 +152,26 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
     @inlinable
     func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
-        observedSet(value, forHashedKey: HashedKey(key))
+        observedSet(value, forKey: key, hash: key.hashValue)
     }
 
-    /// ``observedSet(_:forKey:)`` for a key whose hash the caller computed already.
+    /// ``observedSet(_:forKey:)`` for a key whose hash value (`key.hashValue`) the caller has already.
     @inlinable
     func observedSet(
         _ value: Value,
-        forHashedKey key: HashedKey<Key>
+        forKey key: Key,
+        hash: Int
     ) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
-        let index = shard(for: key)
+        let index = shard(for: hash)
         locks.lock(index)
         defer { locks.unlock(index) }
         var evicted: (key: Key, value: Value)?
-        if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key),
+        if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key, hash: hash),
             let victim = shards[index].index.popVictim()
         {
-            evicted = (victim.key.key, victim.payload)
+            evicted = (victim.key, victim.payload)
         }
-        shards[index].index.upsert(value, forKey: key)
+        shards[index].index.upsert(value, forKey: key, hash: hash)
         return (evicted, shards[index].isObserved)
     }
 
@@ -188,7 +190,6 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         entryCostLimit: Int? = nil
     ) -> (evicted: [(key: Key, value: Value, reason: EvictionReason)], stale: Value?, isKept: Bool) {
         precondition(shardCount == 1, "A store with a cost limit must not be sharded.")
-        let key = HashedKey(key)
         return withShard(0) { shard in
             var evicted: [(key: Key, value: Value, reason: EvictionReason)] = []
             guard cost <= min(costLimit, entryCostLimit ?? costLimit) else {
@@ -204,7 +205,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
                 else { break }
                 freed += shard.index.peekCost(victim)
                 if let payload = shard.index.removeValue(forKey: victim) {
-                    evicted.append((victim.key, payload, overCount ? .capacity : .cost))
+                    evicted.append((victim, payload, overCount ? .capacity : .cost))
                 }
             }
             shard.index.upsert(value, forKey: key, cost: cost)
@@ -218,17 +219,17 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Removes the value for `key`; returns it.
     @discardableResult
     func removeValue(forKey key: Key) -> Value? {
-        let key = HashedKey(key)
-        return withShard(shard(for: key)) { $0.index.removeValue(forKey: key) }
+        let hash = key.hashValue
+        return withShard(shard(for: hash)) { $0.index.removeValue(forKey: key, hash: hash) }
     }
 
     /// Removes the value for `key` if `condition` holds for it; returns it.
     @discardableResult
     func removeValue(forKey key: Key, if condition: (Value) -> Bool) -> Value? {
-        let key = HashedKey(key)
-        return withShard(shard(for: key)) { shard in
-            guard let value = shard.index.peek(key), condition(value) else { return nil }
-            return shard.index.removeValue(forKey: key)
+        let hash = key.hashValue
+        return withShard(shard(for: hash)) { shard in
+            guard let value = shard.index.peek(key, hash: hash), condition(value) else { return nil }
+            return shard.index.removeValue(forKey: key, hash: hash)
         }
     }
 
@@ -239,9 +240,9 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     func removeAll(where condition: (Key, Value) -> Bool) -> [(key: Key, value: Value)] {
         forEachShard { shard in
             var removed: [(key: Key, value: Value)] = []
-            for entry in shard.index.entriesInEvictionOrder where condition(entry.key.key, entry.payload) {
+            for entry in shard.index.entriesInEvictionOrder where condition(entry.key, entry.payload) {
                 shard.index.removeValue(forKey: entry.key)
-                removed.append((entry.key.key, entry.payload))
+                removed.append((entry.key, entry.payload))
             }
             return removed
         }.flatMap { $0 }
@@ -251,13 +252,13 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     ///
     /// - Complexity: O(n).
     func keys(where condition: (Value) -> Bool) -> [Key] {
-        forEachShard { $0.index.entriesInEvictionOrder.filter { condition($0.payload) }.map(\.key.key) }.flatMap { $0 }
+        forEachShard { $0.index.entriesInEvictionOrder.filter { condition($0.payload) }.map(\.key) }.flatMap { $0 }
     }
 
     /// The value for `key`, without counting an access.
     func peek(_ key: Key) -> Value? {
-        let key = HashedKey(key)
-        return withShard(shard(for: key)) { $0.index.peek(key) }
+        let hash = key.hashValue
+        return withShard(shard(for: hash)) { $0.index.peek(key, hash: hash) }
     }
 
     /// Removes every value, taking each shard's lock in turn; returns how many there were.
@@ -276,7 +277,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// The keys in eviction order, the next victim first (shard after shard when sharded).
     ///
     /// - Complexity: O(n).
-    var keysInEvictionOrder: [Key] { forEachShard { $0.index.entriesInEvictionOrder.map(\.key.key) }.flatMap { $0 } }
+    var keysInEvictionOrder: [Key] { forEachShard { $0.index.entriesInEvictionOrder.map(\.key) }.flatMap { $0 } }
 
     /// Checks every shard's links and counts, and that each key sits in its shard; traps on an
     /// inconsistency.
@@ -288,34 +289,9 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
                 shard.index.checkInvariants()
                 precondition(shard.index.count <= shard.capacity, "shard \(index) holds more than its capacity")
                 for entry in shard.index.entriesInEvictionOrder {
-                    precondition(entry.key.hash == entry.key.key.hashValue, "a key's saved hash is wrong")
-                    precondition(self.shard(for: entry.key) == index, "a key sits in the wrong shard")
+                    precondition(self.shard(for: entry.key.hashValue) == index, "a key sits in the wrong shard")
                 }
             }
         }
-    }
-}
-
-/// A key with its hash value, computed once per operation and then used both to pick a shard and
-/// by the index's dictionary, which hashes only the saved integer.
-@usableFromInline
-struct HashedKey<Key: Hashable>: Hashable {
-    @usableFromInline let key: Key
-    @usableFromInline let hash: Int
-
-    @inlinable
-    init(_ key: Key) {
-        self.key = key
-        hash = key.hashValue
-    }
-
-    @inlinable
-    static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.hash == rhs.hash && lhs.key == rhs.key
-    }
-
-    @inlinable
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(hash)
     }
 }
