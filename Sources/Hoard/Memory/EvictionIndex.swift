@@ -125,6 +125,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// - Parameters:
     ///   - key: The key.
     ///   - hash: `key.hashValue`, when the caller has it already.
+    /// - Returns: The payload, or `nil` when no entry exists for `key`.
     @inlinable
     mutating func access(_ key: Key, hash: Int? = nil) -> Payload? {
         guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
