@@ -105,7 +105,18 @@ struct LockArray: ~Copyable, @unchecked Sendable {
             primitive.initialize(to: os_unfair_lock())
             #else
             primitive.initialize(to: pthread_mutex_t())
+            #if canImport(Glibc)
+            // Adaptive: a thread that finds the lock taken spins briefly before sleeping in the
+            // kernel. These locks are held for a few hundred nanoseconds, far less than a sleep and
+            // a wake-up cost, so two threads on different cores meet without a context switch.
+            var attributes = pthread_mutexattr_t()
+            pthread_mutexattr_init(&attributes)
+            pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+            let status = pthread_mutex_init(primitive, &attributes)
+            pthread_mutexattr_destroy(&attributes)
+            #else
             let status = pthread_mutex_init(primitive, nil)
+            #endif
             assert(status == 0, "pthread_mutex_init failed: \(status)")
             #endif
             (base + index * Self.stride + Self.counterOffset).bindMemory(to: UInt64.self, capacity: 1).initialize(to: 0)
