@@ -60,15 +60,15 @@ public final class Cache<Value: Sendable>: Sendable {
             self.delegate = delegate
         }
 
-        /// Counts evictions from one level; returns the delegate and whether events are observed.
+        /// Counts `times` evictions from one level; returns the delegate and whether events are
+        /// observed.
         mutating func countEvictions(
-            _ reasons: some Sequence<EvictionReason>,
-            fromMemory: Bool
+            _ reason: EvictionReason,
+            fromMemory: Bool,
+            times: Int = 1
         ) -> (delegate: (any CacheDelegate<Value>)?, isObserved: Bool) {
-            for reason in reasons {
-                evictionsByReason[reason.index] += 1
-                if fromMemory { statistics.memoryEvictions += 1 } else { statistics.diskEvictions += 1 }
-            }
+            evictionsByReason[reason.index] += times
+            if fromMemory { statistics.memoryEvictions += times } else { statistics.diskEvictions += times }
             return (delegate, isObserved)
         }
     }
@@ -101,8 +101,13 @@ public final class Cache<Value: Sendable>: Sendable {
         // of a hit's time). There is no cycle: the store knows nothing of the hub.
         hub = EventHub { isObserved in
             memory?.setObserved(isObserved)
-            state.withLock { $0.isObserved = isObserved }
+            let hasDelegate = state.withLock {
+                $0.isObserved = isObserved
+                return $0.delegate != nil
+            }
+            memory?.setReportsEvictions(isObserved || hasDelegate)
         }
+        memory?.setReportsEvictions(configuration.delegateBox.delegate != nil)
         disk?.addObserver(self)
     }
 
@@ -122,7 +127,13 @@ public final class Cache<Value: Sendable>: Sendable {
     /// Told of evictions, clears and failures; held weakly.
     public var delegate: (any CacheDelegate<Value>)? {
         get { state.withLock { $0.delegate } }
-        set { state.withLock { $0.delegate = newValue } }
+        set {
+            let isObserved = state.withLock {
+                $0.delegate = newValue
+                return $0.isObserved
+            }
+            memory?.setReportsEvictions(isObserved || newValue != nil)
+        }
     }
 
     /// Now, in seconds since 1970, from the builder's clock.
@@ -342,12 +353,16 @@ public final class Cache<Value: Sendable>: Sendable {
     @inlinable
     public func set(_ value: Value, forKey key: String, expiry: CacheExpiry) {
         let cached = CachedValue(value, expiresAt: expiry.deadline(storedAt: clock()))
-        if disk == nil, ramCost == nil, let memory {
+        if disk == nil, ramCost == nil, memory != nil {
             // Memory only: specialised in the caller's module, like a hit, and hashing the key once.
+            // Optional chaining, not `if let`: binding would retain the store on every set, and two
+            // threads would fight over its reference count.
             let hash = key.hashValue
-            let (evicted, isObserved) = stripes.change(hash) { memory.observedSet(cached, forKey: key, hash: hash) }
+            let (evicted, isObserved) =
+                stripes.change(hash) { memory?.observedSet(cached, forKey: key, hash: hash) } ?? (nil, false)
             if isObserved { didSet(value, forKey: key) }
-            if let evicted { reportMemoryEviction((evicted.key, evicted.value.value, .capacity)) }
+            // Counted in the store; returned only when a delegate or a subscriber must hear of it.
+            if let evicted { reportMemoryEviction((evicted.key, evicted.value.value, .capacity), isCounted: true) }
             return
         }
         reportMemoryEvictions(store(cached, forKey: key, ifUnchangedSince: nil))
@@ -456,10 +471,14 @@ public final class Cache<Value: Sendable>: Sendable {
 
     /// Counts one memory eviction and reports it to the delegate and the event stream (not to the
     /// logger: a memory eviction is routine, and logging would cost a global lock on every set).
+    ///
+    /// - Parameters:
+    ///   - eviction: What was evicted, and why.
+    ///   - isCounted: Whether the memory store counted it already (see `MemoryStore.evictionCount`).
     @usableFromInline
-    func reportMemoryEviction(_ eviction: Eviction) {
+    func reportMemoryEviction(_ eviction: Eviction, isCounted: Bool = false) {
         let (delegate, isObserved) = state.withLock {
-            $0.countEvictions(CollectionOfOne(eviction.reason), fromMemory: true)
+            $0.countEvictions(eviction.reason, fromMemory: true, times: isCounted ? 0 : 1)
         }
         if isObserved { hub.emit(.evicted(key: eviction.key, level: .memory, reason: eviction.reason)) }
         guard let delegate else { return }
@@ -475,8 +494,9 @@ public final class Cache<Value: Sendable>: Sendable {
             if let eviction = evictions.first { reportMemoryEviction(eviction) }
             return
         }
-        let (delegate, isObserved) = state.withLock {
-            $0.countEvictions(evictions.lazy.map(\.reason), fromMemory: true)
+        let (delegate, isObserved) = state.withLock { state in
+            for eviction in evictions.dropFirst() { _ = state.countEvictions(eviction.reason, fromMemory: true) }
+            return state.countEvictions(evictions[0].reason, fromMemory: true)
         }
         if isObserved { hub.emit(evictions.map { .evicted(key: $0.key, level: .memory, reason: $0.reason) }) }
         guard let delegate else { return }
@@ -624,6 +644,10 @@ public final class Cache<Value: Sendable>: Sendable {
             statistics.evictionsByReason[reason] = state.1[reason.index]
         }
         statistics.memoryHits = (memory?.hitCount ?? 0) - state.2
+        // Capacity evictions made by the memory-only set are counted in the store, under its locks.
+        let counted = memory?.evictionCount ?? 0
+        statistics.memoryEvictions += counted
+        if counted > 0 { statistics.evictionsByReason[.capacity, default: 0] += counted }
         statistics.diskCount = diskCount
         statistics.diskBytes = diskBytes
         return statistics
@@ -650,7 +674,7 @@ public final class Cache<Value: Sendable>: Sendable {
 
 extension Cache: DiskStoreObserver {
     func diskStore(willEvictKey key: String, reason: EvictionReason) {
-        let (delegate, isObserved) = state.withLock { $0.countEvictions(CollectionOfOne(reason), fromMemory: false) }
+        let (delegate, isObserved) = state.withLock { $0.countEvictions(reason, fromMemory: false) }
         if isObserved { hub.emit(.evicted(key: key, level: .disk, reason: reason)) }
         delegate?.cache(self, willEvictFromDiskForKey: key)
     }

@@ -21,7 +21,7 @@ public enum CacheExpiry: Sendable, Hashable {
     case date(Date)
 
     /// The expiry date of an entry stored at `now`, in seconds since 1970; `.infinity` for never.
-    @usableFromInline
+    @inlinable
     func deadline(storedAt now: @autoclosure () -> Date) -> Double {
         switch self {
         case .never:

@@ -27,6 +27,11 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         /// Whether the owner wants to hear of hits (it has event subscribers); read under the lock
         /// with the value, so that a hit costs no second lock.
         @usableFromInline var isObserved = false
+        /// Whether the owner must hear of each eviction (it has a delegate or event subscribers);
+        /// when not, ``observedSet(_:forKey:hash:)`` only counts them, in `evictions`.
+        @usableFromInline var reportsEvictions = false
+        /// The entries ``observedSet(_:forKey:hash:)`` evicted to make room.
+        @usableFromInline var evictions = 0
         /// The most entries this shard keeps.
         @usableFromInline let capacity: Int
         /// Keeps the hot fields of two shards off one memory line.
@@ -130,6 +135,12 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Sets whether the owner observes hits (see ``observedValue(forKey:)``).
     func setObserved(_ observed: Bool) { _ = forEachShard { $0.isObserved = observed } }
 
+    /// Sets whether the owner hears of each eviction (see `Shard.reportsEvictions`).
+    func setReportsEvictions(_ reports: Bool) { _ = forEachShard { $0.reportsEvictions = reports } }
+
+    /// How many entries ``observedSet(_:forKey:hash:)`` evicted to make room.
+    var evictionCount: Int { forEachShard(\.evictions).reduce(0, +) }
+
     /// How many reads through ``value(forKey:)`` found their value.
     var hitCount: Int { forEachShard(\.hits).reduce(0, +) }
 
@@ -152,10 +163,23 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
     @inlinable
     func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
-        observedSet(value, forKey: key, hash: key.hashValue)
+        let hash = key.hashValue
+        let index = shard(for: hash)
+        locks.lock(index)
+        defer { locks.unlock(index) }
+        var evicted: (key: Key, value: Value)?
+        if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key, hash: hash),
+            let victim = shards[index].index.popVictim()
+        {
+            evicted = (victim.key, victim.payload)
+        }
+        shards[index].index.upsert(value, forKey: key, hash: hash)
+        return (evicted, shards[index].isObserved)
     }
 
     /// ``observedSet(_:forKey:)`` for a key whose hash value (`key.hashValue`) the caller has already.
+    ///
+    /// Counts an eviction in the shard, and returns it only when the owner hears of each one.
     @inlinable
     func observedSet(
         _ value: Value,
@@ -169,7 +193,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key, hash: hash),
             let victim = shards[index].index.popVictim()
         {
-            evicted = (victim.key, victim.payload)
+            shards[index].evictions &+= 1
+            if shards[index].reportsEvictions { evicted = (victim.key, victim.payload) }
         }
         shards[index].index.upsert(value, forKey: key, hash: hash)
         return (evicted, shards[index].isObserved)

@@ -121,3 +121,26 @@ extension CacheVisibilityTests {
         #expect(statistics.diskBytes > 0)
     }
 }
+
+extension CacheVisibilityTests {
+    @Test func memoryOnlyEvictionsAreCountedWithOrWithoutAnyoneListening() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(3).maxDiskCount(0).evictionPolicy(.lru).build()
+        for index in 0..<10 { cache["k\(index)"] = "v" }
+        #expect(cache.statistics.memoryEvictions == 7)
+        #expect(cache.statistics.evictionsByReason == [.capacity: 7])
+        // A delegate set later hears the next evictions, and they are counted once.
+        let delegate = RecordingDelegate<String>()
+        cache.delegate = delegate
+        cache["k10"] = "v"
+        #expect(delegate.memoryEvictions == ["k7"])
+        cache.delegate = nil
+        let events = cache.events
+        cache["k11"] = "v"
+        cache.removeValue(forKey: "end")
+        let seen = await events.collect(through: { $0 == .removed(key: "end") })
+        #expect(seen.contains(.evicted(key: "k8", level: .memory, reason: .capacity)))
+        #expect(cache.statistics.memoryEvictions == 9)
+        #expect(cache.statistics.evictionsByReason == [.capacity: 9])
+    }
+}
