@@ -42,6 +42,10 @@ public final class Cache<Value: Sendable>: Sendable {
     let hub: EventHub<CacheEvent<Value>>
     /// The counters and settings; one lock, so that reporting an eviction takes one.
     let state: Locked<State>
+    #if DEBUG
+    /// Where this cache reports its invariant violations when released, in tests.
+    let registry = CacheRegistry.current
+    #endif
 
     struct State {
         /// Every count of ``statistics`` but memory hits (counted by the memory store), evictions by
@@ -112,6 +116,9 @@ public final class Cache<Value: Sendable>: Sendable {
     }
 
     deinit {
+        #if DEBUG
+        registry?.record(invariantViolations())
+        #endif
         disk?.removeObserver(self)
         hub.finish()
     }
@@ -669,6 +676,25 @@ public final class Cache<Value: Sendable>: Sendable {
     /// can lose the last writes but never tear one (a torn file fails its checksum and is a miss).
     public func flush() async {
         await disk?.flush()
+    }
+}
+
+extension Cache {
+    /// Checks every internal structure of the cache; traps with a description of the first problem.
+    ///
+    /// The memory level's shards (links, counts, each key in its shard), then the disk level against
+    /// its folder (see `DiskStore.invariantViolations()`). Call it once the cache is quiet, after
+    /// ``flush()``. A debugging aid for tests (`@testable import Hoard`): it costs O(n) and a listing
+    /// of the container, and nothing in the library calls it.
+    func validateInvariants() {
+        let problems = invariantViolations()
+        precondition(problems.isEmpty, "Cache invariants violated: " + problems.joined(separator: "; "))
+    }
+
+    /// What ``validateInvariants()`` checks, as a list of problems (traps on a broken memory level).
+    func invariantViolations() -> [String] {
+        memory?.checkInvariants()
+        return disk?.invariantViolations() ?? []
     }
 }
 

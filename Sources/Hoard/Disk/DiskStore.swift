@@ -872,6 +872,60 @@ final class DiskStore: @unchecked Sendable {
     }
 }
 
+extension DiskStore {
+    /// Checks the store against its folder and its limits; returns what is wrong, if anything.
+    ///
+    /// Holds the I/O lock, so no write is half done. Every indexed entry without a pending operation
+    /// must have a file of the indexed size; every entry file must be indexed or pending; no
+    /// temporary file may remain; the byte count must be the sum of the sizes; and once nothing is
+    /// pending, the count and byte limits must hold. For tests and debugging (see
+    /// `Cache.validateInvariants()`).
+    ///
+    /// - Complexity: O(n), and one listing of the folder.
+    func invariantViolations() -> [String] {
+        ioLock.lock()
+        defer { ioLock.unlock() }
+        var problems: [String] = []
+        let files: [String: Int]
+        do {
+            files = Dictionary(try directory.list().map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
+        } catch {
+            return ["cannot list the container: \(error)"]
+        }
+        lock.withLock {
+            state.index.checkInvariants()
+            let entries = state.index.entriesInEvictionOrder
+            var total = 0
+            for entry in entries {
+                total += entry.payload.size
+                guard state.pending[entry.key] == nil else { continue }
+                let name = entry.key.hex
+                if files[name] == nil {
+                    problems.append("indexed entry \(name) (\"\(entry.payload.key.prefix(40))\") has no file")
+                } else if files[name] != entry.payload.size {
+                    problems.append("entry \(name) is \(files[name] ?? 0) bytes, indexed as \(entry.payload.size)")
+                }
+            }
+            if total != state.index.byteCount { problems.append("byte count \(state.index.byteCount) ≠ sum \(total)") }
+            for name in files.keys {
+                if name.hasPrefix(ContainerFile.temporaryPrefix) { problems.append("temporary file \(name) left") }
+                if ContainerFile.isEntryName(name), let digest = SHA256Digest(hex: name),
+                    !state.index.contains(digest), state.pending[digest] == nil
+                {
+                    problems.append("entry file \(name) is not indexed")
+                }
+            }
+            if state.pending.isEmpty {
+                if state.index.count > options.capacity { problems.append("\(state.index.count) entries > capacity") }
+                if let byteLimit = options.byteLimit, state.index.byteCount > byteLimit {
+                    problems.append("\(state.index.byteCount) bytes > byte limit \(byteLimit)")
+                }
+            }
+        }
+        return problems
+    }
+}
+
 /// The eviction order of a disk store's entry files, with the total size of those files.
 ///
 /// Every change to the entries goes through it, so ``byteCount`` is always the sum of the sizes it
@@ -928,6 +982,9 @@ struct DiskEntryIndex {
         order.removeAll()
         byteCount = 0
     }
+
+    /// Checks the eviction order's links and counts (see `EvictionIndex.checkInvariants()`).
+    func checkInvariants() { order.checkInvariants() }
 
     /// An entry removed to make room, and which limit it made room for.
     typealias Victim = (key: SHA256Digest, payload: DiskEntryInfo, reason: EvictionReason)

@@ -16,7 +16,7 @@ private struct RejectingSerializer: CacheSerializer {
 }
 
 /// `maxRamCost` and the share one entry may take (DESIGN §3), next to the disk limits.
-@Suite struct CacheBudgetTests {
+@Suite(.validatesCacheInvariants) struct CacheBudgetTests {
     @Test(arguments: EvictionPolicy.allCases)
     func theMemoryCostLimitHoldsAfterEverySetWithValuesOfMixedSizes(policy: EvictionPolicy) async throws {
         let folder = TemporaryDirectory()

@@ -7,7 +7,7 @@ private struct FetchError: Error, Equatable {
     let attempt: Int
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .validatesCacheInvariants)
 struct CacheFetchingTests {
     @Test func fetchesOnAMissAndStoresInBothLevels() async throws {
         let folder = TemporaryDirectory()

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Hoard
 
-@Suite struct CacheTests {
+@Suite(.validatesCacheInvariants) struct CacheTests {
     @Test func subscriptSetsReadsAndRemoves() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()

@@ -4,7 +4,7 @@ import Testing
 @testable import Hoard
 
 /// `contains`, `allKeys`, `maxDiskBytes` and `version` (the first pieces of DESIGN §3).
-@Suite struct CacheVisibilityTests {
+@Suite(.validatesCacheInvariants) struct CacheVisibilityTests {
     @Test func containsSeesBothLevelsAndPendingWritesWithoutCountingAnAccess() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().maxRamCount(1).evictionPolicy(.lru).build()
