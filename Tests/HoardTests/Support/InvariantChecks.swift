@@ -2,10 +2,11 @@ import Testing
 
 @testable import Hoard
 
-/// A trait that checks the invariants of every cache a test builds, when the cache is released:
-/// memory links and counts, the disk index against the files, no temporary file left, and the
-/// limits once no write is pending (see `Cache.invariantViolations()`). Each violation is recorded
-/// as an issue of the test.
+/// A trait that checks the invariants of every cache a test builds, when the cache is released.
+///
+/// It checks memory links and counts, the disk index against the files, no temporary file left,
+/// and the limits once no write is pending (see `Cache.invariantViolations()`). Each violation is
+/// recorded as an issue of the test.
 struct ValidatesCacheInvariants: TestTrait, SuiteTrait, TestScoping {
     var isRecursive: Bool { true }
 
