@@ -163,18 +163,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
     @inlinable
     func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
-        let hash = key.hashValue
-        let index = shard(for: hash)
-        locks.lock(index)
-        defer { locks.unlock(index) }
-        var evicted: (key: Key, value: Value)?
-        if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key, hash: hash),
-            let victim = shards[index].index.popVictim()
-        {
-            evicted = (victim.key, victim.payload)
-        }
-        shards[index].index.upsert(value, forKey: key, hash: hash)
-        return (evicted, shards[index].isObserved)
+        insert(value, forKey: key, hash: key.hashValue, returningEviction: true)
     }
 
     /// ``observedSet(_:forKey:)`` for a key whose hash value (`key.hashValue`) the caller has already.
@@ -186,6 +175,20 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         forKey key: Key,
         hash: Int
     ) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
+        insert(value, forKey: key, hash: hash, returningEviction: false)
+    }
+
+    /// Stores `value` in its shard, evicting the policy's victim when the shard is full.
+    ///
+    /// With `returningEviction`, returns the eviction for the caller to count; without, counts it in
+    /// the shard and returns it only when the owner hears of each one.
+    @inlinable
+    func insert(
+        _ value: Value,
+        forKey key: Key,
+        hash: Int,
+        returningEviction: Bool
+    ) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
         let index = shard(for: hash)
         locks.lock(index)
         defer { locks.unlock(index) }
@@ -193,8 +196,13 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key, hash: hash),
             let victim = shards[index].index.popVictim()
         {
-            shards[index].evictions &+= 1
-            if shards[index].reportsEvictions { evicted = (victim.key, victim.payload) }
+            if returningEviction {
+                evicted = (victim.key, victim.payload)
+            } else {
+                // Counted here; handed back only when the owner must hear of it.
+                shards[index].evictions &+= 1
+                if shards[index].reportsEvictions { evicted = (victim.key, victim.payload) }
+            }
         }
         shards[index].index.upsert(value, forKey: key, hash: hash)
         return (evicted, shards[index].isObserved)

@@ -1,8 +1,11 @@
 import Foundation
 
+/// The tests' random number generator under the name the trust harnesses use.
+typealias SeededRandom = SplitMix64
+
 /// A small deterministic random number generator (SplitMix64), so that a failing run can be replayed
 /// from the seed it prints.
-struct SeededRandom: RandomNumberGenerator, Sendable {
+struct SplitMix64: RandomNumberGenerator, Sendable {
     /// The generator state.
     private var state: UInt64
 
