@@ -118,7 +118,7 @@ extension EvictionIndex {
     /// Moves `slot` to the tail of `region`.
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32) {
-        let from = nodes[Int(slot)].bucket
+        let from = links[Int(slot)].bucket
         unlink(slot)
         appendNode(slot, to: region)
         if from == Self.windowRegion { admission.windowCount -= 1 }
@@ -138,19 +138,15 @@ extension EvictionIndex {
     @inlinable
     mutating func insertIntoWindow(key: Key, hash keyHash: Int, payload: Payload, cost: Int) {
         let hash = FrequencySketch.spread(keyHash)
-        let slot = Int32(nodes.count)
-        let tag = SlotTable.tag(keyHash)
-        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: cost, tag: tag))
-        totalCost += cost
-        table.insert(tag: tag, slot: slot)
+        let slot = appendEntry(key: key, hash: keyHash, payload: payload, stamp: hash, cost: cost)
         appendNode(slot, to: Self.windowRegion)
         admission.windowCount += 1
-        admission.sketch.ensureCapacity(nodes.count)
+        admission.sketch.ensureCapacity(entries.count)
         admission.sketch.increment(hash)
         // A window over its share hands its oldest entries to probation: they were admitted when
         // the duel in `popVictim()` removed a main entry instead, or there was room. Two at most per
         // insert after the climber shrinks the window; the duel drains the rest.
-        let target = windowTarget(forCount: nodes.count)
+        let target = windowTarget(forCount: entries.count)
         if admission.windowCount > target {
             move(buckets[Int(Self.windowRegion)].head, to: Self.probationRegion)
             if admission.windowCount > target {
@@ -164,28 +160,25 @@ extension EvictionIndex {
     @usableFromInline
     mutating func appendToProbation(key: Key, hash keyHash: Int, payload: Payload, count: UInt32) {
         let hash = FrequencySketch.spread(keyHash)
-        let slot = Int32(nodes.count)
-        let tag = SlotTable.tag(keyHash)
-        nodes.append(Node(key: key, payload: payload, stamp: hash, cost: 0, tag: tag))
-        table.insert(tag: tag, slot: slot)
+        let slot = appendEntry(key: key, hash: keyHash, payload: payload, stamp: hash, cost: 0)
         appendNode(slot, to: Self.probationRegion)
-        admission.sketch.ensureCapacity(nodes.count)
+        admission.sketch.ensureCapacity(entries.count)
         admission.sketch.raise(hash, to: Int(min(count, 15)))
     }
 
     /// Counts an access (a hit) to `slot` and moves it as its region says.
     @inlinable
     mutating func recordAdmissionAccess(_ slot: Int32) {
-        admission.sketch.increment(nodes[Int(slot)].stamp)
-        let region = nodes[Int(slot)].bucket
+        admission.sketch.increment(stamps[Int(slot)])
+        let region = links[Int(slot)].bucket
         if region == Self.windowRegion { admission.windowHits &+= 1 }
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on; protected's oldest steps down.
             move(slot, to: Self.protectedRegion)
-            if admission.protectedCount > protectedTarget(forCount: nodes.count) {
+            if admission.protectedCount > protectedTarget(forCount: entries.count) {
                 move(buckets[Int(Self.protectedRegion)].head, to: Self.probationRegion)
             }
-        } else if nodes[Int(slot)].next >= 0 {
+        } else if links[Int(slot)].next >= 0 {
             unlink(slot)
             appendNode(slot, to: region)
         }
@@ -197,7 +190,7 @@ extension EvictionIndex {
     mutating func recordRequest(isHit: Bool) {
         admission.sampleRequests &+= 1
         if isHit { admission.sampleHits &+= 1 }
-        if admission.sampleRequests >= admission.samplePeriod { admission.climb(count: nodes.count) }
+        if admission.sampleRequests >= admission.samplePeriod { admission.climb(count: entries.count) }
     }
 
     // MARK: - The eviction order
@@ -209,7 +202,7 @@ extension EvictionIndex {
             window: buckets[Int(Self.windowRegion)].head,
             probation: buckets[Int(Self.probationRegion)].head,
             protected: buckets[Int(Self.protectedRegion)].head,
-            count: nodes.count,
+            count: entries.count,
             windowCount: admission.windowCount
         )
     }
@@ -231,11 +224,11 @@ extension EvictionIndex {
         } else if cursor.window < 0 || cursor.windowCount < windowTarget(forCount: cursor.count) {
             chosen = main
         } else {
-            let candidate = admission.sketch.frequency(nodes[Int(cursor.window)].stamp)
-            chosen = candidate > admission.sketch.frequency(nodes[Int(main)].stamp) ? main : cursor.window
+            let candidate = admission.sketch.frequency(stamps[Int(cursor.window)])
+            chosen = candidate > admission.sketch.frequency(stamps[Int(main)]) ? main : cursor.window
         }
         guard chosen >= 0 else { return -1 }
-        let next = nodes[Int(chosen)].next
+        let next = links[Int(chosen)].next
         if chosen == cursor.window {
             cursor.window = next
             cursor.windowCount -= 1
@@ -261,9 +254,9 @@ extension EvictionIndex {
         var cursor = admissionCursor
         let first = nextAdmissionVictim(&cursor)
         guard first >= 0 else { return nil }
-        if nodes[Int(first)].key != key { return nodes[Int(first)].key }
+        if entries[Int(first)].key != key { return entries[Int(first)].key }
         let second = nextAdmissionVictim(&cursor)
-        return second >= 0 ? nodes[Int(second)].key : nil
+        return second >= 0 ? entries[Int(second)].key : nil
     }
 
     /// Every entry in the order `popVictim()` would remove them, with its estimated frequency (at
@@ -273,13 +266,13 @@ extension EvictionIndex {
     @usableFromInline
     var admissionEntriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
         var result: [(key: Key, payload: Payload, count: UInt32)] = []
-        result.reserveCapacity(nodes.count)
+        result.reserveCapacity(entries.count)
         var cursor = admissionCursor
         while true {
             let slot = nextAdmissionVictim(&cursor)
             guard slot >= 0 else { break }
-            let node = nodes[Int(slot)]
-            result.append((node.key, node.payload, UInt32(max(1, admission.sketch.frequency(node.stamp)))))
+            let frequency = admission.sketch.frequency(stamps[Int(slot)])
+            result.append((entries[Int(slot)].key, entries[Int(slot)].payload, UInt32(max(1, frequency))))
         }
         return result
     }
@@ -295,21 +288,21 @@ extension EvictionIndex {
             var slot = buckets[Int(region)].head
             var previous: Int32 = -1
             while slot >= 0 {
-                let node = nodes[Int(slot)]
-                precondition(node.prev == previous && node.bucket == region, "node links")
-                precondition(self.slot(for: node.key, hash: node.key.hashValue) == slot, "slot map")
-                precondition(node.tag == SlotTable.tag(node.key.hashValue), "node tag")
-                precondition(node.stamp == FrequencySketch.spread(node.key.hashValue), "key hash")
+                let link = links[Int(slot)]
+                let key = entries[Int(slot)].key
+                precondition(link.prev == previous && link.bucket == region, "node links")
+                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
+                precondition(link.tag == SlotTable.tag(key.hashValue), "node tag")
+                precondition(stamps[Int(slot)] == FrequencySketch.spread(key.hashValue), "key hash")
                 sizes[Int(region)] += 1
                 seen += 1
                 previous = slot
-                slot = node.next
+                slot = link.next
             }
             precondition(buckets[Int(region)].tail == previous, "region tail")
         }
         precondition(sizes[0] == admission.windowCount, "window size")
         precondition(sizes[2] == admission.protectedCount, "protected size")
-        precondition(seen == nodes.count && seen == table.count, "node count")
-        precondition(totalCost == nodes.reduce(0) { $0 + $1.cost }, "total cost")
+        checkBufferCounts(seen: seen)
     }
 }

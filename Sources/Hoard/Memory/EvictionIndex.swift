@@ -1,7 +1,7 @@
 /// The eviction order of a cache level: a hash map from key to slot, plus frequency buckets.
 ///
-/// Nodes live in one contiguous array (`nodes`) and link to each other by `Int32` slot numbers, so
-/// an entry costs no allocation of its own. Buckets form a list in increasing access count; each
+/// Entries live in contiguous buffers indexed by slot (see `Entry`) and link to each other by `Int32`
+/// slot numbers, so an entry costs no allocation of its own. Buckets form a list in increasing access count; each
 /// bucket holds its nodes from least to most recently used. The victim is always the head of the
 /// first bucket. LRU is the special case in which every node stays in the count-1 bucket and an
 /// access only moves the node to that bucket's tail.
@@ -13,35 +13,37 @@
 /// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
 @usableFromInline
 struct EvictionIndex<Key: Hashable, Payload> {
-    /// One entry: its key, what the owner stores with it, and its links.
+    /// What an entry holds: its key and what the owner stores with it.
+    ///
+    /// The parts of an entry live in parallel buffers indexed by its slot, split by when they are
+    /// read. A hit reads the table, the entry and the links of the entry and of its neighbours; the
+    /// links of all entries are a quarter of the memory the whole nodes took, so a neighbour's links
+    /// are more often already in a processor cache, and the hit touches fewer memory pages. With
+    /// whole 64-byte nodes, a uniform hit over 100k entries ran at about 0.8× a plain LRU whose
+    /// 32-byte nodes hold only a key, a value and two links.
     @usableFromInline
-    struct Node {
+    struct Entry {
         @usableFromInline var key: Key
         @usableFromInline var payload: Payload
-        @usableFromInline var prev: Int32
-        @usableFromInline var next: Int32
-        @usableFromInline var bucket: Int32
-        /// The low 32 bits of the key's hash value, which finds its entry in `table`.
-        @usableFromInline var tag: UInt32
-        /// The index clock at the last access (LFU), or the key's spread hash (W-TinyLFU).
-        ///
-        /// LFU orders the nodes of two buckets merged by aging with it; W-TinyLFU indexes its
-        /// frequency sketch with it (see `FrequencySketch.spread(_:)`). LRU leaves it unused.
-        @usableFromInline var stamp: UInt64
-        /// What the entry costs against the owner's cost limit (0 without one).
-        @usableFromInline var cost: Int
 
         @inlinable
-        init(key: Key, payload: Payload, stamp: UInt64, cost: Int, tag: UInt32) {
+        init(key: Key, payload: Payload) {
             self.key = key
             self.payload = payload
-            self.prev = -1
-            self.next = -1
-            self.bucket = -1
-            self.tag = tag
-            self.stamp = stamp
-            self.cost = cost
         }
+    }
+
+    /// An entry's place in the eviction order.
+    @usableFromInline
+    struct Link {
+        @usableFromInline var prev: Int32 = -1
+        @usableFromInline var next: Int32 = -1
+        @usableFromInline var bucket: Int32 = -1
+        /// The low 32 bits of the key's hash value, which finds its entry in `table`.
+        @usableFromInline var tag: UInt32
+
+        @inlinable
+        init(tag: UInt32) { self.tag = tag }
     }
 
     /// The nodes that share one access count, least recently used first.
@@ -60,7 +62,17 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline let policy: EvictionPolicy
     /// From each key's hash to its node's slot.
     @usableFromInline var table: SlotTable
-    @usableFromInline var nodes: [Node] = []
+    /// Each slot's key and payload.
+    @usableFromInline var entries = NodeBuffer<Entry>()
+    /// Each slot's links and tag.
+    @usableFromInline var links = NodeBuffer<Link>()
+    /// Each slot's clock at its last access (LFU), or its key's spread hash (W-TinyLFU).
+    ///
+    /// LFU orders the entries of two buckets merged by aging with it; W-TinyLFU indexes its
+    /// frequency sketch with it (see `FrequencySketch.spread(_:)`). LRU writes it and never reads it.
+    @usableFromInline var stamps = NodeBuffer<UInt64>()
+    /// What each slot costs against the owner's cost limit (0 without one).
+    @usableFromInline var costs = NodeBuffer<Int>()
     @usableFromInline var buckets: [Bucket] = []
     @usableFromInline var firstBucket: Int32 = -1
     @usableFromInline var lastBucket: Int32 = -1
@@ -91,7 +103,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     /// The number of entries.
     @inlinable
-    var count: Int { nodes.count }
+    var count: Int { entries.count }
 
     /// The slot of the node for `key`, whose hash value is `hash`.
     @inlinable
@@ -103,7 +115,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
             if entry == 0 { return nil }
             if SlotTable.tag(of: entry) == tag {
                 let slot = SlotTable.slot(of: entry)
-                if nodes[Int(slot)].key == key { return slot }
+                if entries[Int(slot)].key == key { return slot }
             }
             bucket = (bucket &+ 1) & table.mask
         }
@@ -117,7 +129,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     func peek(_ key: Key, hash: Int? = nil) -> Payload? {
         guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
-        return nodes[Int(slot)].payload
+        return entries[Int(slot)].payload
     }
 
     /// Returns the payload stored for `key` and counts an access to it.
@@ -130,7 +142,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     mutating func access(_ key: Key, hash: Int? = nil) -> Payload? {
         guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
         recordAccess(slot)
-        return nodes[Int(slot)].payload
+        return entries[Int(slot)].payload
     }
 
     /// Stores `payload` for `key`, counting an access; returns the payload it replaced.
@@ -142,10 +154,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     mutating func upsert(_ payload: Payload, forKey key: Key, cost: Int = 0, hash: Int? = nil) -> Payload? {
         let hash = hash ?? key.hashValue
         if let slot = slot(for: key, hash: hash) {
-            let old = nodes[Int(slot)].payload
-            nodes[Int(slot)].payload = payload
-            totalCost += cost - nodes[Int(slot)].cost
-            nodes[Int(slot)].cost = cost
+            let old = entries[Int(slot)].payload
+            entries[Int(slot)].payload = payload
+            totalCost += cost - costs[Int(slot)]
+            costs[Int(slot)] = cost
             recordAccess(slot)
             return old
         }
@@ -171,11 +183,11 @@ struct EvictionIndex<Key: Hashable, Payload> {
     var victim: (key: Key, payload: Payload)? {
         if policy == .wTinyLFU {
             let slot = admissionVictim()
-            return slot >= 0 ? (nodes[Int(slot)].key, nodes[Int(slot)].payload) : nil
+            return slot >= 0 ? (entries[Int(slot)].key, entries[Int(slot)].payload) : nil
         }
         guard firstBucket >= 0 else { return nil }
-        let node = nodes[Int(buckets[Int(firstBucket)].head)]
-        return (node.key, node.payload)
+        let entry = entries[Int(buckets[Int(firstBucket)].head)]
+        return (entry.key, entry.payload)
     }
 
     /// The key the policy would remove next other than `key`, without removing it.
@@ -183,18 +195,19 @@ struct EvictionIndex<Key: Hashable, Payload> {
     func victim(excluding key: Key) -> Key? {
         if policy == .wTinyLFU { return admissionVictim(excluding: key) }
         guard firstBucket >= 0 else { return nil }
-        let first = nodes[Int(buckets[Int(firstBucket)].head)]
-        if first.key != key { return first.key }
+        let first = buckets[Int(firstBucket)].head
+        if entries[Int(first)].key != key { return entries[Int(first)].key }
         // `key` is the next victim itself: take the one after it.
-        if first.next >= 0 { return nodes[Int(first.next)].key }
+        let second = links[Int(first)].next
+        if second >= 0 { return entries[Int(second)].key }
         let nextBucket = buckets[Int(firstBucket)].next
-        return nextBucket >= 0 ? nodes[Int(buckets[Int(nextBucket)].head)].key : nil
+        return nextBucket >= 0 ? entries[Int(buckets[Int(nextBucket)].head)].key : nil
     }
 
     /// The cost of the entry for `key`, or 0.
     @usableFromInline
     func peekCost(_ key: Key) -> Int {
-        slot(for: key, hash: key.hashValue).map { nodes[Int($0)].cost } ?? 0
+        slot(for: key, hash: key.hashValue).map { costs[Int($0)] } ?? 0
     }
 
     /// Removes and returns the entry the policy chooses.
@@ -216,7 +229,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     mutating func removeAll() {
         table.removeAll()
         totalCost = 0
-        nodes.removeAll()
+        entries.removeAll()
+        links.removeAll()
+        stamps.removeAll()
+        costs.removeAll()
         buckets.removeAll()
         freeBuckets.removeAll()
         firstBucket = -1
@@ -234,15 +250,14 @@ struct EvictionIndex<Key: Hashable, Payload> {
     var entriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
         if policy == .wTinyLFU { return admissionEntriesInEvictionOrder }
         var result: [(key: Key, payload: Payload, count: UInt32)] = []
-        result.reserveCapacity(nodes.count)
+        result.reserveCapacity(entries.count)
         var bucket = firstBucket
         while bucket >= 0 {
             let count = buckets[Int(bucket)].count
             var slot = buckets[Int(bucket)].head
             while slot >= 0 {
-                let node = nodes[Int(slot)]
-                result.append((node.key, node.payload, count))
-                slot = node.next
+                result.append((entries[Int(slot)].key, entries[Int(slot)].payload, count))
+                slot = links[Int(slot)].next
             }
             bucket = buckets[Int(bucket)].next
         }
@@ -267,10 +282,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     @inlinable
     mutating func recordAccess(_ slot: Int32) {
-        let bucket = nodes[Int(slot)].bucket
+        let bucket = links[Int(slot)].bucket
         if policy == .lru {
             // Stamps only order LFU merges: LRU needs none.
-            if nodes[Int(slot)].next >= 0 {
+            if links[Int(slot)].next >= 0 {
                 unlink(slot)
                 appendNode(slot, to: bucket)
             }
@@ -281,7 +296,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
             return
         }
         clock &+= 1
-        nodes[Int(slot)].stamp = clock
+        stamps[Int(slot)] = clock
         let count = buckets[Int(bucket)].count
         let next = buckets[Int(bucket)].next
         if count == .max {
@@ -304,11 +319,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     mutating func insertNew(key: Key, hash: Int, payload: Payload, count: UInt32, cost: Int) {
         clock &+= 1
-        let slot = Int32(nodes.count)
-        let tag = SlotTable.tag(hash)
-        nodes.append(Node(key: key, payload: payload, stamp: clock, cost: cost, tag: tag))
-        totalCost += cost
-        table.insert(tag: tag, slot: slot)
+        let slot = appendEntry(key: key, hash: hash, payload: payload, stamp: clock, cost: cost)
         // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
         // order, so the last bucket is checked first: O(1) per entry there.
         var previous: Int32 = -1
@@ -333,42 +344,62 @@ struct EvictionIndex<Key: Hashable, Payload> {
         appendNode(slot, to: bucket)
     }
 
+    /// Stores a new entry in the next slot and adds it to the table, unlinked; returns its slot.
+    @inlinable
+    mutating func appendEntry(key: Key, hash: Int, payload: Payload, stamp: UInt64, cost: Int) -> Int32 {
+        let slot = Int32(entries.count)
+        let tag = SlotTable.tag(hash)
+        entries.append(Entry(key: key, payload: payload))
+        links.append(Link(tag: tag))
+        stamps.append(stamp)
+        costs.append(cost)
+        totalCost += cost
+        table.insert(tag: tag, slot: slot)
+        return slot
+    }
+
+    /// Removes the entry in `slot`, moving the last entry into its place; returns it.
     @inlinable
     @discardableResult
-    mutating func remove(slot: Int32) -> Node {
-        let removed = nodes[Int(slot)]
-        totalCost -= removed.cost
+    mutating func remove(slot: Int32) -> Entry {
+        let link = links[Int(slot)]
+        totalCost -= costs[Int(slot)]
         unlink(slot)
-        if policy == .wTinyLFU { regionDidLose(removed.bucket) } else { removeBucketIfEmpty(removed.bucket) }
-        table.remove(tag: removed.tag, slot: slot)
-        let last = Int32(nodes.count - 1)
+        if policy == .wTinyLFU { regionDidLose(link.bucket) } else { removeBucketIfEmpty(link.bucket) }
+        table.remove(tag: link.tag, slot: slot)
+        let last = Int32(entries.count - 1)
         if slot != last {
-            let moved = nodes[Int(last)]
-            nodes[Int(slot)] = moved
-            if moved.prev >= 0 { nodes[Int(moved.prev)].next = slot } else { buckets[Int(moved.bucket)].head = slot }
-            if moved.next >= 0 { nodes[Int(moved.next)].prev = slot } else { buckets[Int(moved.bucket)].tail = slot }
+            let moved = links[Int(last)]
+            links[Int(slot)] = moved
+            stamps[Int(slot)] = stamps[Int(last)]
+            costs[Int(slot)] = costs[Int(last)]
+            if moved.prev >= 0 { links[Int(moved.prev)].next = slot } else { buckets[Int(moved.bucket)].head = slot }
+            if moved.next >= 0 { links[Int(moved.next)].prev = slot } else { buckets[Int(moved.bucket)].tail = slot }
             table.move(tag: moved.tag, from: last, to: slot)
+            entries.swapAt(Int(slot), Int(last))
         }
-        nodes.removeLast()
-        return removed
+        links.removeLast()
+        stamps.removeLast()
+        costs.removeLast()
+        return entries.removeLast()
     }
 
     @inlinable
     mutating func unlink(_ slot: Int32) {
-        let prev = nodes[Int(slot)].prev
-        let next = nodes[Int(slot)].next
-        let bucket = nodes[Int(slot)].bucket
-        if prev >= 0 { nodes[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
-        if next >= 0 { nodes[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
+        let prev = links[Int(slot)].prev
+        let next = links[Int(slot)].next
+        let bucket = links[Int(slot)].bucket
+        if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
+        if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
     }
 
     @inlinable
     mutating func appendNode(_ slot: Int32, to bucket: Int32) {
         let tail = buckets[Int(bucket)].tail
-        nodes[Int(slot)].bucket = bucket
-        nodes[Int(slot)].prev = tail
-        nodes[Int(slot)].next = -1
-        if tail >= 0 { nodes[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
+        links[Int(slot)].bucket = bucket
+        links[Int(slot)].prev = tail
+        links[Int(slot)].next = -1
+        if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
         buckets[Int(bucket)].tail = slot
     }
 
@@ -443,13 +474,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
         var tail: Int32 = -1
         var head: Int32 = -1
         while left >= 0 || right >= 0 {
-            let takeLeft = right < 0 || (left >= 0 && nodes[Int(left)].stamp <= nodes[Int(right)].stamp)
+            let takeLeft = right < 0 || (left >= 0 && stamps[Int(left)] <= stamps[Int(right)])
             let slot = takeLeft ? left : right
-            if takeLeft { left = nodes[Int(left)].next } else { right = nodes[Int(right)].next }
-            nodes[Int(slot)].bucket = target
-            nodes[Int(slot)].prev = tail
-            nodes[Int(slot)].next = -1
-            if tail >= 0 { nodes[Int(tail)].next = slot } else { head = slot }
+            if takeLeft { left = links[Int(left)].next } else { right = links[Int(right)].next }
+            links[Int(slot)].bucket = target
+            links[Int(slot)].prev = tail
+            links[Int(slot)].next = -1
+            if tail >= 0 { links[Int(tail)].next = slot } else { head = slot }
             tail = slot
         }
         buckets[Int(target)].head = head
@@ -483,21 +514,28 @@ extension EvictionIndex {
             var slot = current.head
             var previous: Int32 = -1
             while slot >= 0 {
-                let node = nodes[Int(slot)]
-                precondition(node.prev == previous && node.bucket == bucket, "node links")
-                precondition(self.slot(for: node.key, hash: node.key.hashValue) == slot, "slot map")
-                precondition(node.tag == SlotTable.tag(node.key.hashValue), "node tag")
+                let link = links[Int(slot)]
+                let key = entries[Int(slot)].key
+                precondition(link.prev == previous && link.bucket == bucket, "node links")
+                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
+                precondition(link.tag == SlotTable.tag(key.hashValue), "node tag")
                 seen += 1
                 previous = slot
-                slot = node.next
+                slot = link.next
             }
             precondition(current.tail == previous, "bucket tail")
             previousCount = current.count
             previousBucket = bucket
             bucket = current.next
         }
-        precondition(seen == nodes.count && seen == table.count, "node count")
-        precondition(totalCost == nodes.reduce(0) { $0 + $1.cost }, "total cost")
+        checkBufferCounts(seen: seen)
         precondition(lastBucket == previousBucket, "last bucket")
+    }
+
+    /// Checks that every buffer holds one element per entry and that the costs add up.
+    func checkBufferCounts(seen: Int) {
+        precondition(seen == entries.count && seen == table.count, "node count")
+        precondition(links.count == seen && stamps.count == seen && costs.count == seen, "buffer counts")
+        precondition(totalCost == costs.reduce(0, +), "total cost")
     }
 }

@@ -1,0 +1,159 @@
+/// A growable array whose elements start on a 64-byte boundary: the storage of an eviction index's
+/// nodes.
+///
+/// A Swift `Array` puts its first element 32 bytes into its allocation, and a large allocation
+/// starts 16 bytes into a page, so the elements of a big array start 48 bytes into a memory line. A
+/// 64-byte node there always spans two lines, and a cache hit, which reads one random node, pays
+/// two memory misses instead of one. Here the buffer is allocated with 64-byte alignment, so a node
+/// whose size divides 64 (or is a multiple of it) never spans two lines.
+///
+/// It has value semantics like `Array` (copy on write) and checks every index. Elements are read and
+/// written in place through addressors, so reading one field of a node copies nothing else.
+@usableFromInline
+struct NodeBuffer<Element> {
+    /// The allocation and its bookkeeping; shared between copies until one of them writes.
+    @usableFromInline
+    final class Storage {
+        @exclusivity(unchecked) @usableFromInline var base: UnsafeMutablePointer<Element>
+        @exclusivity(unchecked) @usableFromInline var count = 0
+        @exclusivity(unchecked) @usableFromInline var capacity: Int
+
+        /// The alignment of every allocation: one memory line on the machines Swift runs on.
+        @inlinable
+        static var alignment: Int { Swift.max(64, MemoryLayout<Element>.alignment) }
+
+        @inlinable
+        init(capacity: Int) {
+            self.capacity = capacity
+            base = Self.allocate(capacity)
+        }
+
+        @inlinable
+        static func allocate(_ capacity: Int) -> UnsafeMutablePointer<Element> {
+            let byteCount = Swift.max(1, capacity) * MemoryLayout<Element>.stride
+            return UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: alignment)
+                .bindMemory(to: Element.self, capacity: Swift.max(1, capacity))
+        }
+
+        /// A copy holding the same elements, with room for at least `minimumCapacity`.
+        @inlinable
+        func copy(minimumCapacity: Int) -> Storage {
+            let copy = Storage(capacity: Swift.max(minimumCapacity, count))
+            copy.base.initialize(from: base, count: count)
+            copy.count = count
+            return copy
+        }
+
+        /// Moves the elements to an allocation with room for `newCapacity`.
+        @inlinable
+        func grow(to newCapacity: Int) {
+            let moved = Self.allocate(newCapacity)
+            moved.moveInitialize(from: base, count: count)
+            UnsafeMutableRawPointer(base).deallocate()
+            base = moved
+            capacity = newCapacity
+        }
+
+        deinit {
+            base.deinitialize(count: count)
+            UnsafeMutableRawPointer(base).deallocate()
+        }
+    }
+
+    @usableFromInline var storage: Storage
+
+    /// Creates an empty buffer with room for `capacity` elements before it grows.
+    @inlinable
+    init(capacity: Int = 0) {
+        storage = Storage(capacity: capacity)
+    }
+
+    /// The number of elements.
+    @inlinable
+    var count: Int { storage.count }
+
+    /// Whether the buffer has no elements.
+    @inlinable
+    var isEmpty: Bool { storage.count == 0 }
+
+    /// Traps unless `index` is the index of an element.
+    @inlinable @inline(__always)
+    func check(_ index: Int) {
+        precondition(UInt(bitPattern: index) < UInt(bitPattern: storage.count), "NodeBuffer: index out of range")
+    }
+
+    /// Gives this buffer its own storage, with room for at least `minimumCapacity` elements.
+    @inlinable @inline(__always)
+    mutating func makeUnique(minimumCapacity: Int = 0) {
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = storage.copy(minimumCapacity: minimumCapacity)
+        } else if storage.capacity < minimumCapacity {
+            storage.grow(to: minimumCapacity)
+        }
+    }
+
+    /// The element at `index`, read and written in place.
+    @inlinable
+    subscript(index: Int) -> Element {
+        @inline(__always) unsafeAddress {
+            check(index)
+            return UnsafePointer(storage.base + index)
+        }
+        @inline(__always) unsafeMutableAddress {
+            check(index)
+            makeUnique()
+            return storage.base + index
+        }
+    }
+
+    /// Adds `element` at the end; amortised O(1).
+    @inlinable
+    mutating func append(_ element: Element) {
+        let count = storage.count
+        if count == storage.capacity || !isKnownUniquelyReferenced(&storage) {
+            makeUnique(minimumCapacity: Swift.max(16, count * 2))
+        }
+        (storage.base + count).initialize(to: element)
+        storage.count = count + 1
+    }
+
+    /// Removes and returns the last element; the buffer must not be empty.
+    @inlinable
+    @discardableResult
+    mutating func removeLast() -> Element {
+        precondition(storage.count > 0, "NodeBuffer: removeLast on an empty buffer")
+        makeUnique()
+        storage.count -= 1
+        return (storage.base + storage.count).move()
+    }
+
+    /// Exchanges the elements at `i` and `j`.
+    @inlinable
+    mutating func swapAt(_ i: Int, _ j: Int) {
+        check(i)
+        check(j)
+        guard i != j else { return }
+        makeUnique()
+        swap(&storage.base[i], &storage.base[j])
+    }
+
+    /// Removes every element and frees the storage.
+    @inlinable
+    mutating func removeAll() {
+        storage = Storage(capacity: 0)
+    }
+
+    /// Makes room for `capacity` elements in all.
+    @inlinable
+    mutating func reserveCapacity(_ capacity: Int) {
+        makeUnique(minimumCapacity: capacity)
+    }
+}
+
+extension NodeBuffer: RandomAccessCollection {
+    @inlinable
+    var startIndex: Int { 0 }
+
+    @inlinable
+    var endIndex: Int { storage.count }
+}
