@@ -386,6 +386,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     @inlinable
     mutating func unlink(_ slot: Int32) {
+        let links = links.mutableView()
         let prev = links[Int(slot)].prev
         let next = links[Int(slot)].next
         let bucket = links[Int(slot)].bucket
@@ -395,6 +396,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     @inlinable
     mutating func appendNode(_ slot: Int32, to bucket: Int32) {
+        let links = links.mutableView()
         let tail = buckets[Int(bucket)].tail
         links[Int(slot)].bucket = bucket
         links[Int(slot)].prev = tail

@@ -127,6 +127,41 @@ struct NodeBuffer<Element> {
         return (storage.base + storage.count).move()
     }
 
+    /// Writable access to the elements for a run of writes that checks uniqueness only once.
+    ///
+    /// Valid until the buffer is next changed by any other means; every index is still checked.
+    @usableFromInline
+    struct MutableView {
+        @usableFromInline let base: UnsafeMutablePointer<Element>
+        @usableFromInline let count: Int
+
+        @inlinable @inline(__always)
+        init(base: UnsafeMutablePointer<Element>, count: Int) {
+            self.base = base
+            self.count = count
+        }
+
+        /// The element at `index`, read and written in place.
+        @inlinable
+        subscript(index: Int) -> Element {
+            @inline(__always) unsafeAddress {
+                precondition(UInt(bitPattern: index) < UInt(bitPattern: count), "NodeBuffer: index out of range")
+                return UnsafePointer(base + index)
+            }
+            @inline(__always) nonmutating unsafeMutableAddress {
+                precondition(UInt(bitPattern: index) < UInt(bitPattern: count), "NodeBuffer: index out of range")
+                return base + index
+            }
+        }
+    }
+
+    /// Makes the storage unique once and returns a view that writes to it without further checks.
+    @inlinable @inline(__always)
+    mutating func mutableView() -> MutableView {
+        makeUnique()
+        return MutableView(base: storage.base, count: storage.count)
+    }
+
     /// Exchanges the elements at `i` and `j`.
     @inlinable
     mutating func swapAt(_ i: Int, _ j: Int) {
