@@ -118,7 +118,7 @@ extension EvictionIndex {
     /// Moves `slot` to the tail of `region`.
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32) {
-        let from = links[Int(slot)].bucket
+        let from = metas[Int(slot)].bucket
         unlink(slot)
         appendNode(slot, to: region)
         if from == Self.windowRegion { admission.windowCount -= 1 }
@@ -169,8 +169,8 @@ extension EvictionIndex {
     /// Counts an access (a hit) to `slot` and moves it as its region says.
     @inlinable
     mutating func recordAdmissionAccess(_ slot: Int32) {
-        admission.sketch.increment(stamps[Int(slot)])
-        let region = links[Int(slot)].bucket
+        admission.sketch.increment(metas[Int(slot)].stamp)
+        let region = metas[Int(slot)].bucket
         if region == Self.windowRegion { admission.windowHits &+= 1 }
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on; protected's oldest steps down.
@@ -179,8 +179,7 @@ extension EvictionIndex {
                 move(buckets[Int(Self.protectedRegion)].head, to: Self.probationRegion)
             }
         } else if links[Int(slot)].next >= 0 {
-            unlink(slot)
-            appendNode(slot, to: region)
+            moveToTail(slot, of: region)
         }
         recordRequest(isHit: true)
     }
@@ -224,8 +223,8 @@ extension EvictionIndex {
         } else if cursor.window < 0 || cursor.windowCount < windowTarget(forCount: cursor.count) {
             chosen = main
         } else {
-            let candidate = admission.sketch.frequency(stamps[Int(cursor.window)])
-            chosen = candidate > admission.sketch.frequency(stamps[Int(main)]) ? main : cursor.window
+            let candidate = admission.sketch.frequency(metas[Int(cursor.window)].stamp)
+            chosen = candidate > admission.sketch.frequency(metas[Int(main)].stamp) ? main : cursor.window
         }
         guard chosen >= 0 else { return -1 }
         let next = links[Int(chosen)].next
@@ -271,7 +270,7 @@ extension EvictionIndex {
         while true {
             let slot = nextAdmissionVictim(&cursor)
             guard slot >= 0 else { break }
-            let frequency = admission.sketch.frequency(stamps[Int(slot)])
+            let frequency = admission.sketch.frequency(metas[Int(slot)].stamp)
             result.append((entries[Int(slot)].key, entries[Int(slot)].payload, UInt32(max(1, frequency))))
         }
         return result
@@ -290,10 +289,10 @@ extension EvictionIndex {
             while slot >= 0 {
                 let link = links[Int(slot)]
                 let key = entries[Int(slot)].key
-                precondition(link.prev == previous && link.bucket == region, "node links")
+                precondition(link.prev == previous && metas[Int(slot)].bucket == region, "node links")
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(link.tag == SlotTable.tag(key.hashValue), "node tag")
-                precondition(stamps[Int(slot)] == FrequencySketch.spread(key.hashValue), "key hash")
+                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
+                precondition(metas[Int(slot)].stamp == FrequencySketch.spread(key.hashValue), "key hash")
                 sizes[Int(region)] += 1
                 seen += 1
                 previous = slot

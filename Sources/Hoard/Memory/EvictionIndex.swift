@@ -1,14 +1,14 @@
 /// The eviction order of a cache level: a hash map from key to slot, plus frequency buckets.
 ///
-/// Entries live in contiguous buffers indexed by slot (see `Entry`) and link to each other by `Int32`
-/// slot numbers, so an entry costs no allocation of its own. Buckets form a list in increasing access count; each
-/// bucket holds its nodes from least to most recently used. The victim is always the head of the
+/// Entries live in parallel buffers indexed by slot (see `Entry`) and link to each other by `Int32`
+/// slot numbers, so an entry costs no allocation of its own. Buckets form a list in increasing access
+/// count; each bucket holds its nodes from least to most recently used. The victim is always the head of the
 /// first bucket. LRU is the special case in which every node stays in the count-1 bucket and an
 /// access only moves the node to that bucket's tail.
 ///
 /// W-TinyLFU uses three fixed buckets as its regions (window, probation, protected; see
 /// `EvictionIndex+WindowTinyLFU.swift`), outside the bucket list, and keeps each node's key hash in
-/// its `stamp`.
+/// its `Meta.stamp`.
 ///
 /// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
 @usableFromInline
@@ -16,11 +16,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// What an entry holds: its key and what the owner stores with it.
     ///
     /// The parts of an entry live in parallel buffers indexed by its slot, split by when they are
-    /// read. A hit reads the table, the entry and the links of the entry and of its neighbours; the
-    /// links of all entries are a quarter of the memory the whole nodes took, so a neighbour's links
-    /// are more often already in a processor cache, and the hit touches fewer memory pages. With
-    /// whole 64-byte nodes, a uniform hit over 100k entries ran at about 0.8× a plain LRU whose
-    /// 32-byte nodes hold only a key, a value and two links.
+    /// read: `entries`, `links`, `metas` and `costs`. An LRU hit reads the table, the entry and the
+    /// links of the entry and of its neighbours. The links of all entries take an eighth of the
+    /// memory whole nodes took, so a neighbour's links are more often already in a processor cache,
+    /// and a hit touches fewer memory pages. With whole 64-byte nodes, a uniform hit over 100k
+    /// entries ran at about 0.8× a plain LRU whose 32-byte nodes hold only a key, a value and two
+    /// links; split, at about 1.1×.
     @usableFromInline
     struct Entry {
         @usableFromInline var key: Key
@@ -33,17 +34,39 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// An entry's place in the eviction order.
+    /// An entry's neighbours in its bucket's list.
+    ///
+    /// Only the two links, so that relinking a hit's neighbours reads the least memory: 8 bytes per
+    /// entry, which stay in a processor cache far longer than the entries themselves.
     @usableFromInline
     struct Link {
         @usableFromInline var prev: Int32 = -1
         @usableFromInline var next: Int32 = -1
+
+        @inlinable
+        init() {}
+    }
+
+    /// Which list an entry is in, what finds it in the table, and its stamp.
+    ///
+    /// What an LFU or W-TinyLFU hit reads and writes besides the links, in one 16-byte piece. An
+    /// LRU hit never reads it.
+    @usableFromInline
+    struct Meta {
         @usableFromInline var bucket: Int32 = -1
         /// The low 32 bits of the key's hash value, which finds its entry in `table`.
         @usableFromInline var tag: UInt32
+        /// The index clock at the last access (LFU), or the key's spread hash (W-TinyLFU).
+        ///
+        /// LFU orders the entries of two buckets merged by aging with it; W-TinyLFU indexes its
+        /// frequency sketch with it (see `FrequencySketch.spread(_:)`). LRU never reads it.
+        @usableFromInline var stamp: UInt64
 
         @inlinable
-        init(tag: UInt32) { self.tag = tag }
+        init(tag: UInt32, stamp: UInt64) {
+            self.tag = tag
+            self.stamp = stamp
+        }
     }
 
     /// The nodes that share one access count, least recently used first.
@@ -64,16 +87,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var table: SlotTable
     /// Each slot's key and payload.
     @usableFromInline var entries = NodeBuffer<Entry>()
-    /// Each slot's links and tag.
+    /// Each slot's links.
     @usableFromInline var links = NodeBuffer<Link>()
-    /// Each slot's clock at its last access (LFU), or its key's spread hash (W-TinyLFU).
-    ///
-    /// LFU orders the entries of two buckets merged by aging with it; W-TinyLFU indexes its
-    /// frequency sketch with it (see `FrequencySketch.spread(_:)`). LRU writes it and never reads it.
-    @usableFromInline var stamps = NodeBuffer<UInt64>()
+    /// Each slot's bucket, tag and stamp.
+    @usableFromInline var metas = NodeBuffer<Meta>()
     /// What each slot costs against the owner's cost limit (0 without one).
     @usableFromInline var costs = NodeBuffer<Int>()
-    @usableFromInline var buckets: [Bucket] = []
+    @usableFromInline var buckets = NodeBuffer<Bucket>()
     @usableFromInline var firstBucket: Int32 = -1
     @usableFromInline var lastBucket: Int32 = -1
     @usableFromInline var freeBuckets: [Int32] = []
@@ -231,7 +251,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         totalCost = 0
         entries.removeAll()
         links.removeAll()
-        stamps.removeAll()
+        metas.removeAll()
         costs.removeAll()
         buckets.removeAll()
         freeBuckets.removeAll()
@@ -282,35 +302,32 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     @inlinable
     mutating func recordAccess(_ slot: Int32) {
-        let bucket = links[Int(slot)].bucket
         if policy == .lru {
+            // LRU keeps every entry in its one bucket, the first, so the slot's `Meta` is never read.
             // Stamps only order LFU merges: LRU needs none.
-            if links[Int(slot)].next >= 0 {
-                unlink(slot)
-                appendNode(slot, to: bucket)
-            }
+            if links[Int(slot)].next >= 0 { moveToTail(slot, of: firstBucket) }
             return
         }
         if policy == .wTinyLFU {
             recordAdmissionAccess(slot)
             return
         }
+        let bucket = metas[Int(slot)].bucket
         clock &+= 1
-        stamps[Int(slot)] = clock
+        metas[Int(slot)].stamp = clock
         let count = buckets[Int(bucket)].count
         let next = buckets[Int(bucket)].next
         if count == .max {
-            unlink(slot)
-            appendNode(slot, to: bucket)
+            moveToTail(slot, of: bucket)
         } else if next >= 0 && buckets[Int(next)].count == count + 1 {
-            unlink(slot)
+            unlink(slot, from: bucket)
             appendNode(slot, to: next)
             removeBucketIfEmpty(bucket)
         } else if buckets[Int(bucket)].head == slot && buckets[Int(bucket)].tail == slot {
             buckets[Int(bucket)].count = count + 1
         } else {
             let created = makeBucket(count: count + 1, after: bucket)
-            unlink(slot)
+            unlink(slot, from: bucket)
             appendNode(slot, to: created)
         }
         tickAging()
@@ -350,8 +367,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
         let slot = Int32(entries.count)
         let tag = SlotTable.tag(hash)
         entries.append(Entry(key: key, payload: payload))
-        links.append(Link(tag: tag))
-        stamps.append(stamp)
+        links.append(Link())
+        metas.append(Meta(tag: tag, stamp: stamp))
         costs.append(cost)
         totalCost += cost
         table.insert(tag: tag, slot: slot)
@@ -362,47 +379,78 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     @discardableResult
     mutating func remove(slot: Int32) -> Entry {
-        let link = links[Int(slot)]
+        let meta = metas[Int(slot)]
         totalCost -= costs[Int(slot)]
-        unlink(slot)
-        if policy == .wTinyLFU { regionDidLose(link.bucket) } else { removeBucketIfEmpty(link.bucket) }
-        table.remove(tag: link.tag, slot: slot)
+        unlink(slot, from: meta.bucket)
+        if policy == .wTinyLFU { regionDidLose(meta.bucket) } else { removeBucketIfEmpty(meta.bucket) }
+        table.remove(tag: meta.tag, slot: slot)
         let last = Int32(entries.count - 1)
         if slot != last {
             let moved = links[Int(last)]
+            let movedMeta = metas[Int(last)]
             links[Int(slot)] = moved
-            stamps[Int(slot)] = stamps[Int(last)]
+            metas[Int(slot)] = movedMeta
             costs[Int(slot)] = costs[Int(last)]
-            if moved.prev >= 0 { links[Int(moved.prev)].next = slot } else { buckets[Int(moved.bucket)].head = slot }
-            if moved.next >= 0 { links[Int(moved.next)].prev = slot } else { buckets[Int(moved.bucket)].tail = slot }
-            table.move(tag: moved.tag, from: last, to: slot)
+            if moved.prev >= 0 {
+                links[Int(moved.prev)].next = slot
+            } else {
+                buckets[Int(movedMeta.bucket)].head = slot
+            }
+            if moved.next >= 0 {
+                links[Int(moved.next)].prev = slot
+            } else {
+                buckets[Int(movedMeta.bucket)].tail = slot
+            }
+            table.move(tag: movedMeta.tag, from: last, to: slot)
             entries.swapAt(Int(slot), Int(last))
         }
         links.removeLast()
-        stamps.removeLast()
+        metas.removeLast()
         costs.removeLast()
         return entries.removeLast()
     }
 
+    /// Takes `slot` out of its bucket's list; its `Meta` still names the bucket.
     @inlinable
     mutating func unlink(_ slot: Int32) {
+        unlink(slot, from: metas[Int(slot)].bucket)
+    }
+
+    /// Takes `slot` out of the list of `bucket`, the bucket it is in.
+    @inlinable
+    mutating func unlink(_ slot: Int32, from bucket: Int32) {
         let links = links.mutableView()
+        let buckets = buckets.mutableView()
         let prev = links[Int(slot)].prev
         let next = links[Int(slot)].next
-        let bucket = links[Int(slot)].bucket
         if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
         if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
     }
 
+    /// Puts an unlinked `slot` at the tail of `bucket`'s list and records the bucket in its `Meta`.
     @inlinable
     mutating func appendNode(_ slot: Int32, to bucket: Int32) {
+        metas[Int(slot)].bucket = bucket
+        link(slot, atTailOf: bucket)
+    }
+
+    /// Puts an unlinked `slot` at the tail of `bucket`'s list; its `Meta` must already name `bucket`.
+    @inlinable
+    mutating func link(_ slot: Int32, atTailOf bucket: Int32) {
         let links = links.mutableView()
+        let buckets = buckets.mutableView()
         let tail = buckets[Int(bucket)].tail
-        links[Int(slot)].bucket = bucket
         links[Int(slot)].prev = tail
         links[Int(slot)].next = -1
         if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
         buckets[Int(bucket)].tail = slot
+    }
+
+    /// Moves `slot` to the tail of `bucket`, the bucket it is in (a hit under LRU).
+    @inlinable
+    mutating func moveToTail(_ slot: Int32, of bucket: Int32) {
+        unlink(slot, from: bucket)
+        link(slot, atTailOf: bucket)
     }
 
     /// Creates an empty bucket after `previous` (or first when `previous` is -1).
@@ -476,10 +524,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
         var tail: Int32 = -1
         var head: Int32 = -1
         while left >= 0 || right >= 0 {
-            let takeLeft = right < 0 || (left >= 0 && stamps[Int(left)] <= stamps[Int(right)])
+            let takeLeft = right < 0 || (left >= 0 && metas[Int(left)].stamp <= metas[Int(right)].stamp)
             let slot = takeLeft ? left : right
             if takeLeft { left = links[Int(left)].next } else { right = links[Int(right)].next }
-            links[Int(slot)].bucket = target
+            metas[Int(slot)].bucket = target
             links[Int(slot)].prev = tail
             links[Int(slot)].next = -1
             if tail >= 0 { links[Int(tail)].next = slot } else { head = slot }
@@ -518,9 +566,9 @@ extension EvictionIndex {
             while slot >= 0 {
                 let link = links[Int(slot)]
                 let key = entries[Int(slot)].key
-                precondition(link.prev == previous && link.bucket == bucket, "node links")
+                precondition(link.prev == previous && metas[Int(slot)].bucket == bucket, "node links")
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(link.tag == SlotTable.tag(key.hashValue), "node tag")
+                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
                 seen += 1
                 previous = slot
                 slot = link.next
@@ -537,7 +585,10 @@ extension EvictionIndex {
     /// Checks that every buffer holds one element per entry and that the costs add up.
     func checkBufferCounts(seen: Int) {
         precondition(seen == entries.count && seen == table.count, "node count")
-        precondition(links.count == seen && stamps.count == seen && costs.count == seen, "buffer counts")
+        precondition(
+            links.count == seen && metas.count == seen && costs.count == seen,
+            "buffer counts"
+        )
         precondition(totalCost == costs.reduce(0, +), "total cost")
     }
 }

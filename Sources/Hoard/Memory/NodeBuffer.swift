@@ -192,3 +192,11 @@ extension NodeBuffer: RandomAccessCollection {
     @inlinable
     var endIndex: Int { storage.count }
 }
+
+extension NodeBuffer: ExpressibleByArrayLiteral {
+    @inlinable
+    init(arrayLiteral elements: Element...) {
+        self.init(capacity: elements.count)
+        for element in elements { append(element) }
+    }
+}
