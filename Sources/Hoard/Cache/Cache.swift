@@ -187,7 +187,22 @@ public final class Cache<Value: Sendable>: Sendable {
                 didReadExpiredValueInMemory(cached, forKey: key)
             }
         }
+        if disk == nil {
+            // Memory only: no trip through the disk path, which is not specialised for `Value`.
+            didMiss(key)
+            return nil
+        }
         return valueFromDisk(forKey: key)
+    }
+
+    /// Counts a read that found no live value in either level.
+    @usableFromInline
+    func didMiss(_ key: String) {
+        let isObserved = state.withLock {
+            $0.statistics.misses += 1
+            return $0.isObserved
+        }
+        if isObserved { hub.emit(.miss(key: key)) }
     }
 
     @usableFromInline
@@ -213,11 +228,7 @@ public final class Cache<Value: Sendable>: Sendable {
         guard let cached = readFromDisk(forKey: key, keepingExpired: servesStaleOnFetchFailure),
             !cached.isExpired(at: { now })
         else {
-            let isObserved = state.withLock {
-                $0.statistics.misses += 1
-                return $0.isObserved
-            }
-            if isObserved { hub.emit(.miss(key: key)) }
+            didMiss(key)
             return nil
         }
         let isObserved = state.withLock {
