@@ -118,7 +118,7 @@ extension EvictionIndex {
     /// Moves `slot` to the tail of `region`.
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32) {
-        let from = metas[Int(slot)].bucket
+        let from = links[Int(slot)].bucket
         unlink(slot)
         appendNode(slot, to: region)
         if from == Self.windowRegion { admission.windowCount -= 1 }
@@ -170,7 +170,7 @@ extension EvictionIndex {
     @inlinable
     mutating func recordAdmissionAccess(_ slot: Int32) {
         admission.sketch.increment(metas[Int(slot)].stamp)
-        let region = metas[Int(slot)].bucket
+        let region = links[Int(slot)].bucket
         if region == Self.windowRegion { admission.windowHits &+= 1 }
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on; protected's oldest steps down.
@@ -289,7 +289,7 @@ extension EvictionIndex {
             while slot >= 0 {
                 let link = links[Int(slot)]
                 let key = entries[Int(slot)].key
-                precondition(link.prev == previous && metas[Int(slot)].bucket == region, "node links")
+                precondition(link.prev == previous && links[Int(slot)].bucket == region, "node links")
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
                 precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
                 precondition(metas[Int(slot)].stamp == FrequencySketch.spread(key.hashValue), "key hash")
