@@ -88,9 +88,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var table: SlotTable
     /// Each slot's key and payload.
     @usableFromInline var entries = NodeBuffer<Entry>()
-    /// Each slot's links.
+    /// Each slot's links and bucket.
     @usableFromInline var links = NodeBuffer<Link>()
-    /// Each slot's bucket, tag and stamp.
+    /// Each slot's tag and stamp.
     @usableFromInline var metas = NodeBuffer<Meta>()
     /// What each slot costs against the owner's cost limit (0 without one).
     @usableFromInline var costs = NodeBuffer<Int>()
@@ -420,12 +420,14 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Takes `slot` out of the list of `bucket`, the bucket it is in.
     @inlinable
     mutating func unlink(_ slot: Int32, from bucket: Int32) {
-        let links = links.mutableView()
-        let buckets = buckets.mutableView()
-        let prev = links[Int(slot)].prev
-        let next = links[Int(slot)].next
-        if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
-        if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
+        links.withMutableView { links in
+            buckets.withMutableView { buckets in
+                let prev = links[Int(slot)].prev
+                let next = links[Int(slot)].next
+                if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
+                if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
+            }
+        }
     }
 
     /// Puts an unlinked `slot` at the tail of `bucket`'s list and records the bucket in its `Link`.
@@ -438,13 +440,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Puts an unlinked `slot` at the tail of `bucket`'s list; its `Link` must already name `bucket`.
     @inlinable
     mutating func link(_ slot: Int32, atTailOf bucket: Int32) {
-        let links = links.mutableView()
-        let buckets = buckets.mutableView()
-        let tail = buckets[Int(bucket)].tail
-        links[Int(slot)].prev = tail
-        links[Int(slot)].next = -1
-        if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
-        buckets[Int(bucket)].tail = slot
+        links.withMutableView { links in
+            buckets.withMutableView { buckets in
+                let tail = buckets[Int(bucket)].tail
+                links[Int(slot)].prev = tail
+                links[Int(slot)].next = -1
+                if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
+                buckets[Int(bucket)].tail = slot
+            }
+        }
     }
 
     /// Moves `slot` to the tail of `bucket`, the bucket it is in (a hit under LRU).

@@ -4,8 +4,8 @@
 /// A Swift `Array` puts its first element 32 bytes into its allocation, and a large allocation
 /// starts 16 bytes into a page, so the elements of a big array start 48 bytes into a memory line. A
 /// 64-byte node there always spans two lines, and a cache hit, which reads one random node, pays
-/// two memory misses instead of one. Here the buffer is allocated with 64-byte alignment, so a node
-/// whose size divides 64 (or is a multiple of it) never spans two lines.
+/// two memory misses instead of one. Here the buffer is allocated with 64-byte alignment, so an
+/// element whose stride divides 64 (or is a multiple of it) never spans two lines.
 ///
 /// It has value semantics like `Array` (copy on write) and checks every index. Elements are read and
 /// written in place through addressors, so reading one field of a node copies nothing else.
@@ -129,7 +129,9 @@ struct NodeBuffer<Element> {
 
     /// Writable access to the elements for a run of writes that checks uniqueness only once.
     ///
-    /// Valid until the buffer is next changed by any other means; every index is still checked.
+    /// Only ``withMutableView(_:)`` makes one, and only for the length of its closure, while the
+    /// buffer itself is held exclusively: nothing can append to or reallocate it while a view is
+    /// alive. Every index is still checked.
     @usableFromInline
     struct MutableView {
         @usableFromInline let base: UnsafeMutablePointer<Element>
@@ -155,11 +157,13 @@ struct NodeBuffer<Element> {
         }
     }
 
-    /// Makes the storage unique once and returns a view that writes to it without further checks.
+    /// Runs `body` with a view that writes to the storage, made unique once, without further checks.
+    ///
+    /// The view must not escape `body`.
     @inlinable @inline(__always)
-    mutating func mutableView() -> MutableView {
+    mutating func withMutableView<Result>(_ body: (MutableView) throws -> Result) rethrows -> Result {
         makeUnique()
-        return MutableView(base: storage.base, count: storage.count)
+        return try body(MutableView(base: storage.base, count: storage.count))
     }
 
     /// Exchanges the elements at `i` and `j`.

@@ -190,4 +190,63 @@ private struct ReferenceOrder {
         }
         index.checkInvariants()
     }
+
+    @Test(arguments: EvictionPolicy.allCases)
+    func aCopyChangesIndependently(policy: EvictionPolicy) {
+        var original = EvictionIndex<Int, Int>(policy: policy, capacity: 16)
+        for key in 0..<16 { original.upsert(key * 10, forKey: key) }
+        for key in [3, 3, 7, 1, 3] { _ = original.access(key) }
+        let before = original.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)" }
+
+        var copy = original
+        _ = copy.access(0)
+        copy.upsert(-1, forKey: 5)
+        copy.removeValue(forKey: 7)
+        _ = copy.popVictim()
+        copy.upsert(160, forKey: 16)
+
+        #expect(original.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)" } == before)
+        #expect(original.peek(7) == 70 && original.peek(5) == 50 && !original.contains(16))
+        #expect(copy.peek(5) == -1 && !copy.contains(7) && copy.peek(16) == 160)
+        original.checkInvariants()
+        copy.checkInvariants()
+    }
+
+    @Test(arguments: EvictionPolicy.allCases)
+    func releasesEveryPayloadExactlyOnce(policy: EvictionPolicy) {
+        let census = Census()
+        do {
+            var index = EvictionIndex<Int, Counted>(policy: policy, capacity: 32)
+            var generator = SplitMix64(seed: 11)
+            for _ in 0..<5_000 {
+                let key = Int(generator.next() % 64)
+                switch generator.next() % 8 {
+                case 0: index.removeValue(forKey: key)
+                case 1, 2: _ = index.access(key)
+                case 3 where generator.next() % 50 == 0: index.removeAll()
+                default:
+                    if !index.contains(key) && index.count >= 32 { _ = index.popVictim() }
+                    index.upsert(Counted(census), forKey: key)
+                }
+                #expect(census.live == index.count)
+            }
+            index.checkInvariants()
+        }
+        #expect(census.live == 0)
+    }
+}
+
+/// Counts the live instances of `Counted` made with it.
+private final class Census {
+    var live = 0
+}
+
+/// A payload that counts itself in its census while alive.
+private final class Counted {
+    let census: Census
+    init(_ census: Census) {
+        self.census = census
+        census.live += 1
+    }
+    deinit { census.live -= 1 }
 }

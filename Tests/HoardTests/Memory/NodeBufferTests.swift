@@ -60,6 +60,26 @@ struct NodeBufferTests {
         #expect(copy.count == 101 && copy[3] == -3 && copy[0] == 0)
     }
 
+    @Test func theFirstWriteToASharedCopyCopies() {
+        var original = NodeBuffer<Int>()
+        for value in 0..<10 { original.append(value) }
+
+        var appended = original
+        appended.append(10)
+        var shortened = original
+        #expect(shortened.removeLast() == 9)
+        var swapped = original
+        swapped.swapAt(0, 9)
+        var viewed = original
+        viewed.withMutableView { view in view[5] = -5 }
+
+        #expect(Array(original) == Array(0..<10))
+        #expect(Array(appended) == Array(0...10))
+        #expect(Array(shortened) == Array(0..<9))
+        #expect(swapped[0] == 9 && swapped[9] == 0)
+        #expect(viewed[5] == -5 && viewed.count == 10)
+    }
+
     @Test func releasesEveryElementOnce() {
         Tracked.live = 0
         do {
