@@ -47,6 +47,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
         @inlinable
         init() {}
+
+        @inlinable
+        init(prev: Int32, next: Int32, bucket: Int32) {
+            self.prev = prev
+            self.next = next
+            self.bucket = bucket
+        }
     }
 
     /// What finds an entry in the table, and its stamp.
@@ -420,31 +427,26 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Takes `slot` out of the list of `bucket`, the bucket it is in.
     @inlinable
     mutating func unlink(_ slot: Int32, from bucket: Int32) {
-        links.withMutableView { links in
-            buckets.withMutableView { buckets in
-                let prev = links[Int(slot)].prev
-                let next = links[Int(slot)].next
-                if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
-                if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
-            }
+        // The bucket is written only when `slot` is its head or tail: through the plain subscript,
+        // so that the common case pays no uniqueness check for it.
+        let (prev, next) = links.withMutableView { links in
+            let prev = links[Int(slot)].prev
+            let next = links[Int(slot)].next
+            if prev >= 0 { links[Int(prev)].next = next }
+            if next >= 0 { links[Int(next)].prev = prev }
+            return (prev, next)
         }
+        if prev < 0 { buckets[Int(bucket)].head = next }
+        if next < 0 { buckets[Int(bucket)].tail = prev }
     }
 
     /// Puts an unlinked `slot` at the tail of `bucket`'s list and records the bucket in its `Link`.
     @inlinable
     mutating func appendNode(_ slot: Int32, to bucket: Int32) {
-        links[Int(slot)].bucket = bucket
-        link(slot, atTailOf: bucket)
-    }
-
-    /// Puts an unlinked `slot` at the tail of `bucket`'s list; its `Link` must already name `bucket`.
-    @inlinable
-    mutating func link(_ slot: Int32, atTailOf bucket: Int32) {
         links.withMutableView { links in
             buckets.withMutableView { buckets in
                 let tail = buckets[Int(bucket)].tail
-                links[Int(slot)].prev = tail
-                links[Int(slot)].next = -1
+                links[Int(slot)] = Link(prev: tail, next: -1, bucket: bucket)
                 if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
                 buckets[Int(bucket)].tail = slot
             }
@@ -455,7 +457,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     mutating func moveToTail(_ slot: Int32, of bucket: Int32) {
         unlink(slot, from: bucket)
-        link(slot, atTailOf: bucket)
+        appendNode(slot, to: bucket)
     }
 
     /// Creates an empty bucket after `previous` (or first when `previous` is -1).
