@@ -18,7 +18,7 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// enters, and a main region split into *probation* and *protected* (80 % of the main region). A
     /// read of a probation entry promotes it to protected; protected's oldest entry falls back to
     /// probation. How often each key was used lately, stored or not, is estimated by a count-min sketch
-    /// of 4-bit counters (about 8 bytes per entry) that halves every twenty accesses per entry, so
+    /// of 4-bit counters (about 8 bytes per entry) that halves every thirty accesses per entry, so
     /// old popularity fades.
     ///
     /// When the level is full and the window holds its share, the window's oldest entry (the
