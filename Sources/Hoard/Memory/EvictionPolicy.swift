@@ -18,7 +18,7 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// enters, and a main region split into *probation* and *protected* (80 % of the main region). A
     /// read of a probation entry promotes it to protected; protected's oldest entry falls back to
     /// probation. How often each key was used lately, stored or not, is estimated by a count-min sketch
-    /// of 4-bit counters (about 8 bytes per entry) that halves every twenty accesses per entry, so
+    /// of 4-bit counters (about 8 bytes per entry) that halves every thirty accesses per entry, so
     /// old popularity fades.
     ///
     /// When the level is full and the window holds its share, the window's oldest entry (the
@@ -30,10 +30,12 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     ///
     /// The window's share is *adaptive*: it starts at 1 % of the entries and may grow to all of
     /// them (pure LRU). After every sample of requests (hits and new entries, as many as the level
-    /// holds, at least 512) the climber compares the hits per entry of the window with those of the
-    /// main region, and moves the share by 10 % of the entries towards the region that earned more.
-    /// A workload whose hot set keeps moving finds its new keys in the window and grows it towards
-    /// LRU; a stable skewed one, or a scan, earns its hits in the main region and keeps it at 1 %.
+    /// holds, at least 512) the climber compares the level with a plain LRU of the same size,
+    /// simulated on a sample of the keys (at most 1 024 of them, about 32 KiB): if the LRU hit more
+    /// often, the share grows by 10 % of the entries, otherwise it shrinks by as much. A workload
+    /// whose hot set keeps moving, where recency beats stale frequencies, grows the window towards
+    /// LRU; a stable skewed one, or a scan, keeps it at 1 %, and brings it back there after a phase
+    /// that grew it.
     ///
     /// - Complexity: O(1) amortised per access, set and eviction (halving the sketch and growing it
     ///   are O(capacity) once per O(capacity) operations).
