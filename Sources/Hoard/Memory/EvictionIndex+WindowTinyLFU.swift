@@ -129,8 +129,7 @@ extension EvictionIndex {
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32) {
         let from = links[Int(slot)].bucket
-        unlink(slot)
-        appendNode(slot, to: region)
+        relink(slot, from: from, to: region)
         if from == Self.windowRegion { admission.windowCount -= 1 }
         if from == Self.protectedRegion { admission.protectedCount -= 1 }
         if region == Self.windowRegion { admission.windowCount += 1 }
@@ -188,7 +187,7 @@ extension EvictionIndex {
                 move(buckets[Int(Self.protectedRegion)].head, to: Self.probationRegion)
             }
         } else if links[Int(slot)].next >= 0 {
-            moveToTail(slot, of: region)
+            relink(slot, from: region, to: region)
         }
         recordRequest(metas[Int(slot)].stamp, isHit: true)
     }

@@ -313,7 +313,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         if policy == .lru {
             // LRU keeps every entry in its one bucket, the first: the slot's bucket is not even read.
             // Stamps only order LFU merges: LRU needs none.
-            if links[Int(slot)].next >= 0 { moveToTail(slot, of: firstBucket) }
+            if links[Int(slot)].next >= 0 { relink(slot, from: firstBucket, to: firstBucket) }
             return
         }
         if policy == .wTinyLFU {
@@ -326,17 +326,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
         let count = buckets[Int(bucket)].count
         let next = buckets[Int(bucket)].next
         if count == .max {
-            moveToTail(slot, of: bucket)
+            relink(slot, from: bucket, to: bucket)
         } else if next >= 0 && buckets[Int(next)].count == count + 1 {
-            unlink(slot, from: bucket)
-            appendNode(slot, to: next)
+            relink(slot, from: bucket, to: next)
             removeBucketIfEmpty(bucket)
         } else if buckets[Int(bucket)].head == slot && buckets[Int(bucket)].tail == slot {
             buckets[Int(bucket)].count = count + 1
         } else {
             let created = makeBucket(count: count + 1, after: bucket)
-            unlink(slot, from: bucket)
-            appendNode(slot, to: created)
+            relink(slot, from: bucket, to: created)
         }
         tickAging()
     }
@@ -418,12 +416,6 @@ struct EvictionIndex<Key: Hashable, Payload> {
         return entries.removeLast()
     }
 
-    /// Takes `slot` out of its bucket's list; its `Link` still names the bucket.
-    @inlinable
-    mutating func unlink(_ slot: Int32) {
-        unlink(slot, from: links[Int(slot)].bucket)
-    }
-
     /// Takes `slot` out of the list of `bucket`, the bucket it is in.
     @inlinable
     mutating func unlink(_ slot: Int32, from bucket: Int32) {
@@ -453,11 +445,25 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// Moves `slot` to the tail of `bucket`, the bucket it is in (a hit under LRU).
+    /// Moves `slot` from `bucket`, the bucket it is in, to the tail of `target` (which may be the
+    /// same bucket): ``unlink(_:from:)`` then ``appendNode(_:to:)`` in one pass, so that a hit checks
+    /// the uniqueness of the links and of the buckets once each.
+    ///
+    /// `target` must exist already: nothing may append to `buckets` while its view is alive.
     @inlinable
-    mutating func moveToTail(_ slot: Int32, of bucket: Int32) {
-        unlink(slot, from: bucket)
-        appendNode(slot, to: bucket)
+    mutating func relink(_ slot: Int32, from bucket: Int32, to target: Int32) {
+        links.withMutableView { links in
+            buckets.withMutableView { buckets in
+                let prev = links[Int(slot)].prev
+                let next = links[Int(slot)].next
+                if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
+                if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
+                let tail = buckets[Int(target)].tail
+                links[Int(slot)] = Link(prev: tail, next: -1, bucket: target)
+                if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(target)].head = slot }
+                buckets[Int(target)].tail = slot
+            }
+        }
     }
 
     /// Creates an empty bucket after `previous` (or first when `previous` is -1).
