@@ -133,6 +133,10 @@ final class Directory: Sendable {
         guard fstat(file, &status) == 0 else { throw error("fstat", name) }
         guard status.st_mode & S_IFMT == S_IFREG else { throw error("read", name, EISDIR) }
         let size = Int(status.st_size)
+        // An empty file is the empty array: `Array(unsafeUninitializedCapacity: 0)` stores its count
+        // into the shared empty-array singleton, a race ThreadSanitizer reports when two threads read
+        // empty files at once.
+        if size == 0 { return [] }
         var failure: Int32 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             var done = 0
