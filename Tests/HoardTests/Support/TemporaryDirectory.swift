@@ -2,7 +2,12 @@ import Foundation
 
 @testable import Hoard
 
-/// A fresh folder for one test, removed when the value is deinitialized.
+/// A fresh folder for one test, removed when the value is deinitialized, and again when the test
+/// process exits.
+///
+/// Swift may release a value at its last use rather than at the end of its scope, so a test's cache
+/// can go on writing (its index on close, a queued entry) after the folder was removed, and so
+/// recreate it. The second removal, at exit, keeps such folders from piling up in `/tmp`.
 final class TemporaryDirectory: Sendable {
     let url: URL
 
@@ -10,6 +15,7 @@ final class TemporaryDirectory: Sendable {
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("HoardTests-\(UUID().uuidString)", isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        removedAtExit.add(url)
     }
 
     deinit {
@@ -39,5 +45,27 @@ final class TemporaryDirectory: Sendable {
     /// A builder for `String` values in a container of this folder.
     func stringBuilder(_ name: String = "test") -> CacheBuilder<String> {
         CacheBuilder<String>(serializer: StringSerializer()).containerName(name).directory(url)
+    }
+}
+
+/// Every folder a `TemporaryDirectory` made in this process, removed when the process exits.
+private let removedAtExit = FoldersRemovedAtExit()
+
+private final class FoldersRemovedAtExit: @unchecked Sendable {
+    private let lock = NSLock()
+    private var urls: [URL] = []  // guarded by `lock`
+
+    init() {
+        atexit { removedAtExit.removeAll() }
+    }
+
+    func add(_ url: URL) {
+        lock.withLock { urls.append(url) }
+    }
+
+    func removeAll() {
+        for url in lock.withLock({ urls }) {
+            try? FileManager.default.removeItem(at: url)
+        }
     }
 }
