@@ -1,7 +1,7 @@
 // W-TinyLFU inside `EvictionIndex` (see `EvictionPolicy.wTinyLFU` for the policy itself).
 //
 // The index's buckets 0, 1 and 2 are the window, probation and protected regions, each a list from
-// least to most recently used, kept out of the bucket list (`firstBucket` stays -1). A node's `stamp`
+// least to most recently used, kept out of the bucket list (`firstBucket` stays -1). A node's `Meta.spread`
 // holds its key's spread hash, so the sketch never hashes a key twice. Every decision reads only the
 // region heads, their sizes and the sketch, so `victim`, `popVictim()` and `entriesInEvictionOrder`
 // agree: the order is the sequence `popVictim()` would follow if called until the index is empty.
@@ -147,7 +147,7 @@ extension EvictionIndex {
     @inlinable
     mutating func insertIntoWindow(key: Key, hash keyHash: Int, payload: Payload, cost: Int) {
         let hash = FrequencySketch.spread(keyHash)
-        let slot = appendEntry(key: key, hash: keyHash, payload: payload, stamp: hash, cost: cost)
+        let slot = appendEntry(key: key, hash: keyHash, payload: payload, spread: hash, cost: cost)
         appendNode(slot, to: Self.windowRegion)
         admission.windowCount += 1
         admission.sketch.ensureCapacity(entries.count)
@@ -169,7 +169,7 @@ extension EvictionIndex {
     @usableFromInline
     mutating func appendToProbation(key: Key, hash keyHash: Int, payload: Payload, count: UInt32) {
         let hash = FrequencySketch.spread(keyHash)
-        let slot = appendEntry(key: key, hash: keyHash, payload: payload, stamp: hash, cost: 0)
+        let slot = appendEntry(key: key, hash: keyHash, payload: payload, spread: hash, cost: 0)
         appendNode(slot, to: Self.probationRegion)
         admission.sketch.ensureCapacity(entries.count)
         admission.sketch.raise(hash, to: Int(min(count, 15)))
@@ -178,7 +178,7 @@ extension EvictionIndex {
     /// Counts an access (a hit) to `slot` and moves it as its region says.
     @inlinable
     mutating func recordAdmissionAccess(_ slot: Int32) {
-        admission.sketch.increment(metas[Int(slot)].stamp)
+        admission.sketch.increment(metas[Int(slot)].spread)
         let region = links[Int(slot)].bucket
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on; protected's oldest steps down.
@@ -189,7 +189,7 @@ extension EvictionIndex {
         } else if links[Int(slot)].next >= 0 {
             relink(slot, from: region, to: region)
         }
-        recordRequest(metas[Int(slot)].stamp, isHit: true)
+        recordRequest(metas[Int(slot)].spread, isHit: true)
     }
 
     /// Counts a request for the key of spread hash `hash` in the climber's sample, and in the
@@ -235,8 +235,8 @@ extension EvictionIndex {
         } else if cursor.window < 0 || cursor.windowCount < windowTarget(forCount: cursor.count) {
             chosen = main
         } else {
-            let candidate = admission.sketch.frequency(metas[Int(cursor.window)].stamp)
-            chosen = candidate > admission.sketch.frequency(metas[Int(main)].stamp) ? main : cursor.window
+            let candidate = admission.sketch.frequency(metas[Int(cursor.window)].spread)
+            chosen = candidate > admission.sketch.frequency(metas[Int(main)].spread) ? main : cursor.window
         }
         guard chosen >= 0 else { return -1 }
         let next = links[Int(chosen)].next
@@ -282,7 +282,7 @@ extension EvictionIndex {
         while true {
             let slot = nextAdmissionVictim(&cursor)
             guard slot >= 0 else { break }
-            let frequency = admission.sketch.frequency(metas[Int(slot)].stamp)
+            let frequency = admission.sketch.frequency(metas[Int(slot)].spread)
             result.append((entries[Int(slot)].key, entries[Int(slot)].payload, UInt32(max(1, frequency))))
         }
         return result
@@ -304,7 +304,7 @@ extension EvictionIndex {
                 precondition(link.prev == previous && links[Int(slot)].bucket == region, "node links")
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
                 precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
-                precondition(metas[Int(slot)].stamp == FrequencySketch.spread(key.hashValue), "key hash")
+                precondition(metas[Int(slot)].spread == FrequencySketch.spread(key.hashValue), "key hash")
                 sizes[Int(region)] += 1
                 seen += 1
                 previous = slot

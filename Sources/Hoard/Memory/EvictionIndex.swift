@@ -7,8 +7,8 @@
 /// access only moves the node to that bucket's tail.
 ///
 /// W-TinyLFU uses three fixed buckets as its regions (window, probation, protected; see
-/// `EvictionIndex+WindowTinyLFU.swift`), outside the bucket list, and keeps each node's key hash in
-/// its `Meta.stamp`.
+/// `EvictionIndex+WindowTinyLFU.swift`), outside the bucket list, and keeps each node's spread key
+/// hash in its `Meta.spread`.
 ///
 /// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
 @usableFromInline
@@ -34,46 +34,49 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// An entry's bucket and its neighbours in the bucket's list.
+    /// An entry's bucket, its neighbours in the bucket's list, and its stamp: all that an LRU or
+    /// LFU hit reads or writes of the entry and of its neighbours.
     ///
-    /// Only what a hit reads: relinking a hit's neighbours then reads 12 bytes per entry, which
-    /// stay in a processor cache far longer than the entries themselves. The bucket is here because
-    /// an LFU hit must read it; with it in `Meta`, every LFU hit read one more memory line.
+    /// 16 bytes, so four to a memory line and none across two; they stay in a processor cache far
+    /// longer than the entries themselves. The bucket and the stamp are here because an LFU hit
+    /// reads the one and writes the other: with either in `Meta`, every LFU hit touched one more
+    /// memory line and one more page than an LRU hit.
     @usableFromInline
     struct Link {
         @usableFromInline var prev: Int32 = -1
         @usableFromInline var next: Int32 = -1
         @usableFromInline var bucket: Int32 = -1
+        /// The index clock at the entry's last access (LFU; 0 under the other policies).
+        ///
+        /// Orders the entries of two buckets that aging merges. See ``nextStamp()`` for why 32 bits
+        /// never wrap.
+        @usableFromInline var stamp: UInt32 = 0
 
         @inlinable
         init() {}
 
         @inlinable
-        init(prev: Int32, next: Int32, bucket: Int32) {
+        init(prev: Int32, next: Int32, bucket: Int32, stamp: UInt32) {
             self.prev = prev
             self.next = next
             self.bucket = bucket
+            self.stamp = stamp
         }
     }
 
-    /// What finds an entry in the table, and its stamp.
-    ///
-    /// An LFU hit writes the stamp (a store, which does not wait for memory); a W-TinyLFU hit reads
-    /// it; an LRU hit never touches it.
+    /// What finds an entry in the table, and W-TinyLFU's hash of its key.
     @usableFromInline
     struct Meta {
         /// The low 32 bits of the key's hash value, which finds its entry in `table`.
         @usableFromInline var tag: UInt32
-        /// The index clock at the last access (LFU), or the key's spread hash (W-TinyLFU).
-        ///
-        /// LFU orders the entries of two buckets merged by aging with it; W-TinyLFU indexes its
-        /// frequency sketch with it (see `FrequencySketch.spread(_:)`). LRU never reads it.
-        @usableFromInline var stamp: UInt64
+        /// The key's spread hash, which indexes W-TinyLFU's frequency sketch (see
+        /// `FrequencySketch.spread(_:)`); 0 under the other policies, which never read it.
+        @usableFromInline var spread: UInt64
 
         @inlinable
-        init(tag: UInt32, stamp: UInt64) {
+        init(tag: UInt32, spread: UInt64) {
             self.tag = tag
-            self.stamp = stamp
+            self.spread = spread
         }
     }
 
@@ -105,7 +108,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var firstBucket: Int32 = -1
     @usableFromInline var lastBucket: Int32 = -1
     @usableFromInline var freeBuckets: [Int32] = []
-    @usableFromInline var clock: UInt64 = 0
+    /// The stamp of the last access (LFU); see ``nextStamp()``.
+    @usableFromInline var clock: UInt32 = 0
     @usableFromInline let agingPeriod: Int
     @usableFromInline var agingCountdown: Int
     /// The sum of every entry's cost.
@@ -320,29 +324,30 @@ struct EvictionIndex<Key: Hashable, Payload> {
             recordAdmissionAccess(slot)
             return
         }
-        let bucket = links[Int(slot)].bucket
-        clock &+= 1
-        metas[Int(slot)].stamp = clock
+        let link = links[Int(slot)]
+        let bucket = link.bucket
+        let isAlone = link.prev < 0 && link.next < 0
+        let stamp = nextStamp()
         let count = buckets[Int(bucket)].count
         let next = buckets[Int(bucket)].next
         if count == .max {
-            relink(slot, from: bucket, to: bucket)
+            relink(slot, from: bucket, to: bucket, stamp: stamp)
         } else if next >= 0 && buckets[Int(next)].count == count + 1 {
-            relink(slot, from: bucket, to: next)
-            removeBucketIfEmpty(bucket)
-        } else if buckets[Int(bucket)].head == slot && buckets[Int(bucket)].tail == slot {
+            relink(slot, from: bucket, to: next, stamp: stamp)
+            if isAlone { removeBucket(bucket) }
+        } else if isAlone {
             buckets[Int(bucket)].count = count + 1
+            links[Int(slot)].stamp = stamp
         } else {
             let created = makeBucket(count: count + 1, after: bucket)
-            relink(slot, from: bucket, to: created)
+            relink(slot, from: bucket, to: created, stamp: stamp)
         }
         tickAging()
     }
 
     @inlinable
     mutating func insertNew(key: Key, hash: Int, payload: Payload, count: UInt32, cost: Int) {
-        clock &+= 1
-        let slot = appendEntry(key: key, hash: hash, payload: payload, stamp: clock, cost: cost)
+        let slot = appendEntry(key: key, hash: hash, payload: payload, spread: 0, cost: cost)
         // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
         // order, so the last bucket is checked first: O(1) per entry there.
         var previous: Int32 = -1
@@ -364,17 +369,37 @@ struct EvictionIndex<Key: Hashable, Payload> {
         if bucket < 0 || buckets[Int(bucket)].count != count {
             bucket = makeBucket(count: count, after: previous)
         }
-        appendNode(slot, to: bucket)
+        appendNode(slot, to: bucket, stamp: nextStamp())
+    }
+
+    /// The stamp for an access now: the index clock, advanced.
+    ///
+    /// The clock has 32 bits so that the stamp fits in `Link`. It never wraps: when it is about to,
+    /// every entry is restamped 1...n in its current order first (once per 4 billion accesses, in
+    /// O(n log n)), so that stamps always compare in access order.
+    @inlinable
+    mutating func nextStamp() -> UInt32 {
+        if clock == .max { renumberStamps() }
+        clock += 1
+        return clock
+    }
+
+    /// Restamps the entries 1...n in the order of their stamps and sets the clock to n.
+    @usableFromInline
+    mutating func renumberStamps() {
+        let order = (0..<Int32(count)).sorted { links[Int($0)].stamp < links[Int($1)].stamp }
+        for (rank, slot) in order.enumerated() { links[Int(slot)].stamp = UInt32(rank + 1) }
+        clock = UInt32(order.count)
     }
 
     /// Stores a new entry in the next slot and adds it to the table, unlinked; returns its slot.
     @inlinable
-    mutating func appendEntry(key: Key, hash: Int, payload: Payload, stamp: UInt64, cost: Int) -> Int32 {
+    mutating func appendEntry(key: Key, hash: Int, payload: Payload, spread: UInt64, cost: Int) -> Int32 {
         let slot = Int32(entries.count)
         let tag = SlotTable.tag(hash)
         entries.append(Entry(key: key, payload: payload))
         links.append(Link())
-        metas.append(Meta(tag: tag, stamp: stamp))
+        metas.append(Meta(tag: tag, spread: spread))
         costs.append(cost)
         totalCost += cost
         table.insert(tag: tag, slot: slot)
@@ -432,13 +457,14 @@ struct EvictionIndex<Key: Hashable, Payload> {
         if next < 0 { buckets[Int(bucket)].tail = prev }
     }
 
-    /// Puts an unlinked `slot` at the tail of `bucket`'s list and records the bucket in its `Link`.
+    /// Puts an unlinked `slot` at the tail of `bucket`'s list and records the bucket and `stamp`
+    /// in its `Link`.
     @inlinable
-    mutating func appendNode(_ slot: Int32, to bucket: Int32) {
+    mutating func appendNode(_ slot: Int32, to bucket: Int32, stamp: UInt32 = 0) {
         links.withMutableView { links in
             buckets.withMutableView { buckets in
                 let tail = buckets[Int(bucket)].tail
-                links[Int(slot)] = Link(prev: tail, next: -1, bucket: bucket)
+                links[Int(slot)] = Link(prev: tail, next: -1, bucket: bucket, stamp: stamp)
                 if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
                 buckets[Int(bucket)].tail = slot
             }
@@ -446,12 +472,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     /// Moves `slot` from `bucket`, the bucket it is in, to the tail of `target` (which may be the
-    /// same bucket): ``unlink(_:from:)`` then ``appendNode(_:to:)`` in one pass, so that a hit checks
-    /// the uniqueness of the links and of the buckets once each.
+    /// same bucket) with a new `stamp`: ``unlink(_:from:)`` then ``appendNode(_:to:stamp:)`` in one
+    /// pass, so that a hit checks the uniqueness of the links and of the buckets once each.
     ///
     /// `target` must exist already: nothing may append to `buckets` while its view is alive.
-    @inlinable
-    mutating func relink(_ slot: Int32, from bucket: Int32, to target: Int32) {
+    @inlinable @inline(__always)
+    mutating func relink(_ slot: Int32, from bucket: Int32, to target: Int32, stamp: UInt32 = 0) {
         links.withMutableView { links in
             buckets.withMutableView { buckets in
                 let prev = links[Int(slot)].prev
@@ -459,7 +485,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
                 if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
                 if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
                 let tail = buckets[Int(target)].tail
-                links[Int(slot)] = Link(prev: tail, next: -1, bucket: target)
+                links[Int(slot)] = Link(prev: tail, next: -1, bucket: target, stamp: stamp)
                 if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(target)].head = slot }
                 buckets[Int(target)].tail = slot
             }
@@ -487,8 +513,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     @inlinable
     mutating func removeBucketIfEmpty(_ bucket: Int32) {
+        if buckets[Int(bucket)].head < 0 { removeBucket(bucket) }
+    }
+
+    /// Takes the empty `bucket` out of the bucket list and frees it.
+    @inlinable
+    mutating func removeBucket(_ bucket: Int32) {
         let current = buckets[Int(bucket)]
-        guard current.head < 0 else { return }
         if current.prev >= 0 { buckets[Int(current.prev)].next = current.next } else { firstBucket = current.next }
         if current.next >= 0 { buckets[Int(current.next)].prev = current.prev } else { lastBucket = current.prev }
         freeBuckets.append(bucket)
@@ -537,7 +568,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         var tail: Int32 = -1
         var head: Int32 = -1
         while left >= 0 || right >= 0 {
-            let takeLeft = right < 0 || (left >= 0 && metas[Int(left)].stamp <= metas[Int(right)].stamp)
+            let takeLeft = right < 0 || (left >= 0 && links[Int(left)].stamp <= links[Int(right)].stamp)
             let slot = takeLeft ? left : right
             if takeLeft { left = links[Int(left)].next } else { right = links[Int(right)].next }
             links[Int(slot)].bucket = target
@@ -582,6 +613,7 @@ extension EvictionIndex {
                 precondition(link.prev == previous && links[Int(slot)].bucket == bucket, "node links")
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
                 precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
+                precondition(link.stamp <= clock, "stamp after the clock")
                 seen += 1
                 previous = slot
                 slot = link.next

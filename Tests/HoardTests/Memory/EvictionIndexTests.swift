@@ -125,6 +125,21 @@ private struct ReferenceOrder {
         index.checkInvariants()
     }
 
+    @Test func agingKeepsRecencyAcrossTheClockWrapping() {
+        var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 4)
+        index.clock = UInt32.max - 2
+        index.upsert(0, forKey: "a")  // count 1, stamped max - 1
+        index.upsert(0, forKey: "b")  // stamped max
+        _ = index.access("b")  // count 2: the clock would wrap, so every entry is restamped first
+        index.upsert(0, forKey: "c")  // count 1
+        #expect(index.clock == 4)
+        // Counts 1 and 2 both halve to 1: the merge must order a, b, c by their last access.
+        index.age()
+        #expect(index.entriesInEvictionOrder.map(\.key) == ["a", "b", "c"])
+        #expect(index.entriesInEvictionOrder.map(\.count) == [1, 1, 1])
+        index.checkInvariants()
+    }
+
     @Test func agingACountAtTheMaximumKeepsTheBucketsOrdered() {
         var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 4)
         index.append(0, forKey: "low", count: 2)
