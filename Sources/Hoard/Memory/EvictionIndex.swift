@@ -369,7 +369,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         if bucket < 0 || buckets[Int(bucket)].count != count {
             bucket = makeBucket(count: count, after: previous)
         }
-        appendNode(slot, to: bucket, stamp: nextStamp())
+        appendNode(slot, to: bucket, stamp: policy == .lfu ? nextStamp() : 0)
     }
 
     /// The stamp for an access now: the index clock, advanced.
