@@ -102,6 +102,49 @@ struct HitRateTrace {
     }
 }
 
+extension HitRateTrace {
+    /// The hit rate (%) of a perfect LFU: exact counts of every key ever requested (not only the
+    /// stored ones), never aged, and a cache that holds the `capacity` keys with the highest counts.
+    ///
+    /// A miss is stored when its count, this request included, is at least the lowest stored count
+    /// (the least recently used of the lowest goes); otherwise it is not stored. On a trace whose
+    /// requests are drawn independently, counts are all an online policy can learn popularity from,
+    /// so this is about as far as a policy that learns from counts can go; it keeps a count per key
+    /// ever seen, which no cache can afford. A reference for the static rows, not a contender.
+    ///
+    /// - Complexity: O(n log n): a min-heap of (count, last request) with stale entries skipped.
+    func perfectLFUHitRate(capacity: Int) -> Double {
+        var counts = [Int](repeating: 0, count: keySpace)
+        // For each stored key, the priority it was last pushed with; -1 when not stored.
+        var storedPriority = [Int](repeating: -1, count: keySpace)
+        var heap = MaxHeap()  // holds negated priorities: its maximum is the lowest priority
+        let timeBits = max(1, (requests.count + 1).bitWidth - (requests.count + 1).leadingZeroBitCount)
+        func priority(_ key: Int, at position: Int) -> Int { counts[key] << timeBits | position }
+        var stored = 0
+        var hits = 0
+        for (position, key) in requests.enumerated() {
+            counts[key] += 1
+            if storedPriority[key] >= 0 {
+                hits += 1
+            } else if stored == capacity {
+                // The lowest stored priority: skip heap entries a later request made stale.
+                guard var lowest = heap.popMax() else { continue }
+                while storedPriority[lowest.key] != -lowest.nextUse, let next = heap.popMax() { lowest = next }
+                if counts[key] < (-lowest.nextUse) >> timeBits {
+                    heap.insert(lowest)  // the missed key is rarer than every stored one: not stored
+                    continue
+                }
+                storedPriority[lowest.key] = -1
+            } else {
+                stored += 1
+            }
+            storedPriority[key] = priority(key, at: position)
+            heap.insert((-storedPriority[key], key))
+        }
+        return Double(hits) * 100 / Double(requests.count)
+    }
+}
+
 /// A binary max-heap of (next use, key), ordered by next use.
 private struct MaxHeap {
     private var items: [(nextUse: Int, key: Int)] = []
