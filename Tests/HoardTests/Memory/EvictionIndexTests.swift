@@ -140,6 +140,35 @@ private struct ReferenceOrder {
         index.checkInvariants()
     }
 
+    @Test func theClocksStartDoesNotChangeTheOrder() {
+        // Stamps only compare with each other: an index whose clock starts just short of wrapping
+        // must keep the very order of one whose clock starts at 0. 64 keys fill the index and are
+        // then accessed at random; the wrap falls at the 1 000th operation, and the first aging, at
+        // the 1 024th, merges buckets whose entries were stamped on both sides of it.
+        var fresh = EvictionIndex<Int, Int>(policy: .lfu, capacity: 64)
+        var wrapping = EvictionIndex<Int, Int>(policy: .lfu, capacity: 64)
+        wrapping.clock = UInt32.max - 1_000
+        for key in 0..<64 {
+            fresh.upsert(key, forKey: key)
+            wrapping.upsert(key, forKey: key)
+        }
+        var generator = SplitMix64(seed: 4)
+        for step in 0..<3_000 {
+            let key = Int(generator.next() % 64)
+            #expect(fresh.access(key) == wrapping.access(key))
+            let order = { (index: EvictionIndex<Int, Int>) in
+                index.entriesInEvictionOrder.map { "\($0.key):\($0.count)" }
+            }
+            guard order(fresh) == order(wrapping) else {
+                Issue.record("orders differ at step \(step): \(order(fresh)) vs \(order(wrapping))")
+                return
+            }
+        }
+        #expect(wrapping.clock < fresh.clock)  // renumbered
+        fresh.checkInvariants()
+        wrapping.checkInvariants()
+    }
+
     @Test func agingACountAtTheMaximumKeepsTheBucketsOrdered() {
         var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 4)
         index.append(0, forKey: "low", count: 2)
