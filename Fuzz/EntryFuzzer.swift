@@ -20,7 +20,8 @@ public func fuzzEntry(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     check(encoded.count == count, "a decoded entry re-encodes to another size")
     // Only the unused flag bits and an unused expiry may differ from the input.
     let flags = UInt16(bytes[6]) | UInt16(bytes[7]) << 8
-    if flags == (entry.expiresAt == nil ? 0 : 1) && (entry.expiresAt != nil || bytes[20..<28].allSatisfy { $0 == 0 }) {
+    if flags == (entry.expiresAt.isNever ? 0 : 1) && (!entry.expiresAt.isNever || bytes[20..<28].allSatisfy { $0 == 0 })
+    {
         check(encoded.elementsEqual(bytes), "a canonical entry re-encodes to other bytes")
     }
     return 0
@@ -31,7 +32,7 @@ private func same(_ lhs: EntryFormat.Entry?, _ rhs: EntryFormat.Entry?) -> Bool 
     case (nil, nil): true
     case (let lhs?, let rhs?):
         lhs.key == rhs.key && lhs.payload == rhs.payload && lhs.schemaVersion == rhs.schemaVersion
-            && lhs.expiresAt?.bitPattern == rhs.expiresAt?.bitPattern
+            && lhs.expiresAt.deadline.bitPattern == rhs.expiresAt.deadline.bitPattern
     default: false
     }
 }

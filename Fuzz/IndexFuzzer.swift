@@ -21,7 +21,7 @@ private func same(_ lhs: [DiskIndexFile.Record], _ rhs: [DiskIndexFile.Record]) 
     lhs.count == rhs.count
         && zip(lhs, rhs).allSatisfy { a, b in
             a.digest == b.digest && a.count == b.count && a.info.key == b.info.key && a.info.size == b.info.size
-                && a.info.expiresAt.bitPattern == b.info.expiresAt.bitPattern
+                && a.info.expiresAt.deadline.bitPattern == b.info.expiresAt.deadline.bitPattern
         }
 }
 

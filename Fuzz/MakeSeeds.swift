@@ -18,14 +18,17 @@ enum MakeSeeds {
         }
 
         let valid: [(String, [UInt8])] = [
-            ("empty-key-empty-payload", EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: nil)),
+            (
+                "empty-key-empty-payload",
+                EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: .never)
+            ),
             (
                 "json",
                 EntryFormat.encode(
                     key: "user/42",
                     payload: Data(#"{"id":"42","name":"Ada"}"#.utf8),
                     schemaVersion: 0,
-                    expiresAt: nil
+                    expiresAt: .never
                 )
             ),
             (
@@ -34,7 +37,7 @@ enum MakeSeeds {
                     key: "feed",
                     payload: Data("home".utf8),
                     schemaVersion: 2,
-                    expiresAt: 1_800_000_000.5
+                    expiresAt: .at(1_800_000_000.5)
                 )
             ),
             (
@@ -43,7 +46,7 @@ enum MakeSeeds {
                     key: "caf\u{E9} \u{1F600}",
                     payload: Data([0, 1, 2, 255]),
                     schemaVersion: 7,
-                    expiresAt: nil
+                    expiresAt: .never
                 )
             ),
             (
@@ -52,7 +55,7 @@ enum MakeSeeds {
                     key: "k",
                     payload: Data((0..<512).map { UInt8($0 % 256) }),
                     schemaVersion: 0,
-                    expiresAt: -1
+                    expiresAt: .at(-1)
                 )
             ),
         ]
@@ -62,7 +65,7 @@ enum MakeSeeds {
         badChecksum[badChecksum.count - 1] ^= 0xFF
         var hugeLength = json
         hugeLength.replaceSubrange(16..<20, with: [0xFF, 0xFF, 0xFF, 0xFF])
-        var invalidUTF8 = EntryFormat.encode(key: "ab", payload: Data(), schemaVersion: 0, expiresAt: nil)
+        var invalidUTF8 = EntryFormat.encode(key: "ab", payload: Data(), schemaVersion: 0, expiresAt: .never)
         invalidUTF8[28] = 0xC3
         try save(badChecksum, "edge-bad-checksum", in: entries)
         try save(hugeLength, "edge-huge-payload-length", in: entries)
@@ -70,7 +73,7 @@ enum MakeSeeds {
         try save(Array("HRDE".utf8), "edge-magic-only", in: entries)
         try save(invalidUTF8, "edge-invalid-utf8-key", in: entries)
 
-        func record(_ key: String, count: UInt32, size: Int, expiresAt: Double = .infinity) -> DiskIndexFile.Record {
+        func record(_ key: String, count: UInt32, size: Int, expiresAt: Expiry = .never) -> DiskIndexFile.Record {
             DiskIndexFile.Record(
                 digest: SHA256Digest.hash(key.utf8),
                 count: count,
@@ -78,7 +81,8 @@ enum MakeSeeds {
             )
         }
         let three = DiskIndexFile.encode([
-            record("a", count: 1, size: 40), record("caf\u{E9}", count: 9, size: 4_096, expiresAt: 1_800_000_000.25),
+            record("a", count: 1, size: 40),
+            record("caf\u{E9}", count: 9, size: 4_096, expiresAt: .at(1_800_000_000.25)),
             record("", count: 0, size: 32),
         ])
         try save(DiskIndexFile.encode([]), "empty", in: indexes)

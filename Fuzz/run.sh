@@ -20,6 +20,7 @@ fi
 sources=(
     Sources/Hoard/Disk/EntryFormat.swift
     Sources/Hoard/Disk/DiskIndex.swift
+    Sources/Hoard/Cache/Expiry.swift
     Sources/Hoard/Support/CRC32.swift
     Sources/Hoard/Support/SHA256.swift
 )

@@ -120,7 +120,7 @@ extension Cache {
             state.withLock { $0.statistics.fetches += 1 }
             do {
                 let value = try await fetcher(key)
-                let cached = CachedValue(value, expiresAt: defaultExpiry.deadline(storedAt: clock()))
+                let cached = CachedValue(value, expiresAt: defaultExpiry.expiry(storedAt: clock()))
                 let displaced = store(cached, forKey: key, ifUnchangedSince: changes)
                 evicted.withLock { $0 = displaced }
                 return value

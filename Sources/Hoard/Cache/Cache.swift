@@ -217,7 +217,7 @@ public final class Cache<Value: Sendable>: Sendable {
         guard !servesStaleOnFetchFailure, let memory else { return }
         // Only if still expired: a set may have replaced it meanwhile.
         let now = now
-        if let removed = memory.removeValue(forKey: key, if: { $0.expiresAt <= now }) {
+        if let removed = memory.removeValue(forKey: key, if: { $0.expiresAt.isExpired(at: now) }) {
             reportMemoryEvictions([(key, removed.value, .expired)])
         }
     }
@@ -262,7 +262,7 @@ public final class Cache<Value: Sendable>: Sendable {
         case .miss:
             return nil
         case .pending(let pending):
-            if !keepingExpired, pending.expiresAt <= now {
+            if !keepingExpired, pending.expiresAt.isExpired(at: now) {
                 // Only if nothing changed the key since the lookup: the pending value is then this one.
                 let removal = stripes.ifUnchanged(hash, since: changes) {
                     disk.enqueueRemove(diskKey, observer: self)
@@ -285,8 +285,8 @@ public final class Cache<Value: Sendable>: Sendable {
                 cost = data.count
             }
         case .stored(let entry):
-            let expiresAt = entry.expiresAt.expiryDeadline
-            if !keepingExpired, expiresAt <= now {
+            let expiresAt = entry.expiresAt
+            if !keepingExpired, expiresAt.isExpired(at: now) {
                 if disk.removeIfUnchanged(diskKey, payload: entry.payload, expiresAt: entry.expiresAt) {
                     HoardLogger.log(.debug, "Removed the expired entry for \"\(key.prefix(100))\" from disk.")
                     diskStore(willEvictKey: key, reason: .expired)
@@ -338,7 +338,7 @@ public final class Cache<Value: Sendable>: Sendable {
     private func entry(_ cached: CachedValue<Value>, level: StorageLevel) -> CacheEntry<Value> {
         CacheEntry(
             value: cached.value,
-            expiresAt: cached.expiresAt.storedExpiry.map { Date(timeIntervalSince1970: $0) },
+            expiresAt: cached.expiresAt.date,
             isExpired: cached.isExpired(at: { now }),
             level: level
         )
@@ -370,7 +370,7 @@ public final class Cache<Value: Sendable>: Sendable {
     ///   when `maxRamCost` is set.
     @inlinable
     public func set(_ value: Value, forKey key: String, expiry: CacheExpiry) {
-        let cached = CachedValue(value, expiresAt: expiry.deadline(storedAt: clock()))
+        let cached = CachedValue(value, expiresAt: expiry.expiry(storedAt: clock()))
         if disk == nil, ramCost == nil, memory != nil {
             // Memory only: specialised in the caller's module, like a hit, and hashing the key once.
             // Optional chaining, not `if let`: binding would retain the store on every set, and two
@@ -584,7 +584,7 @@ public final class Cache<Value: Sendable>: Sendable {
     public func removeExpired() {
         let now = now
         if let memory {
-            let removed = memory.removeAll { _, cached in cached.expiresAt <= now }
+            let removed = memory.removeAll { _, cached in cached.expiresAt.isExpired(at: now) }
             reportMemoryEvictions(removed.map { ($0.key, $0.value.value, .expired) })
         }
         for key in disk?.removeExpired(now: now) ?? [] {
@@ -623,8 +623,8 @@ public final class Cache<Value: Sendable>: Sendable {
     ///   pending write for it.
     public func contains(_ key: String) -> Bool {
         let now = now
-        if let cached = memory?.peek(key), cached.expiresAt > now { return true }
-        return disk?.contains(DiskKey(key)) { $0 > now } ?? false
+        if let cached = memory?.peek(key), !cached.expiresAt.isExpired(at: now) { return true }
+        return disk?.contains(DiskKey(key)) { !$0.isExpired(at: now) } ?? false
     }
 
     /// Every key either level holds a live value for, each once, in no particular order.
@@ -636,8 +636,8 @@ public final class Cache<Value: Sendable>: Sendable {
         let now = now
         var seen = Set<String>()
         var keys: [String] = []
-        let inMemory = memory?.keys { $0.expiresAt > now } ?? []
-        for key in inMemory + (disk?.allKeys { $0 > now } ?? []) where seen.insert(key).inserted {
+        let inMemory = memory?.keys { !$0.expiresAt.isExpired(at: now) } ?? []
+        for key in inMemory + (disk?.allKeys { !$0.isExpired(at: now) } ?? []) where seen.insert(key).inserted {
             keys.append(key)
         }
         return keys

@@ -19,20 +19,21 @@ public enum CacheExpiry: Sendable, Hashable {
     case seconds(TimeInterval)
     /// The entry expires at this date.
     case date(Date)
+}
 
-    /// The expiry date of an entry stored at `now`, in seconds since 1970; `.infinity` for never.
+extension CacheExpiry {
+    /// The expiry of an entry stored at `now`.
     @inlinable
-    func deadline(storedAt now: @autoclosure () -> Date) -> Double {
+    func expiry(storedAt now: @autoclosure () -> Date) -> Expiry {
         switch self {
         case .never:
-            return .infinity
+            return .never
         case .seconds(let seconds):
-            if seconds.isNaN { return -.infinity }
-            if seconds == .infinity { return .infinity }
-            return now().timeIntervalSince1970 + seconds
+            if seconds.isNaN { return .at(-Double.infinity) }
+            if seconds == .infinity { return .never }
+            return .at(now().timeIntervalSince1970 + seconds)
         case .date(let date):
-            let deadline = date.timeIntervalSince1970
-            return deadline.isNaN ? -.infinity : deadline
+            return .at(date.timeIntervalSince1970)
         }
     }
 }
@@ -41,11 +42,11 @@ public enum CacheExpiry: Sendable, Hashable {
 @usableFromInline
 struct CachedValue<Value: Sendable>: Sendable {
     @usableFromInline var value: Value
-    /// Seconds since 1970; `.infinity` when the value never expires.
-    @usableFromInline var expiresAt: Double
+    /// When the value stops being live.
+    @usableFromInline var expiresAt: Expiry
 
     @inlinable
-    init(_ value: Value, expiresAt: Double) {
+    init(_ value: Value, expiresAt: Expiry) {
         self.value = value
         self.expiresAt = expiresAt
     }
@@ -54,15 +55,6 @@ struct CachedValue<Value: Sendable>: Sendable {
     /// an expiry date.
     @inlinable
     func isExpired(at now: () -> Double) -> Bool {
-        expiresAt != .infinity && now() >= expiresAt
+        expiresAt.isExpired(now: now)
     }
-}
-
-/// The on-disk form of an expiry date: `nil` for never.
-extension Double {
-    var storedExpiry: Double? { self == .infinity ? nil : self }
-}
-
-extension Optional where Wrapped == Double {
-    var expiryDeadline: Double { self ?? .infinity }
 }

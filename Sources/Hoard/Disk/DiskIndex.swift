@@ -6,8 +6,8 @@ struct DiskEntryInfo: Sendable {
     var key: String
     /// The file's size in bytes.
     var size: Int
-    /// When the entry expires, in seconds since 1970; `.infinity` when it never does.
-    var expiresAt: Double = .infinity
+    /// When the entry stops being live.
+    var expiresAt: Expiry = .never
 }
 
 /// The saved eviction order of a disk store: the file `.hoard-index` in the container.
@@ -47,7 +47,7 @@ enum DiskIndexFile {
             record.digest.appendRawBytes(to: &bytes)
             bytes.appendLittleEndian(record.count)
             bytes.appendLittleEndian(UInt64(record.info.size))
-            bytes.appendLittleEndian(record.info.expiresAt.bitPattern)
+            bytes.appendLittleEndian(record.info.expiresAt.deadline.bitPattern)
             let key = record.info.key.utf8
             bytes.appendLittleEndian(UInt32(truncatingIfNeeded: key.count))
             bytes.append(contentsOf: key)
@@ -73,15 +73,15 @@ enum DiskIndexFile {
             else { return nil }
             let accesses: UInt32 = body.loadLittleEndian(at: offset + 32)
             let size: UInt64 = body.loadLittleEndian(at: offset + 36)
-            let expiresAt = Double(bitPattern: body.loadLittleEndian(at: offset + 44))
+            let deadline = Double(bitPattern: body.loadLittleEndian(at: offset + 44))
             let keyLength = Int(body.loadLittleEndian(at: offset + 52) as UInt32)
             offset += recordHeaderSize
-            guard keyLength <= body.count - offset, size <= UInt64(Int.max), !expiresAt.isNaN else { return nil }
+            guard keyLength <= body.count - offset, size <= UInt64(Int.max), !deadline.isNaN else { return nil }
             let keyBytes = body[offset..<offset + keyLength]
             let key = String(decoding: keyBytes, as: UTF8.self)
             guard key.utf8.elementsEqual(keyBytes) else { return nil }
             offset += keyLength
-            let info = DiskEntryInfo(key: key, size: Int(size), expiresAt: expiresAt)
+            let info = DiskEntryInfo(key: key, size: Int(size), expiresAt: .at(deadline))
             records.append(Record(digest: digest, count: accesses, info: info))
         }
         guard offset == body.count else { return nil }

@@ -23,8 +23,8 @@ struct PendingValue: Sendable {
     let value: any Sendable
     /// Encodes the value with the serializer of the cache that set it.
     let serialize: @Sendable () throws -> Data
-    /// When the value expires, in seconds since 1970; `.infinity` when it never does.
-    let expiresAt: Double
+    /// When the value stops being live.
+    let expiresAt: Expiry
 }
 
 /// What the disk level holds for a key.
@@ -230,10 +230,9 @@ final class DiskStore: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - key: The key to look for.
-    ///   - isLive: Tells whether an entry expiring at a date (seconds since 1970; `.infinity` for
-    ///     never) is live; by default every entry is.
+    ///   - isLive: Tells whether an entry with an expiry is live; by default every entry is.
     /// - Returns: Whether a live value is stored or pending for `key`.
-    func contains(_ key: DiskKey, isLive: (Double) -> Bool = { _ in true }) -> Bool {
+    func contains(_ key: DiskKey, isLive: (Expiry) -> Bool = { _ in true }) -> Bool {
         lock.withLock {
             if let pending = state.pending[key.digest] {
                 if case .write(let value) = pending.operation { return isLive(value.expiresAt) }
@@ -246,11 +245,10 @@ final class DiskStore: @unchecked Sendable {
     /// The keys the store holds: pending writes and entry files, less pending removals, as stored
     /// in the entries (not derived from file names).
     ///
-    /// - Parameter isLive: Tells whether an entry expiring at a date (seconds since 1970; `.infinity`
-    ///   for never) is listed; by default every entry is.
+    /// - Parameter isLive: Tells whether an entry with an expiry is listed; by default every entry is.
     /// - Returns: The keys, entry files first (next victim first), then pending writes.
     /// - Complexity: O(n).
-    func allKeys(isLive: (Double) -> Bool = { _ in true }) -> [String] {
+    func allKeys(isLive: (Expiry) -> Bool = { _ in true }) -> [String] {
         lock.withLock {
             var keys: [String] = []
             keys.reserveCapacity(state.index.count + state.pending.count)
@@ -380,7 +378,7 @@ final class DiskStore: @unchecked Sendable {
     /// pending must survive.
     /// - Returns: Whether the entry was removed.
     @discardableResult
-    func removeIfUnchanged(_ key: DiskKey, payload: Data, expiresAt: Double?? = nil) -> Bool {
+    func removeIfUnchanged(_ key: DiskKey, payload: Data, expiresAt: Expiry? = nil) -> Bool {
         settle(key) { log in
             guard case .success(let entry) = readEntry(key), entry.payload == payload else { return false }
             if let expiresAt, entry.expiresAt != expiresAt { return false }
@@ -403,7 +401,7 @@ final class DiskStore: @unchecked Sendable {
         }
         let expired = lock.withLock {
             state.index.entriesInEvictionOrder.filter { entry in
-                entry.payload.expiresAt <= now && state.pending[entry.key] == nil
+                entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
             }
         }
         for entry in expired {
@@ -715,7 +713,7 @@ final class DiskStore: @unchecked Sendable {
             key: key.string,
             payload: payload,
             schemaVersion: options.schemaVersion,
-            expiresAt: value.expiresAt.storedExpiry
+            expiresAt: value.expiresAt
         )
     }
 
@@ -863,7 +861,7 @@ final class DiskStore: @unchecked Sendable {
             }
             return (
                 digest,
-                DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt.expiryDeadline)
+                DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt)
             )
         } catch {
             log.add(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")

@@ -29,7 +29,7 @@ enum EntryFormat {
         var key: String
         var payload: Data
         var schemaVersion: UInt32
-        var expiresAt: Double?
+        var expiresAt: Expiry
     }
 
     /// Why a file is not a valid entry.
@@ -40,6 +40,7 @@ enum EntryFormat {
         case lengthMismatch(expected: Int, actual: Int)
         case checksumMismatch
         case invalidKey
+        case invalidExpiry
 
         var description: String {
             switch self {
@@ -50,22 +51,23 @@ enum EntryFormat {
                 "truncated or padded (\(actual) bytes, \(expected) expected)"
             case .checksumMismatch: "checksum mismatch"
             case .invalidKey: "the stored key is not valid UTF-8"
+            case .invalidExpiry: "the stored expiry date is not a number"
             }
         }
     }
 
     /// Encodes an entry into the bytes of its file.
-    static func encode(key: String, payload: Data, schemaVersion: UInt32, expiresAt: Double?) -> [UInt8] {
+    static func encode(key: String, payload: Data, schemaVersion: UInt32, expiresAt: Expiry) -> [UInt8] {
         let keyBytes = key.utf8
         var bytes: [UInt8] = []
         bytes.reserveCapacity(headerSize + keyBytes.count + payload.count + trailerSize)
         bytes.append(contentsOf: magic)
         bytes.appendLittleEndian(version)
-        bytes.appendLittleEndian(expiresAt == nil ? 0 : hasExpiryFlag)
+        bytes.appendLittleEndian(expiresAt.isNever ? 0 : hasExpiryFlag)
         bytes.appendLittleEndian(schemaVersion)
         bytes.appendLittleEndian(UInt32(truncatingIfNeeded: keyBytes.count))
         bytes.appendLittleEndian(UInt32(truncatingIfNeeded: payload.count))
-        bytes.appendLittleEndian((expiresAt ?? 0).bitPattern)
+        bytes.appendLittleEndian((expiresAt.secondsSince1970 ?? 0).bitPattern)
         bytes.append(contentsOf: keyBytes)
         bytes.append(contentsOf: payload)
         let checksum = bytes.withUnsafeBytes { CRC32.checksum($0) }
@@ -110,7 +112,10 @@ enum EntryFormat {
         let key = String(decoding: keyBytes, as: UTF8.self)
         guard key.utf8.elementsEqual(keyBytes) else { throw .invalidKey }
         let payload = Data(bytes[payloadStart..<payloadStart + payloadLength])
-        let expiresAt = flags & hasExpiryFlag != 0 ? Double(bitPattern: expiryBits) : nil
+        let deadline = flags & hasExpiryFlag != 0 ? Double(bitPattern: expiryBits) : nil
+        // Never written (a NaN expiry is stored as already expired): only a forged file holds one.
+        if let deadline, deadline.isNaN { throw .invalidExpiry }
+        let expiresAt = Expiry(secondsSince1970: deadline)
         return Entry(key: key, payload: payload, schemaVersion: schemaVersion, expiresAt: expiresAt)
     }
 }

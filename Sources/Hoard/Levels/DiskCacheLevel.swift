@@ -137,7 +137,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         case .miss:
             throw CacheError.notFound(key: string)
         case .pending(let pending):
-            if pending.expiresAt <= Date().timeIntervalSince1970 { throw CacheError.notFound(key: string) }
+            if pending.expiresAt.isExpired(at: Date().timeIntervalSince1970) { throw CacheError.notFound(key: string) }
             if let value = pending.value as? Value { return value }
             // Set by another cache on the folder with another value type.
             do {
@@ -146,7 +146,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
                 throw CacheError.deserializationFailed(key: string, underlying: error)
             }
         case .stored(let entry):
-            if let expiresAt = entry.expiresAt, expiresAt <= Date().timeIntervalSince1970 {
+            if entry.expiresAt.isExpired(at: Date().timeIntervalSince1970) {
                 throw CacheError.notFound(key: string)
             }
             do {
@@ -180,7 +180,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         } catch {
             throw CacheError.serializationFailed(key: string, underlying: error)
         }
-        let pending = PendingValue(value: value, serialize: { data }, expiresAt: .infinity)
+        let pending = PendingValue(value: value, serialize: { data }, expiresAt: .never)
         let others = store.enqueueWrite(DiskKey(string), value: pending, observer: nil)
         for other in others { other.diskStoreDidChange(key: string) }
     }

@@ -211,7 +211,7 @@ import Testing
 
     /// The size of the entry file for `key` holding `size` bytes.
     private func entrySize(_ key: String, _ size: Int) -> Int {
-        EntryFormat.encode(key: key, payload: payload(size), schemaVersion: 0, expiresAt: nil).count
+        EntryFormat.encode(key: key, payload: payload(size), schemaVersion: 0, expiresAt: .never).count
     }
 
     private func open(
@@ -226,7 +226,7 @@ import Testing
         let data = payload(size)
         _ = store.enqueueWrite(
             DiskKey(key),
-            value: PendingValue(value: data, serialize: { data }, expiresAt: .infinity),
+            value: PendingValue(value: data, serialize: { data }, expiresAt: .never),
             observer: observer
         )
     }

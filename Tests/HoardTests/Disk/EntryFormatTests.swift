@@ -8,7 +8,7 @@ import Testing
         key: "user/42 ✓",
         payload: Data("{\"name\":\"Ada\"}".utf8),
         schemaVersion: 3,
-        expiresAt: 1_700_000_000.5
+        expiresAt: .at(1_700_000_000.5)
     )
 
     @Test func roundTripsEveryField() throws {
@@ -16,13 +16,13 @@ import Testing
         #expect(entry.key == "user/42 ✓")
         #expect(entry.payload == Data("{\"name\":\"Ada\"}".utf8))
         #expect(entry.schemaVersion == 3)
-        #expect(entry.expiresAt == 1_700_000_000.5)
+        #expect(entry.expiresAt == .at(1_700_000_000.5))
         let plain = try EntryFormat.decode(
-            EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: nil)
+            EntryFormat.encode(key: "", payload: Data(), schemaVersion: 0, expiresAt: .never)
         )
         #expect(plain.key == "")
         #expect(plain.payload.isEmpty)
-        #expect(plain.expiresAt == nil)
+        #expect(plain.expiresAt == .never)
     }
 
     @Test func theLayoutIsTheDocumentedOne() {

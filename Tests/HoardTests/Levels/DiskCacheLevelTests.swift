@@ -128,7 +128,7 @@ import Testing
 
     /// The size of the entry file the level writes for `key` holding `size` bytes.
     private func entrySize(_ key: String, _ size: Int) -> Int {
-        EntryFormat.encode(key: key, payload: Data(count: size), schemaVersion: 0, expiresAt: nil).count
+        EntryFormat.encode(key: key, payload: Data(count: size), schemaVersion: 0, expiresAt: .never).count
     }
 
     /// The sum of the sizes of the entry files on disk.

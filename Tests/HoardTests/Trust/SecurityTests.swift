@@ -54,7 +54,7 @@ struct SecurityTests {
     func aLinkAtAnEntryNameIsNeitherReadNorWrittenThrough(discovery: Discovery, target: Target) async throws {
         let folder = TemporaryDirectory()
         let outside = folder.url.appendingPathComponent("outside")
-        let forged = EntryFormat.encode(key: "k", payload: Data("planted".utf8), schemaVersion: 0, expiresAt: nil)
+        let forged = EntryFormat.encode(key: "k", payload: Data("planted".utf8), schemaVersion: 0, expiresAt: .never)
         switch target {
         case .forgedEntry: try RawFiles.write(forged, to: outside.path)
         case .folder:
