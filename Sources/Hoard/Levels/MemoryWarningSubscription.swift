@@ -46,10 +46,12 @@ extension CacheLevel {
 /// Warnings stop when ``cancel()`` is called or the subscription is released; a warning already
 /// being delivered may still arrive.
 public final class MemoryWarningSubscription: Sendable {
-    private let source: Locked<(any DispatchSourceProtocol)?>
+    // Safe because a dispatch source is thread-safe (Dispatch does not mark it Sendable on Linux),
+    // and the only call made on it, `cancel()`, may come from any thread.
+    private let source: UnsafeLocked<(any DispatchSourceProtocol)?>
 
     init(source: (any DispatchSourceProtocol)?) {
-        self.source = Locked(source)
+        self.source = UnsafeLocked(source)
     }
 
     deinit {

@@ -175,9 +175,12 @@ struct LockArray: ~Copyable, @unchecked Sendable {
 }
 
 /// A value that is only ever read or written while holding a lock.
+///
+/// Sendable only when its state is: the lock serializes access, but a non-Sendable value handed out
+/// by `withLock` could still be shared by two threads. For the few states that hold non-Sendable
+/// values, see ``UnsafeLocked``.
 @usableFromInline
-final class Locked<State>: @unchecked Sendable {
-    // Safe because `state` is only reached through `withLock`, which holds `lock`.
+final class Locked<State> {
     @usableFromInline let lock = Lock()
     @usableFromInline var state: State
 
@@ -193,5 +196,33 @@ final class Locked<State>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body(&state)
+    }
+}
+
+// Safe because `state` is only reached through `withLock`, which holds `lock`, and the state itself
+// may cross threads.
+extension Locked: @unchecked Sendable where State: Sendable {}
+
+/// A ``Locked`` whose state is not `Sendable`, shared between threads all the same.
+///
+/// Every use must say, next to its declaration, why the state it holds is safe to share: for
+/// example, that no non-Sendable value ever leaves `withLock`, or that the values it holds are
+/// thread-safe without saying so.
+@usableFromInline
+final class UnsafeLocked<State>: @unchecked Sendable {
+    // Safe because the state is only reached through `withLock`; each use states why what it hands
+    // out of the lock may cross threads.
+    @usableFromInline let locked: Locked<State>
+
+    /// Wraps an initial state.
+    @usableFromInline
+    init(_ state: State) {
+        locked = Locked(state)
+    }
+
+    /// Runs `body` with exclusive access to the state.
+    @inlinable
+    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        try locked.withLock(body)
     }
 }

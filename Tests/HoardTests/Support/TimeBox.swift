@@ -27,7 +27,8 @@ func signalled(_ semaphore: DispatchSemaphore, within seconds: Double) async -> 
 /// Objects a timed-out test leaves behind on purpose: a thread stuck in a deadlock may hold their
 /// locks, and a `deinit` that took one would hang the whole run instead of failing one test.
 enum Abandoned {
-    private static let objects = Locked<[AnyObject]>([])
+    // Safe because the objects are only kept, never used again.
+    private static let objects = UnsafeLocked<[AnyObject]>([])
 
     /// Keeps `object` alive for the rest of the run.
     static func keep(_ object: AnyObject) { objects.withLock { $0.append(object) } }
