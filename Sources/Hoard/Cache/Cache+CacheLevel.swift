@@ -13,8 +13,8 @@ extension Cache: CacheLevel {
     /// ``statistics``, told to the delegate (``CacheDelegate/cache(_:willEvictFromMemory:forKey:)``)
     /// and to the event stream. The disk level keeps everything.
     public func onMemoryWarning() {
-        guard let memory else { return }
-        let removed = stripes.changeAll { memory.removeAll { _, _ in true } }
-        reportMemoryEvictions(removed.map { ($0.key, $0.value.value, .memoryPressure) })
+        var outcome = CacheOutcome<Value>(key: "")
+        outcome.memoryEvictions = engine.evictAllFromMemory(.memoryPressure)
+        reporter.deliver(outcome, from: self)
     }
 }

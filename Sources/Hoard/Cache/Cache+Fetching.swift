@@ -22,13 +22,12 @@ extension Cache {
     public func getOrFetch(forKey key: String) async throws -> Value {
         if let value = value(forKey: key) { return value }
         guard fetcher != nil else { throw CacheError.notFound(key: key) }
-        // What storing the fetched value evicted from memory: reported by `settle`, once the flight
-        // has left the table, so that a delegate may ask for any key, this one included.
-        let evicted = Locked<[Eviction]>([])
+        // What the fetch did is reported by `settle`, once the flight has left the table, so that a
+        // delegate may ask for any key, this one included.
         return try await flights.value(forKey: key) { [self] in
-            try await fetchValue(forKey: key, evicted: evicted)
-        } settle: { [self] result in
-            settleFetch(forKey: key, result, evicted: evicted.withLock { $0 })
+            await fetchValue(forKey: key)
+        } settle: { [self] fetched in
+            settleFetch(forKey: key, fetched)
         }
     }
 
@@ -87,65 +86,84 @@ extension Cache {
         return try result.get()
     }
 
+    /// What one shared fetch did: its result, and what storing the value did.
+    struct Fetched: Sendable {
+        var result: Result<Value, any Error>
+        var outcome: CacheOutcome<Value>
+    }
+
     /// Runs the fetcher with retries and stores what it returns; the body of one shared fetch.
     ///
-    /// Calls no delegate: what must be reported goes to `evicted` or out as the error, for
-    /// ``settleFetch(forKey:_:evicted:)``.
-    func fetchValue(forKey key: String, evicted: Locked<[Eviction]>) async throws -> Value {
-        // A set may have stored the value since the caller looked (memory only: a disk hit would be
-        // copied into memory, and what that evicts would be reported inside the flight).
+    /// Tells no delegate and no other cache: what must be reported travels in the returned outcome,
+    /// for ``settleFetch(forKey:_:)``.
+    func fetchValue(forKey key: String) async -> Fetched {
+        var outcome = CacheOutcome<Value>(key: key)
+        // A set may have stored the value since the caller looked. The caller counted its read, so
+        // this look is not counted again.
         if let memory {
-            if let cached = memory.value(forKey: key), !cached.isExpired(at: { now }) { return cached.value }
-        } else if let value = valueFromDisk(forKey: key) {
-            return value
+            if let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
+                return Fetched(result: .success(cached.value), outcome: outcome)
+            }
+        } else {
+            let (value, read) = engine.valueFromDisk(forKey: key, copiesIntoMemory: false, origin: self)
+            outcome.merge(read)
+            outcome.read = nil
+            if let value { return Fetched(result: .success(value), outcome: outcome) }
         }
-        guard let fetcher else { throw CacheError.notFound(key: key) }
+        guard let fetcher else { return Fetched(result: .failure(CacheError.notFound(key: key)), outcome: outcome) }
         // A set or removal made while the fetcher runs wins over what it returns.
-        let changes = stripes.changes(key.hashValue)
+        let changes = engine.stripes.changes(key.hashValue)
         let retries = maxRetryCount
         var lastError: any Error = CacheError.notFound(key: key)
         var attempts = 0
-        while attempts <= retries {
-            try Task.checkCancellation()
-            if attempts > 0 {
-                HoardLogger.log(
-                    .info,
-                    "Retrying the fetch of \"\(key.prefix(100))\" (retry \(attempts) of \(retries)): \(lastError)"
-                )
-                let wait = retryBackoff.delay(beforeRetry: attempts)
-                if wait > .zero { try await retryBackoff.sleep(wait) }
+        do {
+            while attempts <= retries {
                 try Task.checkCancellation()
+                if attempts > 0 {
+                    HoardLogger.log(
+                        .info,
+                        "Retrying the fetch of \"\(key.prefix(100))\" (retry \(attempts) of \(retries)): \(lastError)"
+                    )
+                    let wait = retryBackoff.delay(beforeRetry: attempts)
+                    if wait > .zero { try await retryBackoff.sleep(wait) }
+                    try Task.checkCancellation()
+                }
+                attempts += 1
+                reporter.didCallFetcher()
+                do {
+                    let value = try await fetcher(key)
+                    let cached = CachedValue(value, expiresAt: engine.defaultExpiry.expiry(storedAt: engine.clock()))
+                    outcome.merge(engine.store(cached, forKey: key, ifUnchangedSince: changes, origin: self))
+                    return Fetched(result: .success(value), outcome: outcome)
+                } catch {
+                    if error is CancellationError && Task.isCancelled { throw error }
+                    lastError = error
+                }
             }
-            attempts += 1
-            state.withLock { $0.statistics.fetches += 1 }
-            do {
-                let value = try await fetcher(key)
-                let cached = CachedValue(value, expiresAt: defaultExpiry.expiry(storedAt: clock()))
-                let displaced = store(cached, forKey: key, ifUnchangedSince: changes)
-                evicted.withLock { $0 = displaced }
-                return value
-            } catch {
-                if error is CancellationError && Task.isCancelled { throw error }
-                lastError = error
-            }
+        } catch {
+            return Fetched(result: .failure(error), outcome: outcome)
         }
-        throw CacheError.fetchFailed(key: key, attempts: attempts, underlying: lastError)
+        let failure = CacheError.fetchFailed(key: key, attempts: attempts, underlying: lastError)
+        return Fetched(result: .failure(failure), outcome: outcome)
     }
 
     /// Reports what a fetch did and, when it failed, serves the stale value or asks the delegate for
     /// a fallback.
     ///
     /// Runs after the fetch has left the table of fetches in flight, outside every lock.
-    func settleFetch(
-        forKey key: String,
-        _ result: Result<Value, any Error>,
-        evicted: [Eviction]
-    ) -> Result<Value, any Error> {
-        reportMemoryEvictions(evicted)
+    func settleFetch(forKey key: String, _ fetched: Result<Fetched, any Error>) -> Result<Value, any Error> {
+        let result: Result<Value, any Error>
+        switch fetched {
+        case .success(let fetched):
+            reporter.deliver(fetched.outcome, from: self)
+            result = fetched.result
+        case .failure(let error):
+            result = .failure(error)
+        }
         guard case .failure(let error) = result, let failure = error as? CacheError, failure.code == .fetchFailed
         else { return result }
-        state.withLock { $0.statistics.fetchFailures += 1 }
-        if servesStaleOnFetchFailure, let stale = entry(forKey: key) {
+        reporter.didFailToFetch()
+        if engine.servesStaleOnFetchFailure, let stale = entry(forKey: key) {
             // A live value here was set while the fetch ran: better still than a stale one.
             if stale.isExpired, let expiredAt = stale.expiresAt {
                 HoardLogger.log(
@@ -153,7 +171,7 @@ extension Cache {
                     "Fetching \"\(key.prefix(100))\" failed; serving the value that expired at \(expiredAt). "
                         + "\(failure.message)"
                 )
-                hub.emit(.servedStale(key: key, value: stale.value, expiredAt: expiredAt))
+                reporter.didServeStale(stale.value, forKey: key, expiredAt: expiredAt)
             }
             return .success(stale.value)
         }

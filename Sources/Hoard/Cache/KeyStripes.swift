@@ -53,13 +53,3 @@ final class KeyStripes: Sendable {
         return body()
     }
 }
-
-/// Whether the current thread is inside a memory-eviction callback.
-enum EvictionCallback {
-    /// Set while a delegate hears of a memory eviction.
-    ///
-    /// A read made from that callback is not copied
-    /// into memory: the copy would evict another entry, whose callback could read it back, and so on
-    /// without end.
-    @TaskLocal static var isRunning = false
-}

@@ -132,6 +132,12 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         return (value, shards[index].isObserved)
     }
 
+    /// Takes back the hit that ``observedValue(forKey:)`` counted for `key`: the owner found the
+    /// value expired, so the read was a miss.
+    func uncountHit(forKey key: Key) {
+        withShard(shard(for: key.hashValue)) { $0.hits &-= 1 }
+    }
+
     /// Sets whether the owner observes hits (see ``observedValue(forKey:)``).
     func setObserved(_ observed: Bool) { _ = forEachShard { $0.isObserved = observed } }
 

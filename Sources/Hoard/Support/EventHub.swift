@@ -9,10 +9,11 @@ final class EventHub<Event: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
-    /// Told, under the hub's lock, whether anyone subscribes, each time that changes.
-    private let onObservationChange: @Sendable (Bool) -> Void
+    /// Told whether anyone subscribes, each time that may have changed; called after the hub's lock
+    /// is released, with the hub, whose ``isObserved`` is the truth to read.
+    private let onObservationChange: @Sendable (EventHub) -> Void
 
-    init(onObservationChange: @escaping @Sendable (Bool) -> Void = { _ in }) {
+    init(onObservationChange: @escaping @Sendable (EventHub) -> Void = { _ in }) {
         self.onObservationChange = onObservationChange
     }
 
@@ -22,22 +23,22 @@ final class EventHub<Event: Sendable>: Sendable {
     /// A new subscription: a stream that gets every event emitted from now until it terminates.
     func subscribe(bufferingNewest limit: Int) -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(limit))
-        let id = state.withLock { state in
+        let (id, isFirst) = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
             state.subscribers[id] = continuation
-            if state.subscribers.count == 1 { onObservationChange(true) }
-            return id
+            return (id, state.subscribers.count == 1)
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        if isFirst { onObservationChange(self) }
         return stream
     }
 
     private func unsubscribe(_ id: UInt64) {
-        state.withLock { state in
-            guard state.subscribers.removeValue(forKey: id) != nil else { return }
-            if state.subscribers.isEmpty { onObservationChange(false) }
+        let isLast = state.withLock { state in
+            state.subscribers.removeValue(forKey: id) != nil && state.subscribers.isEmpty
         }
+        if isLast { onObservationChange(self) }
     }
 
     /// Delivers an event to every subscriber; builds it only when there is one.

@@ -41,15 +41,30 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - key: The key whose callers share one run.
     ///   - operation: The work; only the first caller's runs.
-    ///   - settle: Runs once the flight has left the table, before the waiters are resumed, and may
-    ///     change the result. Callbacks into user code belong here: a callback that asks for the same
-    ///     key starts a new flight instead of waiting on the one that is calling it.
-    /// - Returns: The settled result of the shared run.
+    /// - Returns: The result of the shared run.
     /// - Throws: The operation's error, or `CancellationError` when the calling task is cancelled.
     func value(
         forKey key: Key,
-        operation: @escaping @Sendable () async throws -> Value,
-        settle: @escaping @Sendable (Result<Value, any Error>) -> Result<Value, any Error> = { $0 }
+        operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        try await value(forKey: key, operation: operation, settle: { $0 })
+    }
+
+    /// Returns the settled result of `operation` for `key`, sharing one run among concurrent callers.
+    ///
+    /// - Parameters:
+    ///   - key: The key whose callers share one run.
+    ///   - operation: The work; only the first caller's runs. It may return more than the waiters
+    ///     get (what it did, to report), which `settle` turns into their result.
+    ///   - settle: Runs once the flight has left the table, before the waiters are resumed. Callbacks
+    ///     into user code belong here: a callback that asks for the same key starts a new flight
+    ///     instead of waiting on the one that is calling it.
+    /// - Returns: The settled result of the shared run.
+    /// - Throws: The settled error, or `CancellationError` when the calling task is cancelled.
+    func value<Output: Sendable>(
+        forKey key: Key,
+        operation: @escaping @Sendable () async throws -> Output,
+        settle: @escaping @Sendable (Result<Output, any Error>) -> Result<Value, any Error>
     ) async throws -> Value {
         let waiterID = state.withLock { $0.makeID() }
         return try await withTaskCancellationHandler {
@@ -66,13 +81,13 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                     // Creating the task inside the lock is safe: it cannot finish before we unlock,
                     // since finishing takes the lock.
                     state.flights[key]?.task = FetchTask.run { [self] in
-                        let result: Result<Value, any Error>
+                        let result: Result<Output, any Error>
                         do {
                             result = .success(try await operation())
                         } catch {
                             result = .failure(error)
                         }
-                        finish(key: key, flightID: flightID, with: result, settle: settle)
+                        finish(key: key, flightID: flightID, with: settle, of: result)
                     }
                     return false
                 }
@@ -83,11 +98,11 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    private func finish(
+    private func finish<Output>(
         key: Key,
         flightID: UInt64,
-        with result: Result<Value, any Error>,
-        settle: (Result<Value, any Error>) -> Result<Value, any Error>
+        with settle: (Result<Output, any Error>) -> Result<Value, any Error>,
+        of result: Result<Output, any Error>
     ) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
             guard let flight = state.flights[key], flight.id == flightID else { return [] }

@@ -74,7 +74,7 @@ import Testing
             cache["a"] = "1"
             _ = await stream.collect(through: { _ in true })
         }
-        #expect(!cache.hub.isObserved)
+        #expect(!cache.reporter.hub.isObserved)
         #expect(cache.memory?.withShard(0) { $0.isObserved } == false)
     }
 

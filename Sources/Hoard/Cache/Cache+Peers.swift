@@ -1,0 +1,26 @@
+/// How the disk store reaches a cache: the fate of its writes, and the changes other caches on the
+/// container make.
+///
+/// The store holds its caches weakly and calls these outside its locks, from its background writer
+/// or from the thread of the cache that made the change.
+extension Cache: DiskStoreObserver {
+    func diskStore(willEvictKey key: String, reason: EvictionReason) {
+        var outcome = CacheOutcome<Value>(key: key)
+        outcome.diskEvictions = [(key, reason)]
+        reporter.deliver(outcome, from: self)
+    }
+
+    func diskStore(didFailToStoreKey key: String, error: CacheError) {
+        var outcome = CacheOutcome<Value>(key: key)
+        outcome.storeFailure = error
+        reporter.deliver(outcome, from: self)
+    }
+
+    func diskStoreDidChange(key: String) {
+        engine.forget(key)
+    }
+
+    func diskStoreDidClear() {
+        engine.forgetAll()
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+
+extension CacheEngine {
+    /// The disk half of a read: a pending write, else the entry file; a live value is copied into
+    /// memory.
+    ///
+    /// - Parameters:
+    ///   - key: The key to read.
+    ///   - copiesIntoMemory: Whether a live value is copied into memory (not from a memory-eviction
+    ///     callback: the copy would evict another entry, whose callback could read it back, and so on).
+    ///   - origin: The cache reading, which removing an expired pending write is reported to.
+    /// - Returns: The live value, and what happened: a disk hit or a miss, the evictions.
+    func valueFromDisk(
+        forKey key: String,
+        copiesIntoMemory: Bool,
+        origin: (any DiskStoreObserver)?
+    ) -> (Value?, CacheOutcome<Value>) {
+        var (cached, outcome) = readFromDisk(
+            forKey: key,
+            keepingExpired: servesStaleOnFetchFailure,
+            countsAccess: true,
+            copiesIntoMemory: copiesIntoMemory,
+            origin: origin
+        )
+        if let live = cached, !live.isExpired(at: { now }) {
+            outcome.read = .hit(.disk)
+            return (live.value, outcome)
+        }
+        outcome.read = .miss
+        return (nil, outcome)
+    }
+
+    /// Reads `key` from the disk level; copies a live value into memory.
+    ///
+    /// An expired value is removed from disk (an eviction with reason ``EvictionReason/expired``)
+    /// unless `keepingExpired`, which returns it instead.
+    ///
+    /// - Parameters:
+    ///   - key: The key to read.
+    ///   - keepingExpired: Whether an expired entry is decoded and returned (for stale values) rather
+    ///     than removed.
+    ///   - countsAccess: Whether the read is an access (copied into memory, counted for eviction).
+    ///   - copiesIntoMemory: Whether a live value read as an access goes into memory.
+    ///   - origin: The cache reading.
+    /// - Returns: The value, live or, with `keepingExpired`, expired; and what happened.
+    func readFromDisk(
+        forKey key: String,
+        keepingExpired: Bool,
+        countsAccess: Bool,
+        copiesIntoMemory: Bool,
+        origin: (any DiskStoreObserver)?
+    ) -> (CachedValue<Value>?, CacheOutcome<Value>) {
+        var outcome = CacheOutcome<Value>(key: key)
+        guard let disk else { return (nil, outcome) }
+        let diskKey = DiskKey(key)
+        let hash = key.hashValue
+        let changes = stripes.changes(hash)
+        let serializer = serializer
+        let read = disk.read(
+            diskKey,
+            now: now,
+            keepingExpired: keepingExpired,
+            countsAccess: countsAccess,
+            deserialize: { try serializer.deserialize($0) }
+        )
+        let cached: CachedValue<Value>
+        var cost: Int?
+        switch read {
+        case .miss:
+            return (nil, outcome)
+        case .expired(.pending):
+            // Only if nothing changed the key since the lookup: the pending value is then this one.
+            let peers = stripes.ifUnchanged(hash, since: changes) {
+                disk.enqueueRemove(diskKey, observer: origin)
+            }
+            if let peers {
+                outcome.tell(peers)
+                outcome.diskEvictions = [(key, .expired)]
+            }
+            return (nil, outcome)
+        case .expired(.stored(let payload, let expiresAt)):
+            if disk.removeIfUnchanged(diskKey, payload: payload, expiresAt: expiresAt) {
+                HoardLogger.log(.debug, "Removed the expired entry for \"\(key.prefix(100))\" from disk.")
+                outcome.diskEvictions = [(key, .expired)]
+            }
+            return (nil, outcome)
+        case .found(let found, let size):
+            cached = found
+            cost = size
+        }
+        if ramCost != nil, cost == nil, let pending = try? serializer.serialize(cached.value) {
+            cost = pending.count
+        }
+        // Copy into memory unless the key changed meanwhile (memory would keep a stale value).
+        if countsAccess, copiesIntoMemory, memory != nil, !cached.isExpired(at: { now }) {
+            var isKept = true
+            let copied = stripes.ifUnchanged(hash, since: changes) {
+                let inserted = insertIntoMemory(cached, forKey: key, cost: cost)
+                isKept = inserted.isKept
+                return inserted.evicted
+            }
+            outcome.memoryEvictions = copied ?? []
+            if !isKept { logNotKept(key, cost: cost) }
+        }
+        return (cached, outcome)
+    }
+
+    /// The entry for a key with its expiry, expired or not; not an access, and nothing is removed.
+    func entry(forKey key: String) -> CacheEntry<Value>? {
+        if let cached = memory?.peek(key) { return entry(cached, level: .memory) }
+        let (cached, _) = readFromDisk(
+            forKey: key,
+            keepingExpired: true,
+            countsAccess: false,
+            copiesIntoMemory: false,
+            origin: nil
+        )
+        return cached.map { entry($0, level: .disk) }
+    }
+
+    private func entry(_ cached: CachedValue<Value>, level: StorageLevel) -> CacheEntry<Value> {
+        CacheEntry(
+            value: cached.value,
+            expiresAt: cached.expiresAt.date,
+            isExpired: cached.isExpired(at: { now }),
+            level: level
+        )
+    }
+
+    /// Whether either level holds a live value for a key; not an access, and no file is read.
+    func contains(_ key: String) -> Bool {
+        let now = now
+        if let cached = memory?.peek(key), !cached.expiresAt.isExpired(at: now) { return true }
+        return disk?.contains(DiskKey(key)) { !$0.isExpired(at: now) } ?? false
+    }
+
+    /// Every key either level holds a live value for, each once, memory's first.
+    ///
+    /// - Complexity: O(n) in the number of entries; no file is read.
+    var allKeys: [String] {
+        let now = now
+        var seen = Set<String>()
+        var keys: [String] = []
+        let inMemory = memory?.keys { !$0.expiresAt.isExpired(at: now) } ?? []
+        for key in inMemory + (disk?.allKeys { !$0.isExpired(at: now) } ?? []) where seen.insert(key).inserted {
+            keys.append(key)
+        }
+        return keys
+    }
+}

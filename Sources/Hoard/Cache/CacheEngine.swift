@@ -1,0 +1,235 @@
+import Foundation
+
+/// The work of a ``Cache``: its memory and disk levels, kept consistent per key, with expiry and cost.
+///
+/// The engine owns the memory store, the disk store, the key stripes, the serializer, the clock, the
+/// default expiry and the memory cost budget. Its slow-path methods change the levels and return a
+/// ``CacheOutcome``: what was evicted, hit or missed, stored or not, and which other caches on the
+/// container must hear of it. It never calls a delegate, emits an event, counts a statistic or tells
+/// another cache: ``CacheReporter`` does, once every lock is released.
+///
+/// A value type of references and constants, stored inline in its cache, so that the inlinable
+/// memory-hit path reaches the memory store with one load, as if the cache held it itself.
+@usableFromInline
+struct CacheEngine<Value: Sendable>: Sendable {
+    @usableFromInline typealias Eviction = CacheOutcome<Value>.Eviction
+
+    @usableFromInline let memory: MemoryStore<String, CachedValue<Value>>?
+    @usableFromInline let disk: DiskStore?
+    @usableFromInline let stripes = KeyStripes()
+    let serializer: any CacheSerializer<Value>
+    /// Where "now" comes from.
+    @usableFromInline let clock: @Sendable () -> Date
+    /// The expiry of values set without one.
+    @usableFromInline let defaultExpiry: CacheExpiry
+    /// Whether a failed fetch returns the expired value, which reads then keep instead of removing.
+    let servesStaleOnFetchFailure: Bool
+    /// The memory cost budget and the most one entry may cost, when `maxRamCost` is set.
+    @usableFromInline let ramCost: (limit: Int, entryLimit: Int)?
+
+    init(configuration: CacheBuilder<Value>, memory: MemoryStore<String, CachedValue<Value>>?, disk: DiskStore?) {
+        self.memory = memory
+        self.disk = disk
+        serializer = configuration.serializer
+        clock = configuration.clock
+        defaultExpiry = configuration.expiry
+        servesStaleOnFetchFailure = configuration.servesStaleOnFetchFailure
+        ramCost = configuration.maxRamCost.map { limit in
+            (limit, Int((Double(limit) * configuration.maxRamEntryShare).rounded(.down)))
+        }
+    }
+
+    /// Now, in seconds since 1970, from the builder's clock.
+    @usableFromInline
+    var now: Double { clock().timeIntervalSince1970 }
+
+    // MARK: - Memory
+
+    /// Handles a memory read that found an expired value: not a hit, and removed unless stale values
+    /// are kept.
+    @usableFromInline
+    func expiredInMemory(_ cached: CachedValue<Value>, forKey key: String) -> CacheOutcome<Value> {
+        var outcome = CacheOutcome<Value>(key: key)
+        guard let memory else { return outcome }
+        memory.uncountHit(forKey: key)
+        guard !servesStaleOnFetchFailure else { return outcome }
+        // Only if still expired: a set may have replaced it meanwhile.
+        let now = now
+        if let removed = memory.removeValue(forKey: key, if: { $0.expiresAt.isExpired(at: now) }) {
+            outcome.memoryEvictions = [(key, removed.value, .expired)]
+        }
+        return outcome
+    }
+
+    /// Puts a value in memory, within the count limit and, with `maxRamCost`, the cost limits.
+    ///
+    /// Call it under the key's stripe. A value whose cost is above the per-entry limit is not kept
+    /// (the older value of its key is dropped).
+    /// - Returns: The entries evicted to make room, and whether the value was kept.
+    func insertIntoMemory(
+        _ cached: CachedValue<Value>,
+        forKey key: String,
+        cost: Int?
+    ) -> (evicted: [Eviction], isKept: Bool) {
+        guard let memory else { return ([], false) }
+        guard let ramCost else {
+            guard let evicted = memory.set(cached, forKey: key) else { return ([], true) }
+            return ([(evicted.key, evicted.value.value, .capacity)], true)
+        }
+        let outcome = memory.set(
+            cached,
+            forKey: key,
+            cost: cost ?? 0,
+            costLimit: ramCost.limit,
+            entryCostLimit: ramCost.entryLimit
+        )
+        return (outcome.evicted.map { ($0.key, $0.value.value, $0.reason) }, outcome.isKept)
+    }
+
+    /// Logs that a value was too costly to keep in memory; call it outside the stripe.
+    func logNotKept(_ key: String, cost: Int?) {
+        guard let ramCost else { return }
+        HoardLogger.log(
+            .debug,
+            "Not keeping \"\(key.prefix(100))\" in memory: it costs \(cost ?? 0) bytes, more than "
+                + "\(ramCost.entryLimit) (the share of maxRamCost one entry may take)."
+        )
+    }
+
+    // MARK: - Writing
+
+    /// Queues the disk write and updates memory as one step under the key's stripe.
+    ///
+    /// - Parameters:
+    ///   - cached: The value to store, with its expiry.
+    ///   - key: Its key.
+    ///   - changes: When given, stores nothing if the key changed since that stripe count (a fetch
+    ///     that started before a set or removal must not undo it).
+    ///   - origin: The cache storing it, which the disk store reports the write's fate to.
+    /// - Returns: What happened: the value stored (or the serializer's failure), the memory
+    ///   evictions, the other caches to tell.
+    func store(
+        _ cached: CachedValue<Value>,
+        forKey key: String,
+        ifUnchangedSince changes: UInt64?,
+        origin: (any DiskStoreObserver)?
+    ) -> CacheOutcome<Value> {
+        let value = cached.value
+        let serializer = serializer
+        var data: Data?
+        if ramCost != nil {
+            // The memory cost is the serialized size: serialize now, and hand the bytes to the writer.
+            do {
+                data = try serializer.serialize(value)
+            } catch {
+                return didFailToSerialize(key: key, ifUnchangedSince: changes, error: error, origin: origin)
+            }
+        }
+        let pending = disk.map { _ in
+            (
+                key: DiskKey(key),
+                value: PendingValue(
+                    value: value,
+                    serialize: { [data] in try data ?? serializer.serialize(value) },
+                    expiresAt: cached.expiresAt
+                )
+            )
+        }
+        var outcome = CacheOutcome<Value>(key: key)
+        var isKept = true
+        let update = { () -> Void in
+            outcome.stored = value
+            if let pending, let disk {
+                outcome.tell(disk.enqueueWrite(pending.key, value: pending.value, observer: origin))
+            }
+            (outcome.memoryEvictions, isKept) = insertIntoMemory(cached, forKey: key, cost: data?.count)
+        }
+        changeKey(key, ifUnchangedSince: changes, update)
+        if !isKept { logNotKept(key, cost: data?.count) }
+        return outcome
+    }
+
+    /// A value that cannot be serialized cannot be measured against `maxRamCost`: it is not kept, and
+    /// the older value of its key is removed (it must not be served in place of the newer one).
+    private func didFailToSerialize(
+        key: String,
+        ifUnchangedSince changes: UInt64?,
+        error: any Error,
+        origin: (any DiskStoreObserver)?
+    ) -> CacheOutcome<Value> {
+        let failure = CacheError.serializationFailed(key: key, underlying: error)
+        HoardLogger.log(.warning, failure.message + " The value is not cached.")
+        var outcome = CacheOutcome<Value>(key: key)
+        outcome.storeFailure = failure
+        changeKey(key, ifUnchangedSince: changes) {
+            if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
+            memory?.removeValue(forKey: key)
+        }
+        return outcome
+    }
+
+    /// Runs a change to `key` under its stripe; with `changes`, only if the key is unchanged since.
+    private func changeKey(_ key: String, ifUnchangedSince changes: UInt64?, _ body: () -> Void) {
+        let hash = key.hashValue
+        if let changes {
+            _ = stripes.ifUnchanged(hash, since: changes) { body() }
+        } else {
+            stripes.change(hash, body)
+        }
+    }
+
+    /// Removes the value for a key from both levels: memory at once, the file in the background.
+    func removeValue(forKey key: String, origin: (any DiskStoreObserver)?) -> CacheOutcome<Value> {
+        var outcome = CacheOutcome<Value>(key: key)
+        outcome.isRemoval = true
+        let diskKey = disk.map { _ in DiskKey(key) }
+        stripes.change(key.hashValue) {
+            if let diskKey, let disk { outcome.tell(disk.enqueueRemove(diskKey, observer: origin)) }
+            memory?.removeValue(forKey: key)
+        }
+        return outcome
+    }
+
+    /// Empties memory.
+    func clearMemory() {
+        memory?.removeAll()
+    }
+
+    /// Empties disk, pending writes included.
+    ///
+    /// - Complexity: O(n) file removals.
+    func clearDisk() {
+        disk?.removeAll()
+    }
+
+    /// Drops from memory what a read made between two clears may have copied back from disk.
+    func forgetAll() {
+        guard let memory else { return }
+        stripes.changeAll { memory.removeAll() }
+    }
+
+    /// Drops `key` from memory: another cache on the container changed it.
+    func forget(_ key: String) {
+        guard let memory else { return }
+        stripes.change(key.hashValue) { _ = memory.removeValue(forKey: key) }
+    }
+
+    /// Removes every value from memory, as evictions for `reason`.
+    func evictAllFromMemory(_ reason: EvictionReason) -> [Eviction] {
+        guard let memory else { return [] }
+        let removed = stripes.changeAll { memory.removeAll { _, _ in true } }
+        return removed.map { ($0.key, $0.value.value, reason) }
+    }
+
+    /// Removes every expired value from both levels.
+    ///
+    /// - Returns: The memory evictions and the disk keys removed.
+    /// - Complexity: O(n), plus one file removal per expired entry.
+    func removeExpired() -> (memory: [Eviction], disk: [String]) {
+        let now = now
+        let fromMemory =
+            memory?.removeAll { _, cached in cached.expiresAt.isExpired(at: now) }
+            .map { ($0.key, $0.value.value, EvictionReason.expired) } ?? []
+        return (fromMemory, disk?.removeExpired(now: now) ?? [])
+    }
+}

@@ -1,0 +1,71 @@
+/// What one call into a cache's engine did, for its reporter to tell the world.
+///
+/// The engine (``CacheEngine``) changes the levels and returns one of these; it never calls a
+/// delegate, emits an event, counts a statistic or tells another cache. The reporter
+/// (``CacheReporter``) then delivers all of it at once, after every lock is released, in a fixed
+/// order: disk evictions, the set, memory evictions, the read's hit or miss, the removal, the store
+/// failure; the caches that share the container hear last.
+@usableFromInline
+struct CacheOutcome<Value: Sendable>: Sendable {
+    /// A value a level removed on its own, and why.
+    @usableFromInline typealias Eviction = (key: String, value: Value, reason: EvictionReason)
+
+    /// What a read found.
+    @usableFromInline
+    enum Read: Sendable {
+        case hit(StorageLevel)
+        case miss
+    }
+
+    /// What the caches sharing the container must hear.
+    enum PeerNews: Sendable {
+        /// `key` changed: they drop it from memory.
+        case changed(key: String)
+        /// Every key went: they empty their memory.
+        case cleared
+    }
+
+    /// The key the call was about.
+    @usableFromInline var key: String
+    /// What the read found, when the call was a read.
+    @usableFromInline var read: Read?
+    /// The value the call stored, when it stored one (a set event).
+    var stored: Value?
+    /// Whether the call removed the key on request (a removal event).
+    var isRemoval = false
+    /// Values memory removed on its own, to make room or because they expired.
+    @usableFromInline var memoryEvictions: [Eviction] = []
+    /// Entries disk removed on its own (expired entries a read met).
+    var diskEvictions: [(key: String, reason: EvictionReason)] = []
+    /// A value that could not be kept (the serializer failed).
+    var storeFailure: CacheError?
+    /// The other caches on the container, and what they must hear.
+    var peers: [any DiskStoreObserver] = []
+    var peerNews: PeerNews?
+
+    @inlinable
+    init(key: String) {
+        self.key = key
+    }
+
+    /// Takes in what a later step of the same call did.
+    mutating func merge(_ other: CacheOutcome) {
+        read = other.read ?? read
+        stored = other.stored ?? stored
+        isRemoval = isRemoval || other.isRemoval
+        memoryEvictions += other.memoryEvictions
+        diskEvictions += other.diskEvictions
+        storeFailure = other.storeFailure ?? storeFailure
+        if !other.peers.isEmpty {
+            peers = other.peers
+            peerNews = other.peerNews
+        }
+    }
+
+    /// Notes that the other caches on the container must hear of a change to ``key``.
+    mutating func tell(_ peers: [any DiskStoreObserver]) {
+        guard !peers.isEmpty else { return }
+        self.peers = peers
+        peerNews = .changed(key: key)
+    }
+}

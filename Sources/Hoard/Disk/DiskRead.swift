@@ -1,0 +1,74 @@
+import Foundation
+
+/// What a typed read of a disk store found for one key.
+///
+/// The one decoding of what ``DiskStore/lookup(_:countsAccess:)`` returns, shared by ``Cache`` and
+/// ``DiskCacheLevel``: a pending write is taken as it is when it has the reader's type, and goes
+/// through the serializers otherwise; an entry file is decoded; a value the serializer cannot read
+/// is removed and logged. What to do with an expired value is the caller's choice.
+enum DiskRead<Value: Sendable> {
+    /// Nothing is stored (or a removal is pending, or the value could not be decoded).
+    case miss
+    /// A value, with its serialized size when it is known without serializing.
+    case found(CachedValue<Value>, size: Int?)
+    /// An expired value, not decoded; removing it is the caller's choice.
+    case expired(ExpiredValue)
+
+    /// Where an expired value is.
+    enum ExpiredValue {
+        /// A pending write: remove it with a queued removal, if the key did not change.
+        case pending
+        /// An entry file holding `payload`: remove it with `DiskStore.removeIfUnchanged`.
+        case stored(payload: Data, expiresAt: Expiry)
+    }
+}
+
+extension DiskStore {
+    /// Reads the value stored for `key` as a `Value`.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - now: Now, in seconds since 1970: a value expired at that time is `.expired`, or, with
+    ///     `keepingExpired`, decoded and returned.
+    ///   - keepingExpired: Whether an expired value is returned as found.
+    ///   - countsAccess: Whether reading an entry file counts as an access for eviction.
+    ///   - deserialize: The reader's serializer; it runs outside every lock.
+    /// - Returns: What the store holds for the key.
+    /// - Complexity: O(1), plus one file read and the serializer when the key has an entry file.
+    func read<Value: Sendable>(
+        _ key: DiskKey,
+        now: Double,
+        keepingExpired: Bool = false,
+        countsAccess: Bool = true,
+        deserialize: (Data) throws -> Value
+    ) -> DiskRead<Value> {
+        switch lookup(key, countsAccess: countsAccess) {
+        case .miss:
+            return .miss
+        case .pending(let pending):
+            if !keepingExpired, pending.expiresAt.isExpired(at: now) { return .expired(.pending) }
+            if let same = pending.value as? Value {
+                return .found(CachedValue(same, expiresAt: pending.expiresAt), size: nil)
+            }
+            // Set by another cache on the container, with another value type.
+            guard let data = try? pending.serialize(), let decoded = try? deserialize(data) else { return .miss }
+            return .found(CachedValue(decoded, expiresAt: pending.expiresAt), size: data.count)
+        case .stored(let entry):
+            if !keepingExpired, entry.expiresAt.isExpired(at: now) {
+                return .expired(.stored(payload: entry.payload, expiresAt: entry.expiresAt))
+            }
+            do {
+                let value = try deserialize(entry.payload)
+                return .found(CachedValue(value, expiresAt: entry.expiresAt), size: entry.payload.count)
+            } catch {
+                HoardLogger.log(
+                    .warning,
+                    CacheError.deserializationFailed(key: key.string, underlying: error).message
+                        + " Removing the entry."
+                )
+                removeIfUnchanged(key, payload: entry.payload)
+                return .miss
+            }
+        }
+    }
+}
