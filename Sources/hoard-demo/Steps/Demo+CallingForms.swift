@@ -1,0 +1,66 @@
+import Foundation
+import Hoard
+
+extension Demo {
+    // MARK: 6
+
+    static func callbackAndBlockingForms() async throws {
+        section(6, "The callback form and the blocking form")
+        let fetchCalls = Counter()
+        let cache = try CacheBuilder<Article>()
+            .containerName("demo-forms")
+            .directory(demoDirectory)
+            .fetcher(slowFetcher(counting: fetchCalls))
+            .build()
+        cache.removeAll()
+
+        // asyncGet(forKey:onComplete:) calls back once, on a Hoard background thread.
+        var start = clock.now
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Article, any Error>, Never>) in
+            cache.asyncGet(forKey: "callbacks") { result in
+                continuation.resume(returning: result)
+            }
+        }
+        switch result {
+        case .success(let article):
+            explain("asyncGet(forKey:onComplete:) → .success(\"\(article.title)\") in \((clock.now - start).readable)")
+        case .failure(let error):
+            explain("asyncGet(forKey:onComplete:) → .failure(\(error))")
+        }
+
+        // The blocking getOrFetch(forKey:) is for synchronous code: call it from a plain thread, and
+        // resume this task when that thread has its answer (no sleeping, no polling).
+        start = clock.now
+        let blocking = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(Result<Article, any Error>, Bool), Never>) in
+            let thread = Thread {
+                let result = Result { try cache.getOrFetch(forKey: "blocking") }  // blocks this thread only
+                continuation.resume(returning: (result, Thread.isMainThread))
+            }
+            thread.name = "demo-blocking-caller"
+            thread.start()
+        }
+        switch blocking.0 {
+        case .success(let article):
+            explain(
+                "blocking getOrFetch on a plain Thread (main thread: \(blocking.1)) → \"\(article.title)\" in \((clock.now - start).readable)"
+            )
+        case .failure(let error):
+            explain("blocking getOrFetch → error \(error)")
+        }
+
+        // The synchronous helper below hides the blocking call from async code; again on a thread.
+        start = clock.now
+        let again = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            Thread { continuation.resume(returning: titleBlocking(cache, "blocking")) }.start()
+        }
+        explain("blocking again, via a sync helper → \"\(again)\" in \((clock.now - start).readable) (memory hit)")
+        explain("fetcher calls: \(fetchCalls.count)")
+    }
+
+    /// Synchronous code calling the blocking form.
+    static func titleBlocking(_ cache: Cache<Article>, _ key: String) -> String {
+        (try? cache.getOrFetch(forKey: key).title) ?? "error"
+    }
+}

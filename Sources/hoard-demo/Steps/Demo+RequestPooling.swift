@@ -1,0 +1,32 @@
+import Foundation
+import Hoard
+
+extension Demo {
+    // MARK: 4
+
+    static func requestPooling() async throws {
+        section(4, "50 concurrent getOrFetch calls, one fetch")
+        let fetchCalls = Counter()
+        let cache = try CacheBuilder<Article>()
+            .containerName("demo-pooling")
+            .directory(demoDirectory)
+            .fetcher(slowFetcher(counting: fetchCalls))
+            .build()
+        cache.removeAll()
+
+        let start = clock.now
+        let titles = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<50 {
+                group.addTask { try await cache.getOrFetch(forKey: "breaking-news").title }
+            }
+            var titles: [String] = []
+            for try await title in group { titles.append(title) }
+            return titles
+        }
+        let elapsed = clock.now - start
+        explain(
+            "\(titles.count) callers got \"\(titles[0])\" (all the same: \(Set(titles).count == 1)) in \(elapsed.readable)"
+        )
+        explain("fetcher calls: \(fetchCalls.count) — concurrent requests for one key share one fetch")
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Hoard
+
+extension Demo {
+    // MARK: 5
+
+    static func retriesAndErrors() async throws {
+        section(5, "Retries, CacheError and a delegate fallback")
+        // Hoard is silent by default; its logger reports each retry. Turned on for this step only.
+        HoardLogger.output = { message, level in
+            if level >= .info { print("     [hoard \(level)] \(message)") }
+        }
+        defer { HoardLogger.output = nil }
+
+        // a) Fails twice, then succeeds.
+        let attempts = Counter()
+        let flaky = try CacheBuilder<Article>()
+            .containerName("demo-retries")
+            .directory(demoDirectory)
+            .fetcher { key in
+                let attempt = attempts.increment()
+                if attempt <= 2 {
+                    print("   fetcher attempt \(attempt): failing")
+                    throw NetworkError(attempt: attempt)
+                }
+                print("   fetcher attempt \(attempt): succeeding")
+                return Article(id: key, title: "Third time lucky", fetchedAt: Date())
+            }
+            .maxRetryCount(3)  // up to 3 retries after the first attempt
+            .retryBackoff(.constant(.milliseconds(50)))
+            .build()
+        flaky.removeAll()
+        explain("a) a fetcher that fails twice, with .maxRetryCount(3) and a 50 ms backoff:")
+        var start = clock.now
+        let article = try await flaky.getOrFetch(forKey: "flaky")
+        explain("→ \"\(article.title)\" after \(attempts.count) attempts in \((clock.now - start).readable)")
+
+        // b) Always fails.
+        let downAttempts = Counter()
+        let alwaysFails = try CacheBuilder<Article>()
+            .containerName("demo-retries-down")
+            .directory(demoDirectory)
+            .fetcher { _ in
+                let attempt = downAttempts.increment()
+                print("   fetcher attempt \(attempt): failing")
+                throw NetworkError(attempt: attempt)
+            }
+            .maxRetryCount(2)
+            .build()
+        alwaysFails.removeAll()
+        explain("b) a fetcher that always fails, with .maxRetryCount(2):")
+        start = clock.now
+        do {
+            _ = try await alwaysFails.getOrFetch(forKey: "offline")
+            explain("unexpected: it succeeded")
+        } catch let error as CacheError where error.code == .fetchFailed {
+            explain("→ caught CacheError in \((clock.now - start).readable)")
+            explain("   code: \(error.code), key: \(error.key ?? "-"), attempts: \(error.attempts ?? 0)")
+            explain("   underlyingError: \(error.underlyingError.map { "\($0)" } ?? "nil")")
+        }
+
+        // c) Same cache, now with a delegate that supplies a fallback.
+        let fallback = FallbackProvider()  // held weakly: keep it alive while the cache uses it
+        alwaysFails.delegate = fallback
+        explain("c) the same cache with a delegate that supplies a fallback:")
+        let placeholder = try await alwaysFails.getOrFetch(forKey: "offline")
+        explain(
+            "→ \"\(placeholder.title)\"; stored? \(alwaysFails.value(forKey: "offline") != nil) (fallbacks are not cached)"
+        )
+        withExtendedLifetime(fallback) {}
+    }
+}
