@@ -4,6 +4,7 @@ import Hoard
 extension Demo {
     // MARK: 6
 
+    /// Step 6: the callback form, and the blocking form on a plain thread.
     static func callbackAndBlockingForms() async throws {
         section(6, "The callback form and the blocking form")
         let fetchCalls = Counter()
@@ -15,7 +16,6 @@ extension Demo {
         cache.removeAll()
 
         // asyncGet(forKey:onComplete:) calls back once, on a Hoard background thread.
-        var start = clock.now
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<Article, any Error>, Never>) in
             cache.asyncGet(forKey: "callbacks") { result in
@@ -24,14 +24,13 @@ extension Demo {
         }
         switch result {
         case .success(let article):
-            explain("asyncGet(forKey:onComplete:) → .success(\"\(article.title)\") in \((clock.now - start).readable)")
+            explain("asyncGet(forKey:onComplete:) → .success(\"\(article.title)\")")
         case .failure(let error):
             explain("asyncGet(forKey:onComplete:) → .failure(\(error))")
         }
 
         // The blocking getOrFetch(forKey:) is for synchronous code: call it from a plain thread, and
         // resume this task when that thread has its answer (no sleeping, no polling).
-        start = clock.now
         let blocking = await withCheckedContinuation {
             (continuation: CheckedContinuation<(Result<Article, any Error>, Bool), Never>) in
             let thread = Thread {
@@ -44,18 +43,17 @@ extension Demo {
         switch blocking.0 {
         case .success(let article):
             explain(
-                "blocking getOrFetch on a plain Thread (main thread: \(blocking.1)) → \"\(article.title)\" in \((clock.now - start).readable)"
+                "blocking getOrFetch on a plain Thread (main thread: \(blocking.1)) → \"\(article.title)\""
             )
         case .failure(let error):
             explain("blocking getOrFetch → error \(error)")
         }
 
         // The synchronous helper below hides the blocking call from async code; again on a thread.
-        start = clock.now
         let again = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
             Thread { continuation.resume(returning: titleBlocking(cache, "blocking")) }.start()
         }
-        explain("blocking again, via a sync helper → \"\(again)\" in \((clock.now - start).readable) (memory hit)")
+        explain("blocking again, via a sync helper → \"\(again)\" (memory hit)")
         explain("fetcher calls: \(fetchCalls.count)")
     }
 

@@ -4,7 +4,8 @@ import Hoard
 extension Demo {
     // MARK: 1 + 2
 
-    static func persistentCacheAndTimings() async throws {
+    /// Steps 1 and 2: a cache whose container stays between runs, and which level answers each read.
+    static func persistentCache() async throws {
         section(1, "A Cache<Article> in front of a slow fetcher")
         let key = "swift-concurrency"
         let fetchCalls = Counter()
@@ -20,58 +21,43 @@ extension Demo {
         // (maxRamCount 0), so this look doesn't warm the memory of the cache used below.
         let probe = try CacheBuilder<Article>().containerName("articles").directory(demoDirectory).maxRamCount(0)
             .build()
-        let probeStart = clock.now
         let previous = probe.value(forKey: key)
-        let probeTime = clock.now - probeStart
-        if let previous {
-            let age = Date().timeIntervalSince(previous.fetchedAt)
-            explain(
-                "At startup: \"\(key)\" was FOUND ON DISK from a previous run (fetched \(String(format: "%.0f", age)) s ago; read in \(probeTime.readable))."
-            )
+        if previous != nil {
+            explain("At startup: \"\(key)\" was FOUND ON DISK, left by a previous run.")
         } else {
-            explain("At startup: \"\(key)\" is not cached yet (looked in \(probeTime.readable)).")
+            explain("At startup: \"\(key)\" is not cached yet.")
         }
 
         section(2, "Network vs memory vs disk")
         var cache: Cache<Article>? = try builder.build()
 
         // First call: memory miss → disk → fetcher.
-        var start = clock.now
+        var before = cache!.statistics
         let first = try await cache!.getOrFetch(forKey: key)
-        let firstTime = clock.now - start
-        let firstSource = fetchCalls.count == 1 ? "network (the fetcher ran)" : "disk (left by a previous run)"
-        explain("getOrFetch #1 → \"\(first.title)\" in \(firstTime.readable), from the \(firstSource)")
+        explain("getOrFetch #1 → \"\(first.title)\", from \(cache!.statistics.source(since: before))")
 
         // Second call: the value is in this cache's memory now.
-        start = clock.now
+        before = cache!.statistics
         _ = try await cache!.getOrFetch(forKey: key)
-        let memoryTime = clock.now - start
-        explain("getOrFetch #2 → \(memoryTime.readable), from memory")
+        explain("getOrFetch #2 → from \(cache!.statistics.source(since: before))")
 
         // Make the background disk write durable, then drop this cache (and its memory level).
-        start = clock.now
         await cache!.flush()
-        explain("flush() → every pending disk write is on disk (\((clock.now - start).readable))")
+        explain("flush() → every pending disk write is on disk")
         cache = nil
 
         // A brand-new cache on the same container has an empty memory, so it reads from disk.
         let reopened = try builder.build()
-        start = clock.now
+        before = reopened.statistics
         let fromDisk = try await reopened.getOrFetch(forKey: key)
-        let diskTime = clock.now - start
         explain(
-            "new cache on \"articles\": getOrFetch #3 → \(diskTime.readable), from disk (same article: \(fromDisk == first))"
+            "new cache on \"articles\": getOrFetch #3 → from \(reopened.statistics.source(since: before)) (same article: \(fromDisk == first))"
         )
         explain("fetcher calls this run: \(fetchCalls.count)")
-
-        print("")
-        explain("  \(padded("source", 34)) time")
-        explain("  \(padded("#1 " + firstSource, 34)) \(firstTime.readable)")
-        explain("  \(padded("#2 memory", 34)) \(memoryTime.readable)")
-        explain("  \(padded("#3 disk (new cache, same folder)", 34)) \(diskTime.readable)")
         if previous != nil {
-            explain("No network this run: the first run's fetch took about 200 ms here.")
-            explain("Delete \(demoDirectory.appendingPathComponent("articles").path) to see it again.")
+            explain("No network this run: the first run fetched the article and left it on disk.")
+            explain("Delete \(displayPath(articlesFolder)) to see the fetch again.")
         }
+        await reopened.flush()  // the disk hit moved the eviction order: save it now
     }
 }

@@ -4,6 +4,7 @@ import Hoard
 extension Demo {
     // MARK: 4
 
+    /// Step 4: request pooling in `Cache`: concurrent callers for one key share one fetch.
     static func requestPooling() async throws {
         section(4, "50 concurrent getOrFetch calls, one fetch")
         let fetchCalls = Counter()
@@ -14,7 +15,6 @@ extension Demo {
             .build()
         cache.removeAll()
 
-        let start = clock.now
         let titles = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<50 {
                 group.addTask { try await cache.getOrFetch(forKey: "breaking-news").title }
@@ -23,9 +23,8 @@ extension Demo {
             for try await title in group { titles.append(title) }
             return titles
         }
-        let elapsed = clock.now - start
         explain(
-            "\(titles.count) callers got \"\(titles[0])\" (all the same: \(Set(titles).count == 1)) in \(elapsed.readable)"
+            "\(titles.count) callers got \"\(titles[0])\" (all the same: \(Set(titles).count == 1))"
         )
         explain("fetcher calls: \(fetchCalls.count) — concurrent requests for one key share one fetch")
     }

@@ -7,6 +7,6 @@ final class FallbackProvider: CacheDelegate, Sendable {
 
     func cache(_ cache: Cache<Article>, didFailToFetchForKey key: String, error: any Error) -> Article? {
         print("     ↳ delegate: didFailToFetchForKey \"\(key)\" — returning a placeholder")
-        return Article(id: key, title: "Offline placeholder for \(key)", fetchedAt: Date())
+        return Article(id: key, title: "Offline placeholder for \(key)")
     }
 }
