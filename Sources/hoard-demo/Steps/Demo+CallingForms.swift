@@ -5,15 +5,14 @@ extension Demo {
     // MARK: 6
 
     /// Step 6: the callback form, and the blocking form on a plain thread.
-    static func callbackAndBlockingForms() async throws {
+    static func callbackAndBlockingForms(in folder: URL) async throws {
         section(6, "The callback form and the blocking form")
         let fetchCalls = Counter()
         let cache = try CacheBuilder<Article>()
-            .containerName("demo-forms")
-            .directory(demoDirectory)
+            .containerName("forms")
+            .directory(folder)
             .fetcher(slowFetcher(counting: fetchCalls))
             .build()
-        cache.removeAll()
 
         // asyncGet(forKey:onComplete:) calls back once, on a Hoard background thread.
         let result = await withCheckedContinuation {
@@ -55,6 +54,7 @@ extension Demo {
         }
         explain("blocking again, via a sync helper → \"\(again)\" (memory hit)")
         explain("fetcher calls: \(fetchCalls.count)")
+        await cache.flush()  // nothing left to write once the scratch folder goes
     }
 
     /// Synchronous code calling the blocking form.

@@ -5,23 +5,18 @@ extension Demo {
     // MARK: 3
 
     /// Step 3: what a full level evicts, as the delegate hears it.
-    static func evictionCallbacks() async throws {
+    static func evictionCallbacks(in folder: URL) async throws {
         section(3, "Eviction callbacks (maxRamCount 3, maxDiskCount 5)")
         let delegate = DelegateLog()  // held weakly by the cache: this constant keeps it alive
         var heardAboutMemory = StreamPrinter(delegate.memory) { $0 }
         var heardAboutDisk = StreamPrinter(delegate.disk) { $0 }
         let cache = try CacheBuilder<Article>()
-            .containerName("demo-eviction")
-            .directory(demoDirectory)
+            .containerName("eviction")
+            .directory(folder)
             .maxRamCount(3)
             .maxDiskCount(5)  // default policy .lfu: every post is set once, so the oldest goes first
             .delegate(delegate)
             .build()
-        explain("removeAll() so every run starts empty (it announces both clears):")
-        cache.removeAll()
-        await heardAboutMemory.printNext(1)
-        await heardAboutDisk.printNext(1)
-
         explain("Setting 8 articles; memory keeps 3, so each set past the third evicts one from memory:")
         for number in 1...8 {
             let key = "post-\(number)"
@@ -41,7 +36,12 @@ extension Demo {
         explain(
             "cache[\"post-5\"] → \(post5?.title ?? "nil"); memoryCount = \(cache.memoryCount), diskCount = \(cache.diskCount)"
         )
-        await cache.flush()  // the disk hit moved the eviction order: save it now
+        explain("removeAll() empties both levels, and announces both clears:")
+        cache.removeAll()
+        await heardAboutMemory.printNext(1)
+        await heardAboutDisk.printNext(1)
+        explain("memoryCount = \(cache.memoryCount), diskCount = \(cache.diskCount)")
+        await cache.flush()  // nothing left to write once the scratch folder goes
         withExtendedLifetime(delegate) {}
     }
 }

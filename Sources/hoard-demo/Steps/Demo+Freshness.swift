@@ -6,15 +6,15 @@ extension Demo {
 
     /// Step 7: expiry on an injected clock, stale values served when offline, a memory budget, and
     /// the event stream.
-    static func freshnessBudgetsAndEvents() async throws {
+    static func freshnessBudgetsAndEvents(in folder: URL) async throws {
         section(7, "Expiry, stale values when offline, a memory budget, and the event stream")
         // A clock the demo moves by hand, so nothing waits for real time to pass.
         let now = Locked(Date())
         let online = Locked(true)
         let calls = Counter()
         let cache = try CacheBuilder<Article>()
-            .containerName("demo-freshness")
-            .directory(demoDirectory)
+            .containerName("freshness")
+            .directory(folder)
             .expiry(.seconds(60))
             .serveStaleOnFetchFailure(true)
             .maxRamCost(4_096)  // serialized bytes kept in memory
@@ -25,7 +25,6 @@ extension Demo {
                 return Article(id: key, title: "Fresh \(key)")
             }
             .build()
-        cache.removeAll()
         // Subscribe before acting: a subscription sees what follows. Each action's events are then
         // printed right after it, in this task, in the order the cache emitted them.
         var events = StreamPrinter(cache.events) { $0.narration(now: now.withLock { $0 }) }
@@ -56,5 +55,6 @@ extension Demo {
         let expiredCount = cache.statistics.evictions(for: .expired)
         explain("contains(\"flash\") = \(cache.contains("flash")); evictions for expiry so far: \(expiredCount)")
         explain("memoryCost = \(cache.memoryCost) of 4 096 bytes; fetcher called \(calls.count) times")
+        await cache.flush()  // nothing left to write once the scratch folder goes
     }
 }

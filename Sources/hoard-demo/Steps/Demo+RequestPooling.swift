@@ -5,15 +5,14 @@ extension Demo {
     // MARK: 4
 
     /// Step 4: request pooling in `Cache`: concurrent callers for one key share one fetch.
-    static func requestPooling() async throws {
+    static func requestPooling(in folder: URL) async throws {
         section(4, "50 concurrent getOrFetch calls, one fetch")
         let fetchCalls = Counter()
         let cache = try CacheBuilder<Article>()
-            .containerName("demo-pooling")
-            .directory(demoDirectory)
+            .containerName("pooling")
+            .directory(folder)
             .fetcher(slowFetcher(counting: fetchCalls))
             .build()
-        cache.removeAll()
 
         let titles = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<50 {
@@ -27,5 +26,6 @@ extension Demo {
             "\(titles.count) callers got \"\(titles[0])\" (all the same: \(Set(titles).count == 1))"
         )
         explain("fetcher calls: \(fetchCalls.count) — concurrent requests for one key share one fetch")
+        await cache.flush()  // nothing left to write once the scratch folder goes
     }
 }

@@ -5,7 +5,7 @@ extension Demo {
     // MARK: 5
 
     /// Step 5: retries with a backoff, the error when every attempt fails, and a delegate fallback.
-    static func retriesAndErrors() async throws {
+    static func retriesAndErrors(in folder: URL) async throws {
         section(5, "Retries, CacheError and a delegate fallback")
         // Hoard is silent by default; its logger reports each retry. Turned on for this step only.
         HoardLogger.output = { message, level in
@@ -16,8 +16,8 @@ extension Demo {
         // a) Fails twice, then succeeds.
         let attempts = Counter()
         let flaky = try CacheBuilder<Article>()
-            .containerName("demo-retries")
-            .directory(demoDirectory)
+            .containerName("retries")
+            .directory(folder)
             .fetcher { key in
                 let attempt = attempts.increment()
                 if attempt <= 2 {
@@ -30,7 +30,6 @@ extension Demo {
             .maxRetryCount(3)  // up to 3 retries after the first attempt
             .retryBackoff(.constant(.milliseconds(50)))
             .build()
-        flaky.removeAll()
         explain("a) a fetcher that fails twice, with .maxRetryCount(3) and a 50 ms backoff:")
         let article = try await flaky.getOrFetch(forKey: "flaky")
         explain("→ \"\(article.title)\" after \(attempts.count) attempts")
@@ -38,8 +37,8 @@ extension Demo {
         // b) Always fails.
         let downAttempts = Counter()
         let alwaysFails = try CacheBuilder<Article>()
-            .containerName("demo-retries-down")
-            .directory(demoDirectory)
+            .containerName("retries-down")
+            .directory(folder)
             .fetcher { _ in
                 let attempt = downAttempts.increment()
                 print("   fetcher attempt \(attempt): failing")
@@ -47,7 +46,6 @@ extension Demo {
             }
             .maxRetryCount(2)
             .build()
-        alwaysFails.removeAll()
         explain("b) a fetcher that always fails, with .maxRetryCount(2):")
         do {
             _ = try await alwaysFails.getOrFetch(forKey: "offline")
@@ -67,5 +65,7 @@ extension Demo {
             "→ \"\(placeholder.title)\"; stored? \(alwaysFails.value(forKey: "offline") != nil) (fallbacks are not cached)"
         )
         withExtendedLifetime(fallback) {}
+        await flaky.flush()  // nothing left to write once the scratch folder goes
+        await alwaysFails.flush()
     }
 }

@@ -18,7 +18,9 @@ func padded(_ text: String, _ width: Int) -> String {
 /// A path as a reader would type it, with the home folder as `~`.
 func displayPath(_ url: URL) -> String {
     let path = url.standardizedFileURL.path
-    let home = FileManager.default.homeDirectoryForCurrentUser.standardizedFileURL.path
+    // `HOME` first: it is what the caches folder was found from.
+    let homePath = ProcessInfo.processInfo.environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+    let home = URL(fileURLWithPath: homePath).standardizedFileURL.path
     guard !home.isEmpty, home != "/", path == home || path.hasPrefix(home + "/") else { return path }
     return "~" + path.dropFirst(home.count)
 }
