@@ -36,6 +36,7 @@ struct Demo {
             try await retriesAndErrors(in: scratch.url)
             try await callbackAndBlockingForms(in: scratch.url)
             try await freshnessBudgetsAndEvents(in: scratch.url)
+            try await composition(in: scratch.url)
         } catch {
             try? scratch.remove()
             throw error

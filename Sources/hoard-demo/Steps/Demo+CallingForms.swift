@@ -7,11 +7,11 @@ extension Demo {
     /// Step 6: the callback form, and the blocking form on a plain thread.
     static func callbackAndBlockingForms(in folder: URL) async throws {
         section(6, "The callback form and the blocking form")
-        let fetchCalls = Counter()
+        let network = SlowNetwork()
         let cache = try CacheBuilder<Article>()
             .containerName("forms")
             .directory(folder)
-            .fetcher(slowFetcher(counting: fetchCalls))
+            .fetcher { key in try await network.get(key) }
             .build()
 
         // asyncGet(forKey:onComplete:) calls back once, on a Hoard background thread.
@@ -53,7 +53,7 @@ extension Demo {
             Thread { continuation.resume(returning: titleBlocking(cache, "blocking")) }.start()
         }
         explain("blocking again, via a sync helper → \"\(again)\" (memory hit)")
-        explain("fetcher calls: \(fetchCalls.count)")
+        explain("fetcher calls: \(network.calls.count)")
         await cache.flush()  // nothing left to write once the scratch folder goes
     }
 

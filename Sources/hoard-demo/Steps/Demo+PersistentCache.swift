@@ -8,13 +8,13 @@ extension Demo {
     static func persistentCache() async throws {
         section(1, "A Cache<Article> in front of a slow fetcher")
         let key = "swift-concurrency"
-        let fetchCalls = Counter()
+        let network = SlowNetwork()
         let builder = CacheBuilder<Article>()
             .containerName("articles")  // a folder inside demoDirectory
             .directory(demoDirectory)  // the default; written out to show where it is
             .maxRamCount(100)
             .maxDiskCount(1_000)
-            .fetcher(slowFetcher(counting: fetchCalls))
+            .fetcher { key in try await network.get(key) }
         explain("CacheBuilder<Article>().containerName(\"articles\").fetcher { … 200 ms … }.build()")
 
         // Did a previous run leave the article on disk? Ask a cache with its memory level turned off
@@ -53,7 +53,7 @@ extension Demo {
         explain(
             "new cache on \"articles\": getOrFetch #3 → from \(reopened.statistics.source(since: before)) (same article: \(fromDisk == first))"
         )
-        explain("fetcher calls this run: \(fetchCalls.count)")
+        explain("fetcher calls this run: \(network.calls.count)")
         if previous != nil {
             explain("No network this run: the first run fetched the article and left it on disk.")
             explain("Delete \(displayPath(articlesFolder)) to see the fetch again.")

@@ -7,11 +7,11 @@ extension Demo {
     /// Step 4: request pooling in `Cache`: concurrent callers for one key share one fetch.
     static func requestPooling(in folder: URL) async throws {
         section(4, "50 concurrent getOrFetch calls, one fetch")
-        let fetchCalls = Counter()
+        let network = SlowNetwork()
         let cache = try CacheBuilder<Article>()
             .containerName("pooling")
             .directory(folder)
-            .fetcher(slowFetcher(counting: fetchCalls))
+            .fetcher { key in try await network.get(key) }
             .build()
 
         let titles = try await withThrowingTaskGroup(of: String.self) { group in
@@ -25,7 +25,7 @@ extension Demo {
         explain(
             "\(titles.count) callers got \"\(titles[0])\" (all the same: \(Set(titles).count == 1))"
         )
-        explain("fetcher calls: \(fetchCalls.count) — concurrent requests for one key share one fetch")
+        explain("fetcher calls: \(network.calls.count) — concurrent requests for one key share one fetch")
         await cache.flush()  // nothing left to write once the scratch folder goes
     }
 }
