@@ -32,6 +32,9 @@ extension Demo {
         explain("getOrFetch fetches, and the value lives 60 s (the builder's default expiry):")
         _ = try await cache.getOrFetch(forKey: "news")
         await events.printNext(2)  // the miss, then the fetched value's set
+        // Wait for the background write: a read of the landed file counts as a disk access, a read of
+        // the pending write does not, and the sweep below lists the disk in access order.
+        await cache.flush()
         explain("61 s later (on the injected clock), the value is expired: the subscript misses.")
         now.withLock { $0 += 61 }
         let expired = cache["news"]
