@@ -25,12 +25,15 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     private let keyString: @Sendable (Key) -> String
     private let serialize: @Sendable (Value) throws -> Data
     private let deserialize: @Sendable (Data) throws -> Value
+    /// Where "now" comes from, to tell expired entries (written by a ``Cache`` on the folder).
+    private let clock: @Sendable () -> Date
 
     private init(
         directory: URL,
         capacity: Int,
         byteLimit: Int?,
         serializer: some CacheSerializer<Value>,
+        clock: @escaping @Sendable () -> Date,
         keyString: @escaping @Sendable (Key) -> String
     ) {
         let options = DiskStore.Options(capacity: capacity, policy: .lfu, byteLimit: byteLimit)
@@ -45,6 +48,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
             HoardLogger.log(.error, "The disk cache level at \(directory.path) is unusable: \(error)")
         }
         self.keyString = keyString
+        self.clock = clock
         self.serialize = { value in try serializer.serialize(value) }
         self.deserialize = { data in try serializer.deserialize(data) }
     }
@@ -56,17 +60,21 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///   - capacity: The most values kept; values below 1 keep 1.
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
+    ///   - clock: Where "now" comes from, to tell expired entries (a ``Cache`` on the same folder
+    ///     writes entries that expire); tests inject their own.
     public convenience init(
         directory: URL,
         capacity: Int,
         byteLimit: Int? = nil,
-        serializer: some CacheSerializer<Value>
+        serializer: some CacheSerializer<Value>,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) where Key == String {
         self.init(
             directory: directory,
             capacity: capacity,
             byteLimit: byteLimit,
             serializer: serializer,
+            clock: clock,
             keyString: { $0 }
         )
     }
@@ -87,17 +95,20 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///   - capacity: The most values kept; values below 1 keep 1.
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
+    ///   - clock: Where "now" comes from, to tell expired entries; tests inject their own.
     public convenience init(
         directory: URL,
         capacity: Int,
         byteLimit: Int? = nil,
-        serializer: some CacheSerializer<Value>
+        serializer: some CacheSerializer<Value>,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) where Key == URL {
         self.init(
             directory: directory,
             capacity: capacity,
             byteLimit: byteLimit,
             serializer: serializer,
+            clock: clock,
             keyString: { $0.absoluteString }
         )
     }
@@ -132,33 +143,12 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     public func get(_ key: Key) async throws -> Value {
         let store = try store.get()
         let string = keyString(key)
-        let diskKey = DiskKey(string)
-        switch store.lookup(diskKey) {
-        case .miss:
+        let deserialize = deserialize
+        switch store.read(DiskKey(string), now: clock().timeIntervalSince1970, deserialize: { try deserialize($0) }) {
+        case .found(let cached, _):
+            return cached.value
+        case .miss, .expired:
             throw CacheError.notFound(key: string)
-        case .pending(let pending):
-            if pending.expiresAt.isExpired(at: Date().timeIntervalSince1970) { throw CacheError.notFound(key: string) }
-            if let value = pending.value as? Value { return value }
-            // Set by another cache on the folder with another value type.
-            do {
-                return try deserialize(pending.serialize())
-            } catch {
-                throw CacheError.deserializationFailed(key: string, underlying: error)
-            }
-        case .stored(let entry):
-            if entry.expiresAt.isExpired(at: Date().timeIntervalSince1970) {
-                throw CacheError.notFound(key: string)
-            }
-            do {
-                return try deserialize(entry.payload)
-            } catch {
-                HoardLogger.log(
-                    .warning,
-                    CacheError.deserializationFailed(key: string, underlying: error).message + " Removing the entry."
-                )
-                store.removeIfUnchanged(diskKey, payload: entry.payload)
-                throw CacheError.notFound(key: string)
-            }
         }
     }
 
