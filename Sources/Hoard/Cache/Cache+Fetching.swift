@@ -131,6 +131,7 @@ extension Cache {
                 attempts += 1
                 reporter.didCallFetcher()
                 do {
+                    LockOrder.assertNoneHeld("calling the fetcher")
                     let value = try await fetcher(key)
                     let cached = CachedValue(value, expiresAt: engine.defaultExpiry.expiry(storedAt: engine.clock()))
                     outcome.merge(engine.store(cached, forKey: key, ifUnchangedSince: changes, origin: self))
@@ -175,6 +176,7 @@ extension Cache {
             }
             return .success(stale.value)
         }
+        LockOrder.assertNoneHeld("calling the delegate")
         if let fallback = delegate?.cache(self, didFailToFetchForKey: key, error: failure) {
             HoardLogger.log(.info, "Fetching \"\(key.prefix(100))\" failed; the delegate supplied a fallback value.")
             return .success(fallback)

@@ -119,6 +119,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
         var data: Data?
         if ramCost != nil {
             // The memory cost is the serialized size: serialize now, and hand the bytes to the writer.
+            LockOrder.assertNoneHeld("calling the serializer")
             do {
                 data = try serializer.serialize(value)
             } catch {

@@ -107,6 +107,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
         }
         if isObserved { hub.emit(.evicted(key: eviction.key, level: .memory, reason: eviction.reason)) }
         guard let delegate else { return }
+        LockOrder.assertNoneHeld("calling the delegate")
         EvictionCallback.$isRunning.withValue(true) {
             delegate.cache(cache, willEvictFromMemory: eviction.value, forKey: eviction.key)
         }
@@ -139,6 +140,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
         }
         if isObserved { hub.emit(events(of: outcome)) }
         if let delegate {
+            LockOrder.assertNoneHeld("calling the delegate")
             for eviction in outcome.diskEvictions { delegate.cache(cache, willEvictFromDiskForKey: eviction.key) }
             if !outcome.memoryEvictions.isEmpty {
                 EvictionCallback.$isRunning.withValue(true) {
@@ -176,6 +178,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
     /// Tells the other caches on the container that a key changed, or that every key went.
     func tellPeers(_ peers: [any DiskStoreObserver], _ news: CacheOutcome<Value>.PeerNews?) {
         guard let news else { return }
+        LockOrder.assertNoneHeld("telling another cache")
         for peer in peers {
             switch news {
             case .changed(let key): peer.diskStoreDidChange(key: key)
@@ -187,6 +190,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
     /// Tells the delegate that a level is about to be emptied.
     func willClear(_ level: StorageLevel, from cache: Cache<Value>) {
         guard let delegate else { return }
+        LockOrder.assertNoneHeld("calling the delegate")
         switch level {
         case .memory: delegate.cacheWillClearMemory(cache)
         case .disk: delegate.cacheWillClearDisk(cache)

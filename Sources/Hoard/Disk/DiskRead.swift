@@ -42,6 +42,7 @@ extension DiskStore {
         countsAccess: Bool = true,
         deserialize: (Data) throws -> Value
     ) -> DiskRead<Value> {
+        LockOrder.assertNoneHeld("calling the serializer")
         switch lookup(key, countsAccess: countsAccess) {
         case .miss:
             return .miss

@@ -50,11 +50,13 @@ final class Lock: @unchecked Sendable {
         #else
         pthread_mutex_lock(primitive)
         #endif
+        LockOrder.didLock()
     }
 
     /// Releases the lock; only the thread that acquired it may call this.
     @inlinable
     func unlock() {
+        LockOrder.willUnlock()
         #if canImport(Darwin)
         os_unfair_lock_unlock(primitive)
         #else
@@ -153,11 +155,13 @@ struct LockArray: ~Copyable, @unchecked Sendable {
         #else
         pthread_mutex_lock(primitive(index))
         #endif
+        LockOrder.didLock()
     }
 
     /// Releases lock number `index`.
     @inlinable
     func unlock(_ index: Int) {
+        LockOrder.willUnlock()
         #if canImport(Darwin)
         os_unfair_lock_unlock(primitive(index))
         #else

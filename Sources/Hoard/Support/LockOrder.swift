@@ -1,0 +1,76 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The locks inside Hoard, and the only ways they may nest.
+///
+/// Every lock is a ``Lock`` (alone or inside a ``Locked``) or one lock of a ``LockArray``. None is
+/// ever held while calling user code (a serializer, a fetcher, a delegate, a transformer, the
+/// logger's output) or while doing file I/O that other keys would wait on; code mutates under the
+/// lock, returns what must happen, and does it after unlocking.
+///
+/// | family | guards | may take, while held |
+/// |---|---|---|
+/// | key stripes (`KeyStripes`, 16 per cache) | a change to one key across memory and disk | a memory shard; the disk store's state lock |
+/// | all key stripes (`KeyStripes.changeAll`) | a clear | the same, taking stripes in index order |
+/// | reporter state (`CacheReporter.state`) | counters, the delegate, who listens | the event hub's lock; memory shards, one at a time |
+/// | disk store I/O (`DiskStore` `ioLock`) | changes to files: the writer's rename, clears, repairs | the disk store's state lock; the folder's opening |
+/// | disk store state (`DiskStore` state lock) | the index, the pending writes, the queue | nothing |
+/// | memory shard (`MemoryStore.locks`) | one shard's index and counters | nothing |
+/// | event hub, fetches in flight, logger output, retry count, and every other `Locked` | their own state | nothing but the folder and container-lock tables, which take nothing |
+///
+/// A lock further down the table is never held while taking one further up. Locks of one family
+/// never nest, except all stripes taken together in index order.
+///
+/// In debug builds each thread counts the Hoard locks it holds, and every call into user code
+/// asserts that it holds none (see ``assertNoneHeld(_:)``), so a test that reaches user code under
+/// a lock fails at once instead of deadlocking one run in a thousand.
+@usableFromInline
+enum LockOrder {
+    #if DEBUG
+    /// The number of Hoard locks the current thread holds.
+    private static let heldKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        assert(status == 0, "pthread_key_create failed: \(status)")
+        return key
+    }()
+
+    @usableFromInline
+    static var heldByThisThread: Int {
+        get { Int(bitPattern: pthread_getspecific(heldKey)) }
+        set { _ = pthread_setspecific(heldKey, UnsafeRawPointer(bitPattern: newValue)) }
+    }
+    #endif
+
+    /// Counts a lock the current thread took (debug builds only).
+    @inlinable
+    static func didLock() {
+        #if DEBUG
+        heldByThisThread += 1
+        #endif
+    }
+
+    /// Counts a lock the current thread released (debug builds only).
+    @inlinable
+    static func willUnlock() {
+        #if DEBUG
+        heldByThisThread -= 1
+        #endif
+    }
+
+    /// Traps, in debug builds, when the current thread holds a Hoard lock: call it right before
+    /// calling user code.
+    ///
+    /// - Parameter call: What is about to be called, for the message.
+    @inlinable
+    static func assertNoneHeld(_ call: @autoclosure () -> String) {
+        #if DEBUG
+        precondition(heldByThisThread == 0, "Hoard holds a lock while \(call())")
+        #endif
+    }
+}
