@@ -20,6 +20,10 @@ struct RunPlan: Sendable {
 struct BenchContext: Sendable {
     /// Whether `--quick` was passed: sizes divided by 10 and the quick run plan.
     let quick: Bool
+    /// `--traces DIR`: the folder of real traces the hit-rate scenario replays instead of its own.
+    var tracesDirectory: String? = nil
+    /// `--sizes a,b,c`: the cache sizes for the real traces, instead of those in `anchors.json`.
+    var traceSizes: [Int]? = nil
 
     var plan: RunPlan { quick ? .quick : .full }
 

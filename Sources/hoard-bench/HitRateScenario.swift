@@ -13,6 +13,9 @@ import Hoard
 /// everywhere, and on the static traces at least half of the way from LRU to the optimum.
 enum HitRate {
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
+        if let directory = context.tracesDirectory {
+            return try await RealTraceHitRate.run(context, directory: directory, sizes: context.traceSizes)
+        }
         let keyCount = context.size(100_000)
         let requests = context.size(1_000_000)
         var report = ScenarioReport(

@@ -13,9 +13,29 @@ struct HoardBench {
         }
         var quick = false
         var names: [String] = []
-        for argument in arguments {
+        var tracesDirectory: String?
+        var traceSizes: [Int]?
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
             switch argument {
             case "--quick": quick = true
+            case "--traces":
+                guard let directory = remaining.popFirst() else {
+                    progress("hoard-bench: --traces needs a folder.\n\n" + usage)
+                    exit(2)
+                }
+                tracesDirectory = directory
+            case "--sizes":
+                guard let list = remaining.popFirst(),
+                    case let sizes = list.split(separator: ",").compactMap({ Int($0) }),
+                    !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 })
+                else {
+                    progress(
+                        "hoard-bench: --sizes needs positive sizes separated by commas, as in 250,1000.\n\n" + usage
+                    )
+                    exit(2)
+                }
+                traceSizes = sizes
             case "--help", "-h":
                 print(usage)
                 return
@@ -28,7 +48,8 @@ struct HoardBench {
             }
         }
         let scenarios = names.isEmpty ? ScenarioRegistry.all : names.compactMap(ScenarioRegistry.named)
-        let context = BenchContext(quick: quick)
+        if tracesDirectory != nil && names.isEmpty { names = ["hitrate"] }
+        let context = BenchContext(quick: quick, tracesDirectory: tracesDirectory, traceSizes: traceSizes)
 
         #if DEBUG
         print("warning: this is a debug build; measure with `swift run -c release hoard-bench`.\n")
@@ -66,9 +87,12 @@ struct HoardBench {
 
     static var usage: String {
         var lines = [
-            "usage: swift run -c release hoard-bench [scenario …] [--quick]",
+            "usage: swift run -c release hoard-bench [scenario …] [--quick] [--traces DIR [--sizes a,b,c]]",
             "",
-            "  --quick   sizes divided by 10, 1 warm-up + 2 measured runs",
+            "  --quick         sizes divided by 10, 1 warm-up + 2 measured runs",
+            "  --traces DIR    hitrate replays the real traces in DIR (*.txt.gz or *.txt, one id per line)",
+            "                  at the sizes DIR/anchors.json lists, beside its classic policies' hit rates",
+            "  --sizes a,b,c   with --traces: these cache sizes instead",
             "",
             "scenarios (all when none is named):",
         ]
