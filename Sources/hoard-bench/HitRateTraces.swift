@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 
 /// The synthetic request traces of the hit-rate scenario, and Belady's optimal hit rate on them.
 ///

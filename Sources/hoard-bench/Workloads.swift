@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 
 // Workload generators and the plain-thread runner shared by the scenarios.
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardTestSupport
 
 /// A random workload of sets, removals, reads, clears and flushes, for a test that kills the process.
 ///
