@@ -5,32 +5,13 @@ import HoardTestSupport
 
 // MARK: - Zipf
 
-/// Key indices drawn from Zipf(`exponent`) over `0 ..< keys`: index `r` has weight `1 / (r + 1)^s`,
-/// so index 0 is the most popular.
+/// Key indices drawn from Zipf(`exponent`) over `0 ..< keys`, index 0 the most popular.
 ///
-/// Drawn by inverting the cumulative weights with a binary search, seeded, before anything is timed.
+/// Seeded (see `ZipfSampler`), and drawn before anything is timed.
 func zipfIndices(count: Int, keys: Int, exponent: Double = 0.99, seed: UInt64) -> [Int] {
-    var cumulative = [Double](repeating: 0, count: keys)
-    var total = 0.0
-    for rank in 0..<keys {
-        total += 1 / pow(Double(rank + 1), exponent)
-        cumulative[rank] = total
-    }
+    let zipf = ZipfSampler(keys: keys, exponent: exponent)
     var generator = SplitMix64(seed: seed)
-    var indices: [Int] = []
-    indices.reserveCapacity(count)
-    for _ in 0..<count {
-        // 53 random bits as a fraction in [0, 1), scaled to the total weight.
-        let target = Double(generator.next() >> 11) / Double(UInt64(1) << 53) * total
-        var low = 0
-        var high = keys - 1
-        while low < high {
-            let middle = (low + high) / 2
-            if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-        }
-        indices.append(low)
-    }
-    return indices
+    return (0..<count).map { _ in zipf.next(using: &generator) }
 }
 
 // MARK: - Mixed operations
