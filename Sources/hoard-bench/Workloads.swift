@@ -44,7 +44,7 @@ func mixedOperations(count: Int, keys: Int, setPercent: Int, seed: UInt64) -> [M
 /// The caller's task suspends meanwhile, so no thread of the cooperative pool is blocked.
 func runOnThreads(_ count: Int, _ body: @escaping @Sendable (_ thread: Int) -> Void) async -> Duration {
     await withCheckedContinuation { continuation in
-        let gate = ThreadGate(count: count, continuation: continuation)
+        let gate = TimedBarrier(count: count, continuation: continuation)
         for number in 0..<count {
             let thread = Thread {
                 gate.arrive()
@@ -59,7 +59,7 @@ func runOnThreads(_ count: Int, _ body: @escaping @Sendable (_ thread: Int) -> V
 
 /// Releases a group of threads together once all of them are ready, and reports when the last one
 /// is done.
-private final class ThreadGate: @unchecked Sendable {
+private final class TimedBarrier: @unchecked Sendable {
     // Safe because every stored variable is read and written only while holding `condition`.
     private let condition = NSCondition()
     private let count: Int
