@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +31,7 @@ enum Worker {
         let rest = Array(arguments.dropFirst())
         do {
             switch mode {
-            case "crash": try await CrashWorkload(arguments: rest).run()
+            case "crash": try await CrashWorkload.run(arguments: rest)
             case "hold": try await TwoProcess.hold(arguments: rest)
             case "try-open": try await TwoProcess.tryOpen(arguments: rest)
             case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()

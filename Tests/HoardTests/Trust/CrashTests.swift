@@ -47,6 +47,30 @@ struct CrashTests {
         #expect(failed.isEmpty)
     }
 
+    @Test func theWorkersRecordsAndArgumentsReadBackAsWritten() {
+        let records: [CrashWorkload.Record] = [
+            .set(key: "k3", seq: 7, length: 120), .remove(key: "k0", seq: 8), .removeAll(seq: 9),
+            .clearMemory(seq: 10), .flush(seq: 11), .flushed(seq: 11), .mismatch("read k1: nil instead of k1|2|bb"),
+            .end,
+        ]
+        for record in records { #expect(CrashWorkload.Record(line: record.line) == record) }
+        #expect(records.filter(\.startsAnOperation).count == 5)
+        #expect(CrashWorkload.Record(line: "S k1 1") == nil)  // cut short by a kill
+        #expect(CrashWorkload.Record(line: "S k1 one 5") == nil)
+        for policy in EvictionPolicy.allCases {
+            let setup = CrashWorkload.Setup(
+                folder: "/tmp/a folder",
+                container: "test",
+                seed: 1 << 40,
+                operations: 300,
+                maxDiskCount: 5,
+                maxRamCount: 16,
+                policy: policy
+            )
+            #expect(CrashWorkload.Setup(arguments: setup.arguments) == setup)
+        }
+    }
+
     @Test func theCheckerCatchesALostFlushAndAForeignValue() throws {
         // The checker must be able to fail: a flushed value gone, an unflushed older value back, a
         // value of another key.
@@ -54,27 +78,27 @@ struct CrashTests {
         let history = CrashHistory(records: records, keyCount: 24)
         #expect(history.problem(key: "k1", value: nil, mayEvict: false) != nil)
         #expect(
-            history.problem(key: "k1", value: CrashHistory.value(key: "k1", seq: 1, length: 5), mayEvict: false) == nil
+            history.problem(key: "k1", value: CrashWorkload.value(key: "k1", seq: 1, length: 5), mayEvict: false) == nil
         )
         #expect(
-            history.problem(key: "k1", value: CrashHistory.value(key: "k1", seq: 5, length: 2), mayEvict: false) == nil
+            history.problem(key: "k1", value: CrashWorkload.value(key: "k1", seq: 5, length: 2), mayEvict: false) == nil
         )
         #expect(history.problem(key: "k2", value: nil, mayEvict: false) != nil)
         #expect(history.problem(key: "k2", value: nil, mayEvict: true) == nil)
         #expect(
-            history.problem(key: "k2", value: CrashHistory.value(key: "k1", seq: 1, length: 5), mayEvict: true) != nil
+            history.problem(key: "k2", value: CrashWorkload.value(key: "k1", seq: 1, length: 5), mayEvict: true) != nil
         )
         #expect(history.problem(key: "k2", value: "k2|3|dddd", mayEvict: false) == nil)
         #expect(history.problem(key: "k2", value: "k2|3|ddd", mayEvict: false) != nil)
         #expect(history.problem(key: "k3", value: nil, mayEvict: false) == nil)
         let removed = CrashHistory(records: ["S k1 1 5", "F 2", "D 2", "R k1 3", "F 4", "D 4"], keyCount: 24)
         #expect(
-            removed.problem(key: "k1", value: CrashHistory.value(key: "k1", seq: 1, length: 5), mayEvict: true) != nil
+            removed.problem(key: "k1", value: CrashWorkload.value(key: "k1", seq: 1, length: 5), mayEvict: true) != nil
         )
         let cleared = CrashHistory(records: ["S k1 1 5", "F 2", "D 2", "C 3"], keyCount: 24)
         #expect(cleared.problem(key: "k1", value: nil, mayEvict: false) == nil)
         #expect(
-            cleared.problem(key: "k1", value: CrashHistory.value(key: "k1", seq: 1, length: 5), mayEvict: false) == nil
+            cleared.problem(key: "k1", value: CrashWorkload.value(key: "k1", seq: 1, length: 5), mayEvict: false) == nil
         )
     }
 }
@@ -105,49 +129,39 @@ struct CrashHistory {
     private(set) var hasEnded = false
     private(set) var operationCount = 0
 
-    /// The value the worker sets (see `CrashWorkload.value` in hoard-test-worker; keep them equal).
-    static func value(key: String, seq: Int, length: Int) -> String {
-        let filler = Character(Unicode.Scalar(UInt8(97 + seq % 26)))
-        return "\(key)|\(seq)|" + String(repeating: filler, count: length)
-    }
-
+    /// Reads the worker's records (`CrashWorkload.Record` lines) for a workload on `keyCount` keys.
     init(records: [String], keyCount: Int) {
-        let keys = (0..<keyCount).map { "k\($0)" }
+        let keys = (0..<keyCount).map(CrashWorkload.key)
         var operations: [String: [(position: Int, outcome: Outcome)]] = [:]
         var flushStarts: [Int: Int] = [:]
         var confirmedUpTo = -1
-        for (position, record) in records.enumerated() {
-            let fields = record.split(separator: " ").map(String.init)
-            switch fields.first {
-            case "S" where fields.count == 4:
-                guard let seq = Int(fields[2]), let length = Int(fields[3]) else {
-                    failures.append("worker: \(record)")
-                    continue
-                }
-                operations[fields[1], default: []].append((position, .value(seq: seq, length: length)))
+        for (position, line) in records.enumerated() {
+            switch CrashWorkload.Record(line: line) {
+            case .set(let key, let seq, let length):
+                operations[key, default: []].append((position, .value(seq: seq, length: length)))
                 operationCount += 1
-            case "R" where fields.count == 3:
-                operations[fields[1], default: []].append((position, .miss))
+            case .remove(let key, _):
+                operations[key, default: []].append((position, .miss))
                 operationCount += 1
-            case "C" where fields.count == 2:
+            case .removeAll:
                 for key in keys { operations[key, default: []].append((position, .miss)) }
                 operationCount += 1
-            case "M" where fields.count == 2:
+            case .clearMemory:
                 operationCount += 1
-            case "F" where fields.count == 2:
-                flushStarts[Int(fields[1]) ?? -1] = position
+            case .flush(let seq):
+                flushStarts[seq] = position
                 operationCount += 1
-            case "D" where fields.count == 2:
-                guard let start = flushStarts[Int(fields[1]) ?? -1] else {
-                    failures.append("worker: \(record)")
+            case .flushed(let seq):
+                guard let start = flushStarts[seq] else {
+                    failures.append("worker: \(line)")
                     continue
                 }
                 confirmedUpTo = start
                 confirmedFlushes += 1
-            case "E" where fields.count == 1:
+            case .end:
                 hasEnded = true
-            default:
-                failures.append("worker: \(record)")
+            case .mismatch, nil:
+                failures.append("worker: \(line)")
             }
         }
         for key in keys {
@@ -174,7 +188,7 @@ struct CrashHistory {
             return "\(key) holds a value that is not its own: \(value.prefix(60))"
         }
         let outcome = Outcome.value(seq: seq, length: fields[2].count)
-        guard Self.value(key: key, seq: seq, length: fields[2].count) == value else {
+        guard CrashWorkload.value(key: key, seq: seq, length: fields[2].count) == value else {
             return "\(key) holds garbage: \(value.prefix(60))"
         }
         guard allowed.contains(outcome) else {
@@ -209,7 +223,7 @@ struct CrashTrial {
         // Reads print no record, so about 82 % of the operations count here: one trial in ten or so
         // runs to its end, the others die after a random operation.
         killAfter = 1 + Int(generator.next() % UInt64(operations * 9 / 10))
-        maxDiskCount = [CrashWorkloadShape.keyCount, 40, 12, 5][Int(generator.next() % 4)]
+        maxDiskCount = [CrashWorkload.keyCount, 40, 12, 5][Int(generator.next() % 4)]
         maxRamCount = [1, 4, 16][Int(generator.next() % 3)]
         policy = generator.next() % 2 == 0 ? .lfu : .lru
     }
@@ -221,10 +235,16 @@ struct CrashTrial {
 
     func run() async throws -> Report {
         let folder = TemporaryDirectory()
-        let process = try WorkerProcess([
-            "crash", folder.url.path, "test", "\(seed)", "\(operations)", "\(maxDiskCount)", "\(maxRamCount)",
-            "\(policy)",
-        ])
+        let workload = CrashWorkload.Setup(
+            folder: folder.url.path,
+            container: "test",
+            seed: seed,
+            operations: operations,
+            maxDiskCount: maxDiskCount,
+            maxRamCount: maxRamCount,
+            policy: policy
+        )
+        let process = try WorkerProcess(["crash"] + workload.arguments)
         process.closeInput()
         let killAfter = killAfter
         let (records, ending) = await onPlainThread { () -> ([String], WorkerProcess.Ending) in
@@ -232,22 +252,20 @@ struct CrashTrial {
             var started = 0
             while let line = process.readLine() {
                 records.append(line)
-                if line.hasPrefix("S ") || line.hasPrefix("R ") || line.hasPrefix("C ") || line.hasPrefix("M ")
-                    || line.hasPrefix("F ")
-                {
+                if CrashWorkload.Record(line: line)?.startsAnOperation == true {
                     started += 1
                     if started == killAfter { process.kill() }
                 }
             }
             return (records, process.wait())
         }
-        let history = CrashHistory(records: records, keyCount: CrashWorkloadShape.keyCount)
+        let history = CrashHistory(records: records, keyCount: CrashWorkload.keyCount)
         var problems = history.failures
         let wasKilled = ending == .killed(SIGKILL)
         if !(wasKilled || (ending == .exited(0) && history.hasEnded)) {
             problems.append("the worker \(ending) after \(records.count) records")
         }
-        problems += try check(folder, history)
+        problems += try check(folder, history, mayEvict: workload.mayEvict)
         return Report(
             seed: seed,
             setup: setup,
@@ -257,9 +275,8 @@ struct CrashTrial {
         )
     }
 
-    private func check(_ folder: TemporaryDirectory, _ history: CrashHistory) throws -> [String] {
+    private func check(_ folder: TemporaryDirectory, _ history: CrashHistory, mayEvict: Bool) throws -> [String] {
         var problems: [String] = []
-        let mayEvict = maxDiskCount < CrashWorkloadShape.keyCount
         let container = folder.container()
 
         // Before reopening: the files as the crash left them. Writes are renamed into place, so no
@@ -302,8 +319,7 @@ struct CrashTrial {
         if Set(cache.allKeys) != fileKeys {
             problems.append("allKeys \(cache.allKeys.sorted()) differ from the files' keys \(fileKeys.sorted())")
         }
-        for index in 0..<CrashWorkloadShape.keyCount {
-            let key = "k\(index)"
+        for key in CrashWorkload.keys {
             let value = cache[key]
             if let problem = history.problem(key: key, value: value, mayEvict: mayEvict) { problems.append(problem) }
             if (value != nil) != fileKeys.contains(key) {
@@ -314,10 +330,4 @@ struct CrashTrial {
         }
         return problems
     }
-}
-
-/// The shape of the worker's workload that the checks depend on.
-enum CrashWorkloadShape {
-    /// `CrashWorkload.keyCount` in hoard-test-worker.
-    static let keyCount = 24
 }
