@@ -1,4 +1,5 @@
 import Foundation
+import Hoard
 import HoardTestSupport
 
 // The measuring machinery shared by every scenario: run plans, one measuring helper, the report a
@@ -317,6 +318,17 @@ func noise(count: Int, seed: UInt64) -> Data {
 /// spread is a few standard deviations of about √(keys / shards)) without changing how the store
 /// sizes its tables (they grow in powers of two).
 func roomFor(_ keys: Int) -> Int { keys + keys / 8 }
+
+/// A memory-only `Cache<Int>` (disk off) that holds at most `capacity` entries, as every memory
+/// scenario measures it; `policy` defaults to the builder's.
+func memoryOnlyCache(capacity: Int, policy: EvictionPolicy = .lfu) throws -> Cache<Int> {
+    try CacheBuilder<Int>()
+        .containerName("hoard-bench")
+        .maxDiskCount(0)
+        .maxRamCount(capacity)
+        .evictionPolicy(policy)
+        .build()
+}
 
 /// Makes the keys `key-0`, `key-1` and so on.
 func makeKeys(_ count: Int) -> [String] {
