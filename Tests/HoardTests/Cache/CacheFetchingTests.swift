@@ -385,8 +385,3 @@ struct CacheFetchingTests {
         }
     }
 }
-
-/// Calls the blocking `getOrFetch` from synchronous code.
-private func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
-    try cache.getOrFetch(forKey: key)
-}

@@ -11,16 +11,6 @@ private struct Event: Codable, Sendable, Equatable {
 
 private struct Unencodable: Error {}
 
-/// Refuses to encode values equal to "poison".
-private struct PickySerializer: CacheSerializer {
-    func serialize(_ value: String) throws -> Data {
-        if value == "poison" { throw Unencodable() }
-        return Data(value.utf8)
-    }
-
-    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
-}
-
 @Suite struct SerializerTests {
     @Test func builtInSerializersRoundTrip() throws {
         #expect(try DataSerializer().deserialize(DataSerializer().serialize(Data([0, 1, 255]))) == Data([0, 1, 255]))
@@ -57,7 +47,7 @@ private struct PickySerializer: CacheSerializer {
         TestLog.install()
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
-        let cache = try CacheBuilder<String>(serializer: PickySerializer()).containerName("c").directory(folder.url)
+        let cache = try CacheBuilder<String>(serializer: PoisonSerializer()).containerName("c").directory(folder.url)
             .delegate(delegate).build()
         cache["good"] = "fine"
         cache["bad"] = "fine before"
@@ -70,7 +60,7 @@ private struct PickySerializer: CacheSerializer {
         let error = try #require(delegate.lastStoreError as? CacheError)
         #expect(error.code == .serializationFailed)
         #expect(error.key == "bad")
-        #expect(error.underlyingError is Unencodable)
+        #expect(error.underlyingError is PoisonSerializer.Rejected)
         // The older value on disk is gone, never served in place of the newer one.
         cache.clearMemory()
         #expect(cache["bad"] == nil)

@@ -252,8 +252,3 @@ struct RequestPoolingTests {
         }
     }
 }
-
-/// Calls the blocking `getOrFetch` from synchronous code.
-private func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
-    try cache.getOrFetch(forKey: key)
-}
