@@ -7,15 +7,6 @@ import Testing
 @Suite struct DiskStoreByteLimitTests {
     init() { TestLog.install() }
 
-    /// Records the evictions a store reports.
-    final class EvictionRecorder: DiskStoreObserver {
-        let evicted = Locked<[String]>([])
-        func diskStore(willEvictKey key: String, reason: EvictionReason) { evicted.withLock { $0.append(key) } }
-        func diskStore(didFailToStoreKey key: String, error: CacheError) {}
-        func diskStoreDidChange(key: String) {}
-        func diskStoreDidClear() {}
-    }
-
     /// A value of `size` bytes.
     private func payload(_ size: Int) -> Data { Data(repeating: 0x61, count: size) }
 
