@@ -13,11 +13,15 @@ let package = Package(
     ],
     targets: [
         .target(name: "Hoard"),
+        // What the tests, the benchmark and the test worker share: seeded random numbers, the Zipf
+        // sampler, thread helpers and the crash workload's format. In no product, and its API is
+        // `package`, so it never ships with Hoard.
+        .target(name: "HoardTestSupport", dependencies: ["Hoard"]),
         .executableTarget(name: "hoard-demo", dependencies: ["Hoard"]),
-        .executableTarget(name: "hoard-bench", dependencies: ["Hoard"]),
+        .executableTarget(name: "hoard-bench", dependencies: ["Hoard", "HoardTestSupport"]),
         // A child process for the crash, two-process and file-system fault tests (Tests/HoardTests/Trust).
-        .executableTarget(name: "hoard-test-worker", dependencies: ["Hoard"]),
-        .testTarget(name: "HoardTests", dependencies: ["Hoard"]),
+        .executableTarget(name: "hoard-test-worker", dependencies: ["Hoard", "HoardTestSupport"]),
+        .testTarget(name: "HoardTests", dependencies: ["Hoard", "HoardTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

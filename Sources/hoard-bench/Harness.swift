@@ -1,7 +1,10 @@
 import Foundation
+import Hoard
+import HoardTestSupport
 
 // The measuring machinery shared by every scenario: run plans, one measuring helper, the report a
-// scenario returns and how it is printed, a seeded PRNG and temporary folders.
+// scenario returns and how it is printed, seeded random inputs (SplitMix64, from HoardTestSupport)
+// and temporary folders.
 
 // MARK: - Plans and context
 
@@ -293,22 +296,6 @@ func formatRatio(_ ratio: Double) -> String {
 
 // MARK: - Random numbers
 
-/// SplitMix64 (Steele, Lea and Flood): a tiny, fast, seedable generator, so that every run of the
-/// benchmark reads the same keys in the same order.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// `count` indices drawn uniformly from `0 ..< bound`.
 func uniformIndices(count: Int, below bound: Int, seed: UInt64) -> [Int] {
     var generator = SplitMix64(seed: seed)
@@ -335,6 +322,17 @@ func noise(count: Int, seed: UInt64) -> Data {
 /// spread is a few standard deviations of about √(keys / shards)) without changing how the store
 /// sizes its tables (they grow in powers of two).
 func roomFor(_ keys: Int) -> Int { keys + keys / 8 }
+
+/// A memory-only `Cache<Int>` (disk off) that holds at most `capacity` entries, as every memory
+/// scenario measures it; `policy` defaults to the builder's.
+func memoryOnlyCache(capacity: Int, policy: EvictionPolicy = .lfu) throws -> Cache<Int> {
+    try CacheBuilder<Int>()
+        .containerName("hoard-bench")
+        .maxDiskCount(0)
+        .maxRamCount(capacity)
+        .evictionPolicy(policy)
+        .build()
+}
 
 /// Makes the keys `key-0`, `key-1` and so on.
 func makeKeys(_ count: Int) -> [String] {

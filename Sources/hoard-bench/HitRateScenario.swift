@@ -117,12 +117,7 @@ enum HitRate {
 
     /// The percentage of requests that hit, for a memory-only cache that stores every miss.
     static func hitRate(_ policy: EvictionPolicy, capacity: Int, trace: [Int], keys: [String]) throws -> Double {
-        let cache = try CacheBuilder<Int>()
-            .containerName("hitrate")
-            .maxRamCount(capacity)
-            .maxDiskCount(0)
-            .evictionPolicy(policy)
-            .build()
+        let cache = try memoryOnlyCache(capacity: capacity, policy: policy)
         var hits = 0
         for index in trace {
             if cache[keys[index]] != nil {

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 
 /// The synthetic request traces of the hit-rate scenario, and Belady's optimal hit rate on them.
 ///
@@ -28,12 +29,7 @@ struct HitRateTrace {
         scan: (every: Int, length: Int)? = nil,
         seed: UInt64
     ) -> HitRateTrace {
-        var cumulative = [Double](repeating: 0, count: keys)
-        var total = 0.0
-        for rank in 0..<keys {
-            total += 1 / pow(Double(rank + 1), exponent)
-            cumulative[rank] = total
-        }
+        let zipf = ZipfSampler(keys: keys, exponent: exponent)
         var generator = SplitMix64(seed: seed)
         var offset = 0
         var nextOneShot = keys
@@ -49,14 +45,7 @@ struct HitRateTrace {
                 if trace.count == requests { break }
             }
             if let shiftEvery, zipfRequests % shiftEvery == 0 { offset = Int(generator.next() % UInt64(keys)) }
-            let target = Double(generator.next() >> 11) / Double(1 << 53) * total
-            var low = 0
-            var high = keys - 1
-            while low < high {
-                let middle = (low + high) / 2
-                if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-            }
-            trace.append((low + offset) % keys)
+            trace.append((zipf.next(using: &generator) + offset) % keys)
             zipfRequests += 1
         }
         let isStatic = shiftEvery == nil && scan == nil

@@ -171,13 +171,7 @@ enum MemoryPerEntry {
         var checksum = 0
         switch subject {
         case .hoardLRU, .hoardLFU:
-            guard
-                let cache = try? CacheBuilder<Int>()
-                    .containerName("hoard-bench")
-                    .maxDiskCount(0)
-                    .maxRamCount(roomFor(count))
-                    .evictionPolicy(subject == .hoardLRU ? .lru : .lfu)
-                    .build()
+            guard let cache = try? memoryOnlyCache(capacity: roomFor(count), policy: subject == .hoardLRU ? .lru : .lfu)
             else {
                 progress("cannot build the cache")
                 return 1

@@ -36,12 +36,7 @@ enum MemoryGet {
         var rows: [Contender] = []
         for policy in [EvictionPolicy.lru, .lfu] {
             let label = policy == .lru ? hoardLRU : hoardLFU
-            let cache = try CacheBuilder<Int>()
-                .containerName("hoard-bench")
-                .maxDiskCount(0)
-                .maxRamCount(roomFor(keyCount))
-                .evictionPolicy(policy)
-                .build()
+            let cache = try memoryOnlyCache(capacity: roomFor(keyCount), policy: policy)
             for (value, key) in keys.enumerated() { cache[key] = value }
             if cache.memoryCount != keyCount {
                 report.notes.append("\(label): memoryCount \(cache.memoryCount) after filling, expected \(keyCount)")
@@ -199,12 +194,7 @@ enum MemorySet {
             let label = policy == .lru ? hoardLRU : hoardLFU
             return Contender(label: label, operations: setCount) {
                 // A fresh cache per run, built before the clock starts.
-                let cache = try CacheBuilder<Int>()
-                    .containerName("hoard-bench")
-                    .maxDiskCount(0)
-                    .maxRamCount(capacity)
-                    .evictionPolicy(policy)
-                    .build()
+                let cache = try memoryOnlyCache(capacity: capacity, policy: policy)
                 let elapsed = time {
                     for (value, key) in keys.enumerated() { cache[key] = value }
                 }

@@ -30,12 +30,7 @@ enum MemorySetAnatomy {
         var checksum: UInt64 = 0
         var rows: [Contender] = [
             Contender(label: hoard, operations: setCount) {
-                let cache = try CacheBuilder<Int>()
-                    .containerName("hoard-bench")
-                    .maxDiskCount(0)
-                    .maxRamCount(capacity)
-                    .evictionPolicy(.lru)
-                    .build()
+                let cache = try memoryOnlyCache(capacity: capacity, policy: .lru)
                 let elapsed = time { for (value, key) in keys.enumerated() { cache[key] = value } }
                 checksum &+= UInt64(cache.memoryCount)
                 return elapsed
@@ -89,7 +84,7 @@ enum MemorySetAnatomy {
                 return elapsed
             }
         )
-        let cache = try CacheBuilder<Int>().containerName("hoard-bench").maxDiskCount(0).maxRamCount(capacity).build()
+        let cache = try memoryOnlyCache(capacity: capacity)
         rows.append(
             Contender(label: delegate, operations: setCount) {
                 var found = 0

@@ -82,12 +82,7 @@ enum ThreadsMixed {
         }
 
         for policy in [EvictionPolicy.lru, .lfu] {
-            let cache = try CacheBuilder<Int>()
-                .containerName("hoard-bench")
-                .maxDiskCount(0)
-                .maxRamCount(roomFor(keyCount))
-                .evictionPolicy(policy)
-                .build()
+            let cache = try memoryOnlyCache(capacity: roomFor(keyCount), policy: policy)
             for (value, key) in keys.enumerated() { cache[key] = value }
             addRows(
                 policy == .lru ? hoardLRU : hoardLFU,

@@ -1,35 +1,17 @@
 import Foundation
+import HoardTestSupport
 
 // Workload generators and the plain-thread runner shared by the scenarios.
 
 // MARK: - Zipf
 
-/// Key indices drawn from Zipf(`exponent`) over `0 ..< keys`: index `r` has weight `1 / (r + 1)^s`,
-/// so index 0 is the most popular.
+/// Key indices drawn from Zipf(`exponent`) over `0 ..< keys`, index 0 the most popular.
 ///
-/// Drawn by inverting the cumulative weights with a binary search, seeded, before anything is timed.
+/// Seeded (see `ZipfSampler`), and drawn before anything is timed.
 func zipfIndices(count: Int, keys: Int, exponent: Double = 0.99, seed: UInt64) -> [Int] {
-    var cumulative = [Double](repeating: 0, count: keys)
-    var total = 0.0
-    for rank in 0..<keys {
-        total += 1 / pow(Double(rank + 1), exponent)
-        cumulative[rank] = total
-    }
+    let zipf = ZipfSampler(keys: keys, exponent: exponent)
     var generator = SplitMix64(seed: seed)
-    var indices: [Int] = []
-    indices.reserveCapacity(count)
-    for _ in 0..<count {
-        // 53 random bits as a fraction in [0, 1), scaled to the total weight.
-        let target = Double(generator.next() >> 11) / Double(UInt64(1) << 53) * total
-        var low = 0
-        var high = keys - 1
-        while low < high {
-            let middle = (low + high) / 2
-            if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-        }
-        indices.append(low)
-    }
-    return indices
+    return (0..<count).map { _ in zipf.next(using: &generator) }
 }
 
 // MARK: - Mixed operations
@@ -62,7 +44,7 @@ func mixedOperations(count: Int, keys: Int, setPercent: Int, seed: UInt64) -> [M
 /// The caller's task suspends meanwhile, so no thread of the cooperative pool is blocked.
 func runOnThreads(_ count: Int, _ body: @escaping @Sendable (_ thread: Int) -> Void) async -> Duration {
     await withCheckedContinuation { continuation in
-        let gate = ThreadGate(count: count, continuation: continuation)
+        let gate = TimedBarrier(count: count, continuation: continuation)
         for number in 0..<count {
             let thread = Thread {
                 gate.arrive()
@@ -77,7 +59,7 @@ func runOnThreads(_ count: Int, _ body: @escaping @Sendable (_ thread: Int) -> V
 
 /// Releases a group of threads together once all of them are ready, and reports when the last one
 /// is done.
-private final class ThreadGate: @unchecked Sendable {
+private final class TimedBarrier: @unchecked Sendable {
     // Safe because every stored variable is read and written only while holding `condition`.
     private let condition = NSCondition()
     private let count: Int

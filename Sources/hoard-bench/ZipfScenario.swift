@@ -13,7 +13,7 @@ enum ZipfGetOrSet {
         let keyCount = context.size(1_000_000)
         let capacity = context.size(10_000)
         let requestCount = context.size(1_000_000)
-        let keys = (0..<keyCount).map { "key-\($0)" }
+        let keys = makeKeys(keyCount)
         let trace = zipfIndices(count: requestCount, keys: keyCount, exponent: 0.99, seed: 0x5A49_5046)
         var report = ScenarioReport(
             name: "zipf",
@@ -28,12 +28,7 @@ enum ZipfGetOrSet {
             let label = label(policy)
             rows.append(
                 Contender(label: label, operations: requestCount) {
-                    let cache = try CacheBuilder<Int>()
-                        .containerName("hoard-bench")
-                        .maxDiskCount(0)
-                        .maxRamCount(capacity)
-                        .evictionPolicy(policy)
-                        .build()
+                    let cache = try memoryOnlyCache(capacity: capacity, policy: policy)
                     var hits = 0
                     var sum: UInt64 = 0
                     let elapsed = time {

@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +31,7 @@ enum Worker {
         let rest = Array(arguments.dropFirst())
         do {
             switch mode {
-            case "crash": try await CrashWorkload(arguments: rest).run()
+            case "crash": try await CrashWorkload.run(arguments: rest)
             case "hold": try await TwoProcess.hold(arguments: rest)
             case "try-open": try await TwoProcess.tryOpen(arguments: rest)
             case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()
@@ -62,21 +63,6 @@ func emit(_ line: String) {
                 return
             }
         }
-    }
-}
-
-/// A small, seedable generator (SplitMix64), so that a failing trial can be run again.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

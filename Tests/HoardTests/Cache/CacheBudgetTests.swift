@@ -1,19 +1,8 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
-
-private struct Unencodable: Error {}
-
-/// Stores strings as UTF-8, but refuses to encode "bad".
-private struct RejectingSerializer: CacheSerializer {
-    func serialize(_ value: String) throws -> Data {
-        if value == "bad" { throw Unencodable() }
-        return Data(value.utf8)
-    }
-
-    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
-}
 
 /// `maxRamCost` and the share one entry may take (DESIGN §3), next to the disk limits.
 @Suite(.validatesCacheInvariants) struct CacheBudgetTests {
@@ -90,10 +79,8 @@ private struct RejectingSerializer: CacheSerializer {
     @Test func aValueThatCannotBeSerializedIsNotCachedUnderACostLimit() async throws {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
-        let cache = try CacheBuilder<String>(serializer: RejectingSerializer()).containerName("test").directory(
-            folder.url
-        )
-        .maxRamCost(1_000).delegate(delegate).build()
+        let cache = try folder.stringBuilder().serializer(PoisonSerializer(refusing: "bad")).maxRamCost(1_000)
+            .delegate(delegate).build()
         cache["k"] = "good"
         await cache.flush()
         cache["k"] = "bad"

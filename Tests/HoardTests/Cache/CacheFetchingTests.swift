@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -383,9 +384,4 @@ struct CacheFetchingTests {
             #expect(seen.sorted() == (0..<4).map { "key \($0)" })
         }
     }
-}
-
-/// Calls the blocking `getOrFetch` from synchronous code.
-private func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
-    try cache.getOrFetch(forKey: key)
 }

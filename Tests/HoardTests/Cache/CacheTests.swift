@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -447,35 +448,5 @@ import Testing
             try folder.stringBuilder().maxDiskCount(10).evictionPolicy(.lru).build()
         }
         #expect(try folder.stringBuilder().maxDiskCount(10).maxRamCount(3).build().disk === first.disk)
-    }
-}
-
-/// A string serializer that waits for a gate before its first encoding, to hold the writer.
-final class BlockingSerializer: CacheSerializer, Sendable {
-    let gate = ThreadGate()
-    let started = Counter()
-
-    func serialize(_ value: String) throws -> Data {
-        if started.increment() == 1 { gate.wait() }
-        return Data(value.utf8)
-    }
-
-    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
-}
-
-/// A string serializer whose decoding, once armed, waits for a gate: holds a reader mid-read.
-final class GatedDeserializer: CacheSerializer, Sendable {
-    let gate = ThreadGate()
-    let armed = Locked(false)
-    let waiting = Counter()
-
-    func serialize(_ value: String) throws -> Data { Data(value.utf8) }
-
-    func deserialize(_ data: Data) throws -> String {
-        if armed.withLock({ $0 }) {
-            waiting.increment()
-            gate.wait()
-        }
-        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard

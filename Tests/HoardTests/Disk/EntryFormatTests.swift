@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -65,43 +66,5 @@ import Testing
         bytes += [0xFF, 0xFE]
         bytes.appendLittleEndian(bytes.withUnsafeBytes { CRC32.checksum($0) })
         #expect(throws: EntryFormat.Damage.self) { try EntryFormat.decode(bytes) }
-    }
-}
-
-@Suite struct DiskIndexFileTests {
-    @Test func roundTripsAndRejectsDamage() throws {
-        let records = (0..<20).map { index in
-            DiskIndexFile.Record(
-                digest: DiskKey("key \(index)").digest,
-                count: UInt32(index + 1),
-                info: DiskEntryInfo(key: "key \(index)", size: 100 + index)
-            )
-        }
-        let bytes = DiskIndexFile.encode(records)
-        let decoded = try #require(bytes.withUnsafeBytes { DiskIndexFile.decode($0) })
-        #expect(decoded.map(\.info.key) == records.map(\.info.key))
-        #expect(decoded.map(\.count) == records.map(\.count))
-        #expect(decoded.map(\.info.size) == records.map(\.info.size))
-        #expect(decoded.map(\.digest) == records.map(\.digest))
-        for offset in stride(from: 0, to: bytes.count, by: 7) {
-            var damaged = bytes
-            damaged[offset] ^= 0x10
-            #expect(damaged.withUnsafeBytes { DiskIndexFile.decode($0) } == nil)
-        }
-        for length in stride(from: 0, to: bytes.count, by: 5) {
-            #expect(Array(bytes.prefix(length)).withUnsafeBytes { DiskIndexFile.decode($0) } == nil)
-        }
-    }
-}
-
-@Suite struct FileNamingTests {
-    @Test func fileNamesAreTheSHA256OfTheNFCKey() {
-        #expect(DiskKey("abc").fileName == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(DiskKey("\u{E9}").fileName == DiskKey("e\u{301}").fileName)
-        #expect(DiskKey("\u{E9}").fileName == SHA256Digest.hash(Array("\u{E9}".utf8)).hex)
-        #expect(DiskKey("Key").fileName != DiskKey("key").fileName)
-        #expect(ContainerFile.isEntryName(DiskKey("../../etc/passwd").fileName))
-        #expect(!ContainerFile.isEntryName(ContainerFile.index))
-        #expect(!ContainerFile.isEntryName(String(repeating: "A", count: 64)))
     }
 }

@@ -1,3 +1,4 @@
+import HoardTestSupport
 import Testing
 
 @testable import Hoard

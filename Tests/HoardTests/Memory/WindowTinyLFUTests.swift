@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -260,24 +261,9 @@ import Testing
         // when written; a filter that admitted everything would sit near LRU).
         let keys = 5_000
         let capacity = 250
-        var cumulative: [Double] = []
-        var total = 0.0
-        for rank in 1...keys {
-            total += 1 / pow(Double(rank), 0.9)
-            cumulative.append(total)
-        }
+        let zipf = ZipfSampler(keys: keys, exponent: 0.9)
         var generator = SplitMix64(seed: 17)
-        var trace: [Int] = []
-        for _ in 0..<100_000 {
-            let target = Double(generator.next() >> 11) / Double(1 << 53) * total
-            var low = 0
-            var high = keys - 1
-            while low < high {
-                let middle = (low + high) / 2
-                if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-            }
-            trace.append(low)
-        }
+        let trace = (0..<100_000).map { _ in zipf.next(using: &generator) }
         func hitRate(_ policy: EvictionPolicy) -> Double {
             var index = EvictionIndex<Int, Int>(policy: policy, capacity: capacity)
             let hits = trace.reduce(0) { $0 + (request(&index, $1, capacity: capacity) ? 1 : 0) }

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -6,18 +7,6 @@ import Testing
 private struct Event: Codable, Sendable, Equatable {
     let name: String
     let date: Date
-}
-
-private struct Unencodable: Error {}
-
-/// Refuses to encode values equal to "poison".
-private struct PickySerializer: CacheSerializer {
-    func serialize(_ value: String) throws -> Data {
-        if value == "poison" { throw Unencodable() }
-        return Data(value.utf8)
-    }
-
-    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
 }
 
 @Suite struct SerializerTests {
@@ -56,7 +45,7 @@ private struct PickySerializer: CacheSerializer {
         TestLog.install()
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
-        let cache = try CacheBuilder<String>(serializer: PickySerializer()).containerName("c").directory(folder.url)
+        let cache = try CacheBuilder<String>(serializer: PoisonSerializer()).containerName("c").directory(folder.url)
             .delegate(delegate).build()
         cache["good"] = "fine"
         cache["bad"] = "fine before"
@@ -69,7 +58,7 @@ private struct PickySerializer: CacheSerializer {
         let error = try #require(delegate.lastStoreError as? CacheError)
         #expect(error.code == .serializationFailed)
         #expect(error.key == "bad")
-        #expect(error.underlyingError is Unencodable)
+        #expect(error.underlyingError is PoisonSerializer.Rejected)
         // The older value on disk is gone, never served in place of the newer one.
         cache.clearMemory()
         #expect(cache["bad"] == nil)
@@ -102,7 +91,7 @@ private final class GatedPickyDeserializer: CacheSerializer, Sendable {
         guard value == "bad" else { return value }
         waiting.increment()
         gate.wait()
-        throw Unencodable()
+        throw TestFailure("undecodable")
     }
 }
 
@@ -123,28 +112,5 @@ extension SerializerTests {
         cache.clearMemory()
         #expect(cache["k"] == "good")
         #expect(cache.diskCount == 1)
-    }
-}
-
-@Suite struct CacheErrorTests {
-    @Test func errorsMatchByCode() {
-        let error: any Error = CacheError.fetchFailed(key: "k", attempts: 2, underlying: Unencodable())
-        #expect(CacheError.fetchFailed(key: "x", attempts: 1, underlying: Unencodable()) ~= error)
-        #expect(!(CacheError.notFound ~= error))
-        #expect(CacheError.notFound(key: "a") == CacheError.notFound)
-        #expect(CacheError.notFound != CacheError.invalidConfiguration("x"))
-        #expect(CacheError.invalidConfiguration("x") == CacheError.invalidConfiguration)
-        switch error {
-        case CacheError.fetchFailed: break
-        default: Issue.record("catch-style matching by code failed")
-        }
-        let description = String(describing: error)
-        #expect(description.contains("fetchFailed") && description.contains("\"k\"") && description.contains("2"))
-    }
-
-    @Test func posixErrorsNameTheCallThePathAndTheReason() {
-        let error = POSIXFileError(operation: "open", path: "/x/y", errorNumber: 2)
-        #expect(error.description.contains("open(/x/y)"))
-        #expect(error.description.contains("errno 2"))
     }
 }

@@ -36,49 +36,11 @@ final class Gate: @unchecked Sendable {
     }
 }
 
-/// A gate for plain threads: `wait()` blocks the calling thread until `open()`.
-///
-/// For code that runs synchronously on Hoard's threads (serializers). Never wait on it from a task:
-/// blocking the cooperative pool is how tests deadlock on a 2-core machine.
-final class ThreadGate: @unchecked Sendable {
-    // Safe because `isOpen` is only touched while holding `condition`.
-    private let condition = NSCondition()
-    private var isOpen = false
-
-    func open() {
-        condition.lock()
-        isOpen = true
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func wait() {
-        condition.lock()
-        while !isOpen { condition.wait() }
-        condition.unlock()
-    }
-}
-
 /// Runs `body` on a new plain thread and returns its result, without blocking the cooperative pool.
 func onPlainThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         Thread.detachNewThread { continuation.resume(returning: body()) }
     }
-}
-
-/// A thread-safe counter.
-final class Counter: @unchecked Sendable {
-    // Safe because `value` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var count = 0
-
-    @discardableResult
-    func increment() -> Int {
-        lock.withLock {
-            count += 1; return count
-        }
-    }
-    var value: Int { lock.withLock { count } }
 }
 
 /// Suspends until `condition` holds, yielding between checks; gives up after `seconds` so that a

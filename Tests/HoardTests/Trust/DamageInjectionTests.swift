@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -55,7 +56,7 @@ struct DamageInjectionTests {
     @Test(arguments: Damage.allCases, Discovery.allCases)
     func damagedEntriesAreMissesRemovedAndTheCacheStaysUsable(damage: Damage, discovery: Discovery) async throws {
         let folder = TemporaryDirectory()
-        var random = SeededRandom(seed: UInt64(Damage.allCases.firstIndex(of: damage)! * 7 + 3))
+        var random = SplitMix64(seed: UInt64(Damage.allCases.firstIndex(of: damage)! * 7 + 3))
         let writer = try folder.stringBuilder().build(sharingStore: false)
         for index in 0..<Self.entryCount { writer[Self.key(index)] = Self.value(index) }
         await writer.flush()
@@ -174,7 +175,7 @@ struct DamageInjectionTests {
     @Test(arguments: IndexDamage.allCases)
     func aDamagedIndexIsRebuiltFromTheEntryFiles(damage: IndexDamage) async throws {
         let folder = TemporaryDirectory()
-        var random = SeededRandom(seed: UInt64(IndexDamage.allCases.firstIndex(of: damage)! + 100))
+        var random = SplitMix64(seed: UInt64(IndexDamage.allCases.firstIndex(of: damage)! + 100))
         do {
             let writer = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
             for index in 0..<Self.entryCount { writer[Self.key(index)] = Self.value(index) }

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -52,7 +53,7 @@ struct KeyCorpusTests {
     /// 100 random strings: Unicode from several blocks (combining marks included), and binary-looking
     /// strings whose characters are arbitrary bytes.
     static let randomKeys: [String] = {
-        var random = SeededRandom(seed: 0x6b_6579)
+        var random = SplitMix64(seed: 0x6b_6579)
         let blocks: [ClosedRange<UInt32>] = [
             0x0...0x7F, 0x80...0xFF, 0x300...0x36F, 0x370...0x3FF, 0x590...0x6FF, 0x1100...0x11FF,
             0xAC00...0xD7A3, 0x4E00...0x9FFF, 0x1F300...0x1FAFF, 0x10000...0x10FFFF, 0xE000...0xF8FF,
@@ -205,7 +206,7 @@ struct KeyCorpusTests {
         let memoryOnly = try folder.stringBuilder("memory").maxDiskCount(0).maxRamCount(1_000).build()
         let diskOnly = try folder.stringBuilder("disk").maxRamCount(0).maxDiskCount(1_000).build()
         // Each class is set through one spelling chosen at random, the same for both caches.
-        var random = SeededRandom(seed: 3)
+        var random = SplitMix64(seed: 3)
         for (index, spellings) in Self.classes.enumerated() {
             let spelling = spellings[Int.random(in: 0..<spellings.count, using: &random)]
             memoryOnly[spelling] = "value \(index)"

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -187,7 +188,7 @@ struct LinearizabilityTests {
     @Test(arguments: EvictionPolicy.allCases, [1, 3])
     func concurrentHistoriesAreLinearizable(policy: EvictionPolicy, memoryCount: Int) async throws {
         let folder = TemporaryDirectory()
-        var random = SeededRandom(seed: UInt64(memoryCount * 10 + (policy == .lru ? 1 : 2)))
+        var random = SplitMix64(seed: UInt64(memoryCount * 10 + (policy == .lru ? 1 : 2)))
         for history in 0..<Self.historiesPerConfiguration {
             let name = "h\(history)"
             let builder = folder.stringBuilder(name).evictionPolicy(policy).maxRamCount(memoryCount).maxDiskCount(10)

@@ -230,20 +230,3 @@ private final class ReentrantDelegate: CacheDelegate, @unchecked Sendable {
         react([.storeFailure], cache, key: key)
     }
 }
-
-/// A string serializer that refuses the value `"poison"`.
-struct PoisonSerializer: CacheSerializer {
-    struct Rejected: Error {}
-
-    func serialize(_ value: String) throws -> Data {
-        if value == "poison" { throw Rejected() }
-        return Data(value.utf8)
-    }
-
-    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
-}
-
-/// Calls the blocking `getOrFetch` from synchronous code.
-private func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
-    try cache.getOrFetch(forKey: key)
-}

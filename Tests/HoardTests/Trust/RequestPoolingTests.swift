@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -132,7 +133,7 @@ struct RequestPoolingTests {
             if Task.isCancelled { sawCancellation.increment() }
             return "fetched \(key)"
         }.build()
-        var random = SeededRandom(seed: 8)
+        var random = SplitMix64(seed: 8)
         for size in Self.burstSizes {
             let key = "k\(size)"
             let thisGate = Gate()
@@ -179,7 +180,7 @@ struct RequestPoolingTests {
             }
             return "never"
         }.build()
-        var random = SeededRandom(seed: 9)
+        var random = SplitMix64(seed: 9)
         for size in Self.burstSizes {
             let key = "k\(size)"
             let fetchCancelled = Gate()
@@ -214,7 +215,7 @@ struct RequestPoolingTests {
             if key.hasSuffix("!") { throw FetchFailure(burst: 0) }
             return "fetched \(key)"
         }.build()
-        var random = SeededRandom(seed: 10)
+        var random = SplitMix64(seed: 10)
         for round in 0..<(40 * StressScale.rounds) {
             let size = Int.random(in: Self.burstSizes, using: &random)
             let fails = Bool.random(using: &random)
@@ -250,9 +251,4 @@ struct RequestPoolingTests {
             #expect(cache.flights.count == 0, "round \(round)")
         }
     }
-}
-
-/// Calls the blocking `getOrFetch` from synchronous code.
-private func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
-    try cache.getOrFetch(forKey: key)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -49,7 +50,7 @@ struct StressTests {
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<Self.taskCount {
                 group.addTask {
-                    var random = SeededRandom(seed: UInt64(task * 1_000 + domainSize))
+                    var random = SplitMix64(seed: UInt64(task * 1_000 + domainSize))
                     for sequence in 0..<Self.operationsPerTask {
                         let key = keys[Int.random(in: 0..<keys.count, using: &random)]
                         switch Int.random(in: 0..<1_000, using: &random) {

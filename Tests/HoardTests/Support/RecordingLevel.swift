@@ -2,12 +2,6 @@ import Foundation
 
 @testable import Hoard
 
-/// An error the test levels throw on purpose.
-struct TestFailure: Error, Equatable, Sendable {
-    let name: String
-    init(_ name: String = "failure") { self.name = name }
-}
-
 /// A dictionary-backed cache level that counts its calls, and can fail or wait on a gate.
 final class RecordingLevel<Key: Hashable & Sendable, Value: Sendable>: CacheLevel, Sendable {
     /// What the level holds and how often each method was called.

@@ -1,0 +1,6 @@
+@testable import Hoard
+
+/// Calls the blocking `getOrFetch` from synchronous code.
+func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
+    try cache.getOrFetch(forKey: key)
+}

@@ -1,0 +1,10 @@
+@testable import Hoard
+
+/// Records the evictions a disk store reports.
+final class EvictionRecorder: DiskStoreObserver {
+    let evicted = Locked<[String]>([])
+    func diskStore(willEvictKey key: String, reason: EvictionReason) { evicted.withLock { $0.append(key) } }
+    func diskStore(didFailToStoreKey key: String, error: CacheError) {}
+    func diskStoreDidChange(key: String) {}
+    func diskStoreDidClear() {}
+}
