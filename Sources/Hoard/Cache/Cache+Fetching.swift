@@ -21,7 +21,7 @@ extension Cache {
     ///   when every attempt failed; `CancellationError`.
     public func getOrFetch(forKey key: String) async throws -> Value {
         if let value = value(forKey: key) { return value }
-        guard fetcher != nil else { throw CacheError.notFound(key: key) }
+        guard fetcher != nil else { throw CacheError.noFetcher(key: key) }
         // What the fetch did is reported by `settle`, once the flight has left the table, so that a
         // delegate may ask for any key, this one included.
         return try await flights.value(forKey: key) { [self] in
@@ -72,7 +72,7 @@ extension Cache {
     @available(*, noasync, message: "Use the async getOrFetch(forKey:) from async code.")
     public func getOrFetch(forKey key: String) throws -> Value {
         if let value = value(forKey: key) { return value }
-        guard fetcher != nil else { throw CacheError.notFound(key: key) }
+        guard fetcher != nil else { throw CacheError.noFetcher(key: key) }
         let outcome = Locked<Result<Value, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         // Unstructured on purpose: a synchronous caller has no task; this thread waits for it.
@@ -110,7 +110,7 @@ extension Cache {
             outcome.read = nil
             if let value { return Fetched(result: .success(value), outcome: outcome) }
         }
-        guard let fetcher else { return Fetched(result: .failure(CacheError.notFound(key: key)), outcome: outcome) }
+        guard let fetcher else { return Fetched(result: .failure(CacheError.noFetcher(key: key)), outcome: outcome) }
         // A set or removal made while the fetcher runs wins over what it returns.
         let changes = engine.stripes.changes(key.hashValue)
         let retries = maxRetryCount

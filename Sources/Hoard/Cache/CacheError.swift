@@ -1,3 +1,5 @@
+import Foundation
+
 /// The one error type Hoard throws.
 ///
 /// A `CacheError` has a ``code`` that says what kind of failure it is, a ``message`` that tells you
@@ -14,7 +16,11 @@
 /// ```
 /// Two `CacheError` values are equal when their codes are equal, so `catch CacheError.notFound` and
 /// `#expect(throws: CacheError.notFound)` match any not-found error, whatever key it carries.
-public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
+///
+/// The ``message`` says what happened in full, cause included: an I/O failure names the call, the
+/// path and the system's reason (`open(/…/users) failed: Permission denied (errno 13)`). It is also
+/// the error's `localizedDescription` and its `description`.
+public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
     /// The kind of a ``CacheError``.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code's name, as in `CacheError.Code.notFound`.
@@ -92,9 +98,29 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
         message: "Another process has the container open."
     )
 
-    /// No value is stored for `key` and there is no fetcher to ask.
+    /// No value is stored for `key`.
     public static func notFound(key: String) -> CacheError {
         CacheError(code: .notFound, message: "No value is stored for key \"\(key)\".", key: key)
+    }
+
+    /// No value is stored for `key`, and the cache has no fetcher to ask (code ``Code/notFound``).
+    public static func noFetcher(key: String) -> CacheError {
+        CacheError(
+            code: .notFound,
+            message: "No value is stored for key \"\(key)\", and the cache has no fetcher to ask: "
+                + "give the builder one with .fetcher(_:) to fetch what the cache lacks.",
+            key: key
+        )
+    }
+
+    /// A `conditioned` level skipped `key`: its condition refused it (code ``Code/notFound``, so
+    /// that a composition goes on to the next level).
+    public static func refused(key: String) -> CacheError {
+        CacheError(
+            code: .notFound,
+            message: "The level skipped key \"\(key)\": its condition (conditioned { … }) refused the key.",
+            key: key
+        )
     }
 
     /// Every fetch attempt for `key` failed; `underlying` is the last attempt's error.
@@ -139,9 +165,26 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
         )
     }
 
-    /// A file-system operation failed; `message` says which and where.
+    /// A file-system operation failed; `message` says which and where, and the system's reason
+    /// from `underlying` (a ``POSIXFileError``, or a Foundation error) is added to it.
     public static func io(_ message: String, key: String? = nil, underlying: (any Error)? = nil) -> CacheError {
-        CacheError(code: .io, message: message, key: key, underlyingError: underlying)
+        let cause = underlying.map(Self.cause(of:)).map { " " + $0 } ?? ""
+        return CacheError(code: .io, message: message + cause, key: key, underlyingError: underlying)
+    }
+
+    /// The system's reason for a file-system failure, in one sentence.
+    private static func cause(of error: any Error) -> String {
+        if let posix = error as? POSIXFileError { return posix.description + "." }
+        if let cacheError = error as? CacheError { return cacheError.message }
+        let nsError = error as NSError
+        if nsError.domain == NSPOSIXErrorDomain {
+            return "\(String(cString: strerror(Int32(truncatingIfNeeded: nsError.code)))) (errno \(nsError.code))."
+        }
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            let reason = String(cString: strerror(Int32(truncatingIfNeeded: underlying.code)))
+            return "\(nsError.localizedDescription) (\(reason), errno \(underlying.code))."
+        }
+        return "\(nsError.localizedDescription)"
     }
 
     /// Another process holds the lock of the container at `path`.
@@ -163,6 +206,9 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The code and the message.
     public var description: String { "CacheError.\(code): \(message)" }
+
+    /// The message: what happened, cause included.
+    public var errorDescription: String? { message }
 }
 
 /// An error from a POSIX call: the function's name, the path and `errno`.

@@ -12,7 +12,7 @@ extension CacheLevel {
     public func conditioned(_ condition: @escaping @Sendable (_ key: Key) async -> Bool) -> BasicCache<Key, Value> {
         BasicCache(
             get: { key in
-                guard await condition(key) else { throw CacheError.notFound(key: "\(key)") }
+                guard await condition(key) else { throw CacheError.refused(key: "\(key)") }
                 return try await self.get(key)
             },
             set: { value, key in
