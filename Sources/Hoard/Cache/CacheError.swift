@@ -180,7 +180,8 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         if nsError.domain == NSPOSIXErrorDomain {
             return "\(String(cString: strerror(Int32(truncatingIfNeeded: nsError.code)))) (errno \(nsError.code))."
         }
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain
+        {
             let reason = String(cString: strerror(Int32(truncatingIfNeeded: underlying.code)))
             return "\(nsError.localizedDescription) (\(reason), errno \(underlying.code))."
         }
