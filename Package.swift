@@ -1,4 +1,5 @@
 // swift-tools-version: 6.0
+// Hoard: a thread-safe memory and disk object cache for Swift. MIT License (see LICENSE).
 import PackageDescription
 
 let package = Package(
