@@ -8,10 +8,6 @@
 //
 // It leaves one folder: the `articles` container in Hoard's default folder (`~/.cache/Hoard` on
 // Linux). The other steps' containers live in a temporary folder, removed before the demo ends.
-//
-// This is a `@main` type rather than top-level code on purpose: in top-level `main.swift` code Swift
-// picks the blocking (`noasync`) overload of `getOrFetch(forKey:)`, while here `try await` picks the
-// async one.
 
 import Foundation
 import Hoard

@@ -33,9 +33,9 @@ extension Cache {
 
     /// Calls `onComplete` with the value for a key from memory, disk or the fetcher.
     ///
-    /// The same as the async ``getOrFetch(forKey:)-4zr8e``, for code that uses callbacks.
+    /// The same as the async ``getOrFetch(forKey:)``, for code that uses callbacks.
     /// `onComplete` is called once, on a dispatch queue of its own; it may block or call back into the
-    /// cache, the blocking `getOrFetch` included.
+    /// cache, ``getOrFetchAndWait(forKey:)`` included.
     public func asyncGet(forKey key: String, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         // Unstructured on purpose: a callback API has no task to attach the work to.
         FetchTask.run { [self] in
@@ -54,36 +54,26 @@ extension Cache {
         }
     }
 
-    /// Returns the value for a key from memory, disk or the fetcher: ``getOrFetch(forKey:)-4zr8e``
+    /// Returns the value for a key from memory, disk or the fetcher: ``getOrFetch(forKey:)``
     /// under the name a cache level uses.
     ///
-    /// - Throws: The same errors as ``getOrFetch(forKey:)-4zr8e``.
+    /// - Throws: The same errors as ``getOrFetch(forKey:)``.
     public func get(_ key: String) async throws -> Value {
         try await getOrFetch(forKey: key)
     }
 
     /// Returns the value for a key from memory, disk or the fetcher, blocking the calling thread.
     ///
-    /// The same as the async ``getOrFetch(forKey:)-4zr8e``, for synchronous code on a plain thread.
+    /// The same as the async ``getOrFetch(forKey:)``, for synchronous code on a plain thread.
     /// The fetch runs on Hoard's own executor, so blocked callers cannot starve it. Do not call this
     /// from the main thread of an app (it blocks) or from code that the fetcher itself waits on.
     ///
     /// - Throws: The same errors as the async form.
-    @available(*, noasync, message: "Use the async getOrFetch(forKey:) from async code.")
-    public func getOrFetch(forKey key: String) throws -> Value {
+    @available(*, noasync, message: "From async code, use getOrFetch(forKey:).")
+    public func getOrFetchAndWait(forKey key: String) throws -> Value {
         if let value = value(forKey: key) { return value }
         guard fetcher != nil else { throw CacheError.noFetcher(key: key) }
-        let outcome = Locked<Result<Value, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        // Unstructured on purpose: a synchronous caller has no task; this thread waits for it.
-        FetchTask.run { [self] in
-            let result = await fetchResult(forKey: key)
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        guard let result = outcome.withLock({ $0 }) else { throw CancellationError() }
-        return try result.get()
+        return try FetchTask.runAndWait { [self] in try await getOrFetch(forKey: key) }.get()
     }
 
     /// What one shared fetch did: its result, and what storing the value did.

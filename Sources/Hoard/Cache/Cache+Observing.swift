@@ -58,6 +58,18 @@ extension Cache {
     public func flush() async {
         await disk?.flush()
     }
+
+    /// Blocks the calling thread until every set and removal made before the call is on disk, and
+    /// the eviction order is saved: ``flush()`` for synchronous code.
+    ///
+    /// For termination and background handlers, and other code that cannot await. The wait runs on
+    /// Hoard's own executor, never on the cooperative thread pool. Do not call it from a serializer
+    /// or a disk-eviction callback of the same cache: they run on the writer it waits for.
+    @available(*, noasync, message: "From async code, use flush().")
+    public func flushAndWait() {
+        guard let disk else { return }
+        _ = FetchTask.runAndWait { await disk.flush() }
+    }
 }
 
 extension Cache {

@@ -108,7 +108,7 @@ public final class Cache<Value: Sendable>: Sendable {
     /// ``EvictionReason/expired``), unless the cache serves stale values on fetch failure, which keeps
     /// it for that. A disk hit is copied into memory and counts as an access in both levels. A damaged
     /// entry file is a miss (it is removed and logged). This never calls the fetcher: see
-    /// ``getOrFetch(forKey:)-4zr8e``.
+    /// ``getOrFetch(forKey:)``.
     ///
     /// - Parameter key: Any string, the empty string included.
     /// - Returns: The cached value, or `nil` when neither level holds a live one.

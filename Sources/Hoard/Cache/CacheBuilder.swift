@@ -77,7 +77,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// Replaces the serializer that turns values into bytes for disk.
     public func serializer(_ serializer: some CacheSerializer<Value>) -> Self { with { $0.serializer = serializer } }
 
-    /// Sets the function that produces a value the cache does not hold, for ``Cache/getOrFetch(forKey:)-4zr8e``.
+    /// Sets the function that produces a value the cache does not hold, for ``Cache/getOrFetch(forKey:)``.
     public func fetcher(_ fetch: @escaping @Sendable (_ key: String) async throws -> Value) -> Self {
         with { $0.fetcher = fetch }
     }
@@ -106,7 +106,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// ``CacheExpiry/never``).
     ///
     /// An expired value is never returned by the subscript, ``Cache/value(forKey:)`` or a level's
-    /// `get`, and ``Cache/getOrFetch(forKey:)-4zr8e`` fetches it again. The expiry date is stored with
+    /// `get`, and ``Cache/getOrFetch(forKey:)`` fetches it again. The expiry date is stored with
     /// the entry on both levels and survives a restart. Override it per entry with
     /// ``Cache/set(_:forKey:expiry:)``.
     public func expiry(_ expiry: CacheExpiry) -> Self { with { $0.expiry = expiry } }

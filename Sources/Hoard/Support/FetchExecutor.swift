@@ -40,4 +40,30 @@ enum FetchTask {
             return Task(operation: detached)
         }
     }
+
+    /// Runs `operation` on Hoard's executor and blocks the calling thread until it has finished.
+    ///
+    /// For the blocking forms (`getOrFetchAndWait`, `flushAndWait`): the work never needs a thread
+    /// of the cooperative pool, so blocked callers cannot starve it.
+    ///
+    /// - Returns: What the operation returned or threw.
+    static func runAndWait<Success: Sendable>(
+        _ operation: @escaping @Sendable () async throws -> Success
+    ) -> Result<Success, any Error> {
+        let outcome = Locked<Result<Success, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        // Unstructured on purpose: a synchronous caller has no task; this thread waits for it.
+        run {
+            let result: Result<Success, any Error>
+            do {
+                result = .success(try await operation())
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return outcome.withLock { $0 } ?? .failure(CancellationError())
+    }
 }

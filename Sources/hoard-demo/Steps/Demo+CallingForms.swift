@@ -28,12 +28,12 @@ extension Demo {
             explain("asyncGet(forKey:onComplete:) → .failure(\(error))")
         }
 
-        // The blocking getOrFetch(forKey:) is for synchronous code: call it from a plain thread, and
+        // The blocking getOrFetchAndWait(forKey:) is for synchronous code: call it from a plain thread, and
         // resume this task when that thread has its answer (no sleeping, no polling).
         let blocking = await withCheckedContinuation {
             (continuation: CheckedContinuation<(Result<Article, any Error>, Bool), Never>) in
             let thread = Thread {
-                let result = Result { try cache.getOrFetch(forKey: "blocking") }  // blocks this thread only
+                let result = Result { try cache.getOrFetchAndWait(forKey: "blocking") }  // blocks this thread only
                 continuation.resume(returning: (result, Thread.isMainThread))
             }
             thread.name = "demo-blocking-caller"
@@ -42,10 +42,10 @@ extension Demo {
         switch blocking.0 {
         case .success(let article):
             explain(
-                "blocking getOrFetch on a plain Thread (main thread: \(blocking.1)) → \"\(article.title)\""
+                "getOrFetchAndWait on a plain Thread (main thread: \(blocking.1)) → \"\(article.title)\""
             )
         case .failure(let error):
-            explain("blocking getOrFetch → error \(error)")
+            explain("getOrFetchAndWait → error \(error)")
         }
 
         // The synchronous helper below hides the blocking call from async code; again on a thread.
@@ -59,6 +59,6 @@ extension Demo {
 
     /// Synchronous code calling the blocking form.
     static func titleBlocking(_ cache: Cache<Article>, _ key: String) -> String {
-        (try? cache.getOrFetch(forKey: key).title) ?? "error"
+        (try? cache.getOrFetchAndWait(forKey: key).title) ?? "error"
     }
 }

@@ -2,5 +2,5 @@
 
 /// Calls the blocking `getOrFetch` from synchronous code.
 func blockingGet(_ cache: Cache<String>, _ key: String) throws -> String {
-    try cache.getOrFetch(forKey: key)
+    try cache.getOrFetchAndWait(forKey: key)
 }
