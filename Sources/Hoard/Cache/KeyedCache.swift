@@ -26,8 +26,9 @@ public struct KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.cacheKey = cacheKey
     }
 
-    /// The live value for `key`; setting a value stores it with the default expiry, setting `nil`
-    /// removes it. See ``Cache/subscript(_:)``.
+    /// The live value for `key`, as the cache's subscript gives it.
+    ///
+    /// Setting a value stores it with the default expiry; setting `nil` removes it.
     public subscript(key: Key) -> Value? {
         get { cache[cacheKey(key)] }
         nonmutating set { cache[cacheKey(key)] = newValue }
