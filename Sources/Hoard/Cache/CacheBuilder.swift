@@ -57,9 +57,11 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         return caches.appendingPathComponent("Hoard", isDirectory: true)
     }
 
-    /// Sets the name of the cache's folder inside ``directory(_:)``; required.
+    /// Sets the name of the cache's folder inside ``directory(_:)``; required unless the disk level
+    /// is off (``maxDiskCount(_:)`` 0).
     ///
-    /// The name must be non-empty and must not contain `/`, `..` or a NUL character.
+    /// The name must contain something other than white space, and must not contain `/`, `..` or a
+    /// NUL character.
     public func containerName(_ name: String) -> Self { with { $0.containerName = name } }
 
     /// Sets the folder that holds the container; default ``defaultDirectory``.
@@ -80,6 +82,19 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// Sets the function that produces a value the cache does not hold, for ``Cache/getOrFetch(forKey:)``.
     public func fetcher(_ fetch: @escaping @Sendable (_ key: String) async throws -> Value) -> Self {
         with { $0.fetcher = fetch }
+    }
+
+    /// Sets a level that produces the values the cache does not hold: its `get` is the fetcher.
+    ///
+    /// ```swift
+    /// let articles = try CacheBuilder<Article>()
+    ///     .containerName("articles")
+    ///     .fetcher(NetworkFetcher().transformValues(jsonToArticle))
+    ///     .build()
+    /// ```
+    /// Only `get` is called: the cache stores what it fetches in its own levels.
+    public func fetcher(_ level: some CacheLevel<String, Value>) -> Self {
+        with { $0.fetcher = { key in try await level.get(key) } }
     }
 
     /// Sets how many times a failed fetch is retried after the first attempt (default 0).
@@ -152,15 +167,29 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// The folder of the container, once the configuration is valid.
     func containerURL() throws(CacheError) -> URL {
         guard let name = containerName else {
-            throw .invalidConfiguration("containerName is required: call .containerName(\"…\") before build().")
-        }
-        guard !name.isEmpty else { throw .invalidConfiguration("containerName must not be empty.") }
-        guard !name.contains("/"), !name.contains(".."), !name.contains("\0"), name != "." else {
             throw .invalidConfiguration(
-                "containerName \"\(name)\" must be a plain folder name: no \"/\", \"..\" or NUL character."
+                "containerName is required when the disk level is on: call .containerName(\"…\") before "
+                    + "build(), or turn the disk level off with .maxDiskCount(0)."
             )
         }
+        try Self.checkContainerName(name, option: "containerName")
         return (directory ?? Self.defaultDirectory).appendingPathComponent(name, isDirectory: true)
+    }
+
+    /// Checks that `name` can name a container folder: not empty, not only white space, no `/`,
+    /// `..` or NUL.
+    ///
+    /// - Throws: ``CacheError`` with code `invalidConfiguration`, naming `option`.
+    static func checkContainerName(_ name: String, option: String) throws(CacheError) {
+        guard !name.isEmpty else { throw .invalidConfiguration("\(option) must not be empty.") }
+        guard name.contains(where: { !$0.isWhitespace }) else {
+            throw .invalidConfiguration("\(option) must not be only white space (it is \"\(name)\").")
+        }
+        guard !name.contains("/"), !name.contains(".."), !name.contains("\0"), name != "." else {
+            throw .invalidConfiguration(
+                "\(option) \"\(name)\" must be a plain folder name: no \"/\", \"..\" or NUL character."
+            )
+        }
     }
 
     /// Checks the configuration, creates the container folder and opens the cache.
@@ -176,7 +205,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// Builds the cache; with `sharingStore` false, opens a disk store of its own even when one is
     /// open on the container, as a new process would (tests use it to check what survives a restart).
     func build(sharingStore: Bool) throws -> Cache<Value> {
-        let url = try containerURL()
+        // A memory-only cache needs no container; a name given is still checked.
+        let url = maxDiskCount != 0 || containerName != nil ? try containerURL() : nil
         guard maxRamCount >= 0 else {
             throw CacheError.invalidConfiguration("maxRamCount must be 0 or more, not \(maxRamCount).")
         }
@@ -201,8 +231,11 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
             )
         }
         switch expiry {
-        case .seconds(let seconds) where seconds.isNaN || seconds < 0:
-            throw CacheError.invalidConfiguration("expiry must be 0 seconds or more, not \(seconds).")
+        case .seconds(let seconds) where seconds.isNaN || seconds <= 0:
+            throw CacheError.invalidConfiguration(
+                "expiry must be more than 0 seconds, not \(seconds): a value that expires as it is stored "
+                    + "would never be served (use .never for values that do not expire)."
+            )
         case .date(let date) where date.timeIntervalSince1970.isNaN:
             throw CacheError.invalidConfiguration("expiry must be a valid date.")
         default:
@@ -216,7 +249,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 sharded: maxRamCost == nil
             ) : nil
         var disk: DiskStore?
-        if maxDiskCount > 0 {
+        if maxDiskCount > 0, let url {
             let options = DiskStore.Options(
                 capacity: maxDiskCount,
                 policy: evictionPolicy,

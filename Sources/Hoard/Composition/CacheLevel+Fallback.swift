@@ -10,13 +10,29 @@ extension CacheLevel {
     public func fallback(
         with produceValue: @escaping @Sendable (_ error: any Error) async throws -> Value
     ) -> BasicCache<Key, Value> {
+        fallback { _, error in try await produceValue(error) }
+    }
+
+    /// Returns a level whose failed `get` is recovered by `produceValue`, which sees the key.
+    ///
+    /// ```swift
+    /// let avatars = network.fallback { url, error in try await placeholder(for: url) }
+    /// ```
+    /// The same as the `fallback(with:)` whose closure sees only the error, for a recovery that
+    /// depends on the key.
+    ///
+    /// - Parameter produceValue: Turns the key and the error of a failed `get` into a value.
+    /// - Returns: The recovering level.
+    public func fallback(
+        with produceValue: @escaping @Sendable (_ key: Key, _ error: any Error) async throws -> Value
+    ) -> BasicCache<Key, Value> {
         BasicCache(
             get: { key in
                 do {
                     return try await self.get(key)
                 } catch {
                     if error is CancellationError { throw error }
-                    return try await produceValue(error)
+                    return try await produceValue(key, error)
                 }
             },
             set: { value, key in try await self.set(value, forKey: key) },

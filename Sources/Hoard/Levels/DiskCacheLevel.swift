@@ -29,23 +29,27 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     private let clock: @Sendable () -> Date
 
     private init(
-        directory: URL,
+        directory: Result<URL, CacheError>,
         capacity: Int,
         byteLimit: Int?,
         serializer: some CacheSerializer<Value>,
         clock: @escaping @Sendable () -> Date,
         keyString: @escaping @Sendable (Key) -> String
     ) {
+        precondition(capacity >= 0, "DiskCacheLevel capacity must be 0 or more, not \(capacity).")
         let options = DiskStore.Options(capacity: capacity, policy: .lfu, byteLimit: byteLimit)
-        do {
-            store = .success(try DiskStore.shared(at: directory, options: options))
-        } catch let error as CacheError {
-            store = .failure(error)
-        } catch {
-            store = .failure(CacheError.io("Cannot open the folder \(directory.path).", underlying: error))
+        store = directory.flatMap { directory in
+            do {
+                return .success(try DiskStore.shared(at: directory, options: options))
+            } catch let error as CacheError {
+                return .failure(error)
+            } catch {
+                return .failure(CacheError.io("Cannot open the folder \(directory.path).", underlying: error))
+            }
         }
         if case .failure(let error) = store {
-            HoardLogger.log(.error, "The disk cache level at \(directory.path) is unusable: \(error)")
+            let place = (try? directory.get().path) ?? "(no folder)"
+            HoardLogger.log(.error, "The disk cache level at \(place) is unusable: \(error)")
         }
         self.keyString = keyString
         self.clock = clock
@@ -57,7 +61,8 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
+    ///     message (a programming error).
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
     ///   - clock: Where "now" comes from, to tell expired entries (a ``Cache`` on the same folder
@@ -70,7 +75,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         clock: @escaping @Sendable () -> Date = { Date() }
     ) where Key == String {
         self.init(
-            directory: directory,
+            directory: .success(directory),
             capacity: capacity,
             byteLimit: byteLimit,
             serializer: serializer,
@@ -83,16 +88,62 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
+    ///     message (a programming error).
     public convenience init(directory: URL, capacity: Int) where Key == String, Value: Codable {
         self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
+    }
+
+    /// Opens a level on a container of ``CacheBuilder/defaultDirectory``, with `String` keys.
+    ///
+    /// ```swift
+    /// let articles = MemoryCacheLevel<String, Article>()
+    ///     .compose(DiskCacheLevel(named: "articles"))
+    ///     .compose(ArticleFetcher())
+    /// ```
+    /// A name that cannot name a folder (empty, only white space, with `/`, `..` or NUL) makes the
+    /// level unusable: its `get` and `set` throw ``CacheError`` with code `invalidConfiguration`.
+    ///
+    /// - Parameters:
+    ///   - name: The container's folder name inside the default directory.
+    ///   - capacity: The most values kept (default 1 000).
+    ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
+    ///   - serializer: Turns values into bytes and back.
+    public convenience init(
+        named name: String,
+        capacity: Int = 1_000,
+        byteLimit: Int? = nil,
+        serializer: some CacheSerializer<Value>
+    ) where Key == String {
+        self.init(
+            directory: Result { () throws(CacheError) in
+                try CacheBuilder<Value>.checkContainerName(name, option: "The container name")
+                return CacheBuilder<Value>.defaultDirectory.appendingPathComponent(name, isDirectory: true)
+            },
+            capacity: capacity,
+            byteLimit: byteLimit,
+            serializer: serializer,
+            clock: { Date() },
+            keyString: { $0 }
+        )
+    }
+
+    /// Opens a level on a container of ``CacheBuilder/defaultDirectory``, with `String` keys and
+    /// `Codable` values, stored as JSON; see ``init(named:capacity:byteLimit:serializer:)``.
+    ///
+    /// - Parameters:
+    ///   - name: The container's folder name inside the default directory.
+    ///   - capacity: The most values kept (default 1 000).
+    public convenience init(named name: String, capacity: Int = 1_000) where Key == String, Value: Codable {
+        self.init(named: name, capacity: capacity, serializer: CodableSerializer<Value>())
     }
 
     /// Opens a level on a folder with `URL` keys, stored by their `absoluteString`.
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
+    ///     message (a programming error).
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
     ///   - clock: Where "now" comes from, to tell expired entries; tests inject their own.
@@ -104,7 +155,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         clock: @escaping @Sendable () -> Date = { Date() }
     ) where Key == URL {
         self.init(
-            directory: directory,
+            directory: .success(directory),
             capacity: capacity,
             byteLimit: byteLimit,
             serializer: serializer,
@@ -117,7 +168,8 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
+    ///     message (a programming error).
     public convenience init(directory: URL, capacity: Int) where Key == URL, Value: Codable {
         self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
     }

@@ -21,19 +21,25 @@ public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: 
 
     /// Creates an empty level.
     ///
+    /// ```swift
+    /// let memory = MemoryCacheLevel<String, Article>()   // 100 values
+    /// ```
+    ///
     /// - Parameters:
-    ///   - capacity: The most values kept; values below 1 keep 1.
+    ///   - capacity: The most values kept (default 100); 0 keeps 1. A negative capacity is a
+    ///     programming error: it stops the program with a message.
     ///   - costLimit: The most the costs of the stored values may add up to; `nil` (the default) for
     ///     a count limit only. A value whose cost alone exceeds it is not kept.
     ///   - policy: Which value to remove when a new one needs room.
     ///   - cost: The cost of a value, for the cost limit; negative costs count as 0. Without it, every
     ///     value costs 1. Called outside the level's lock, once per set.
     public init(
-        capacity: Int,
+        capacity: Int = 100,
         costLimit: Int? = nil,
         policy: EvictionPolicy = .lfu,
         cost: (@Sendable (Value) -> Int)? = nil
     ) {
+        precondition(capacity >= 0, "MemoryCacheLevel capacity must be 0 or more, not \(capacity).")
         store = MemoryStore(capacity: capacity, policy: policy, sharded: costLimit == nil)
         self.costLimit = costLimit.map { max(0, $0) }
         self.cost = cost
