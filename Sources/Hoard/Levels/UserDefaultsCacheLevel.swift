@@ -3,8 +3,10 @@ import Foundation
 /// A cache level in a `UserDefaults` suite, for small values that must outlive the process.
 ///
 /// Each value is stored as the bytes its serializer makes (JSON for `Codable` values) under the key
-/// `"<namespace>.<key>"`, so that several levels, and other code, can share one suite:
-/// ``clear()`` removes only the keys that start with this level's namespace.
+/// `"<namespace>:<key>"`, where any `%` or `:` in the namespace is percent-escaped, so the first
+/// unescaped `:` always ends the namespace. Several levels, and other code, can share one suite:
+/// no two (namespace, key) pairs give one stored key, even when one namespace starts with another
+/// (`tests` and `tests.fallback`), and ``clear()`` removes only this level's keys.
 ///
 /// ```swift
 /// let settings = UserDefaultsCacheLevel<String, Settings>(suiteName: "com.example.settings")
@@ -43,7 +45,7 @@ public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Senda
             HoardLogger.log(.error, error.message)
             self.defaults = .failure(error)
         }
-        prefix = namespace + "."
+        prefix = Self.escaped(namespace) + ":"
         serialize = { value in try serializer.serialize(value) }
         deserialize = { data in try serializer.deserialize(data) }
     }
@@ -129,6 +131,11 @@ public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Senda
 
     /// Does nothing: `UserDefaults` manages its own memory.
     public func onMemoryWarning() {}
+
+    /// The namespace with `%` and `:` percent-escaped, so that it contains no `:`.
+    static func escaped(_ namespace: String) -> String {
+        namespace.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: ":", with: "%3A")
+    }
 }
 
 /// A `UserDefaults` reached only while holding a lock.

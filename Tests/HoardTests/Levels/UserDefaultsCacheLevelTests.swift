@@ -63,11 +63,48 @@ import Testing
     @Test func anUndecodableValueIsAMissAndIsRemoved() async throws {
         try await withSuite { suiteName in
             let defaults = try #require(UserDefaults(suiteName: suiteName))
-            defaults.set(Data("not json".utf8), forKey: "hoard.broken")
+            defaults.set(Data("not json".utf8), forKey: "hoard:broken")
             let level = UserDefaultsCacheLevel<String, Settings>(suiteName: suiteName)
             await #expect(throws: CacheError.notFound) { try await level.get("broken") }
-            #expect(defaults.object(forKey: "hoard.broken") == nil)
+            #expect(defaults.object(forKey: "hoard:broken") == nil)
         }
     }
 
+    @Test func nestedNamespacesNeverShareAKeyAndClearOnlyTheirOwn() async throws {
+        try await withSuite { suiteName in
+            let outer = UserDefaultsCacheLevel<String, String>(suiteName: suiteName, namespace: "tests")
+            let inner = UserDefaultsCacheLevel<String, String>(suiteName: suiteName, namespace: "tests.fallback")
+            let colon = UserDefaultsCacheLevel<String, String>(suiteName: suiteName, namespace: "tests:fallback")
+            try await outer.set("outer", forKey: "fallback.other")
+            try await inner.set("inner", forKey: "other")
+            try await outer.set("outer colon", forKey: "fallback:other")
+            try await colon.set("colon", forKey: "other")
+            #expect(try await outer.get("fallback.other") == "outer")
+            #expect(try await inner.get("other") == "inner")
+            #expect(try await outer.get("fallback:other") == "outer colon")
+            #expect(try await colon.get("other") == "colon")
+            await outer.clear()
+            await #expect(throws: CacheError.notFound) { try await outer.get("fallback.other") }
+            await #expect(throws: CacheError.notFound) { try await outer.get("fallback:other") }
+            #expect(try await inner.get("other") == "inner")
+            #expect(try await colon.get("other") == "colon")
+        }
+    }
+
+    @Test func emptyKeysAndKeysWithTheSeparatorAreKeysLikeAnyOther() async throws {
+        try await withSuite { suiteName in
+            let level = UserDefaultsCacheLevel<String, String>(suiteName: suiteName, namespace: "")
+            let other = UserDefaultsCacheLevel<String, String>(suiteName: suiteName, namespace: ":")
+            for key in ["", ":", "::", "a:b", "%3A", "%"] {
+                try await level.set("v\(key)", forKey: key)
+            }
+            try await other.set("other", forKey: "")
+            for key in ["", ":", "::", "a:b", "%3A", "%"] {
+                #expect(try await level.get(key) == "v\(key)")
+            }
+            #expect(try await other.get("") == "other")
+            await level.clear()
+            #expect(try await other.get("") == "other")
+        }
+    }
 }
