@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 // Hoard: a thread-safe memory and disk object cache for Swift. MIT License (see LICENSE).
 import PackageDescription
 

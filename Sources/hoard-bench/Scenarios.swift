@@ -44,6 +44,11 @@ enum ScenarioRegistry {
             run: ZipfGetOrSet.run
         ),
         Scenario(
+            name: "callstyles",
+            help: "memory hits via the subscript, await getOrFetch (main actor, detached task) and asyncGet",
+            run: CallStyles.run
+        ),
+        Scenario(
             name: "threads",
             help: "90 % get / 10 % set on 1 and 2 plain Threads (Hoard, Mutex<Dictionary>, plain LRU)",
             run: ThreadsMixed.run

@@ -16,11 +16,28 @@ extension Cache {
     /// Cancelling the calling task makes this call throw `CancellationError` at once; the fetch goes
     /// on for the other callers and is cancelled when all of them have cancelled.
     ///
+    /// A value found in memory is returned without leaving the caller's executor: from the main
+    /// actor, a hit costs about what the subscript costs. A memory miss continues off the caller's
+    /// executor (a disk read, then the fetch on Hoard's executor).
+    ///
     /// - Throws: ``CacheError/notFound`` when the value is missing and there is no fetcher;
     ///   ``CacheError`` with code `fetchFailed` (carrying the key, the attempts and the last error)
     ///   when every attempt failed; `CancellationError`.
-    public func getOrFetch(forKey key: String) async throws -> Value {
-        if let value = value(forKey: key) { return value }
+    @inlinable
+    nonisolated(nonsending) public func getOrFetch(forKey key: String) async throws -> Value {
+        if let value = valueFromMemory(forKey: key) { return value }
+        return try await getOrFetchAfterMemoryMiss(forKey: key)
+    }
+
+    /// ``getOrFetch(forKey:)`` once memory missed: disk, then the fetcher, off the caller's executor.
+    @concurrent
+    @usableFromInline
+    func getOrFetchAfterMemoryMiss(forKey key: String) async throws -> Value {
+        try await fetchAfterMemoryMiss(forKey: key)
+    }
+
+    private func fetchAfterMemoryMiss(forKey key: String) async throws -> Value {
+        if let value = valueAfterMemoryMiss(forKey: key) { return value }
         guard fetcher != nil else { throw CacheError.noFetcher(key: key) }
         // What the fetch did is reported by `settle`, once the flight has left the table, so that a
         // delegate may ask for any key, this one included.
@@ -33,24 +50,30 @@ extension Cache {
 
     /// Calls `onComplete` with the value for a key from memory, disk or the fetcher.
     ///
-    /// The same as the async ``getOrFetch(forKey:)``, for code that uses callbacks.
-    /// `onComplete` is called once, on a dispatch queue of its own; it may block or call back into the
-    /// cache, ``getOrFetchAndWait(forKey:)`` included.
+    /// The same as the async ``getOrFetch(forKey:)``, for code that uses callbacks. `onComplete` is
+    /// called once, never on the caller's thread, and may call back into the cache,
+    /// ``getOrFetchAndWait(forKey:)`` included:
+    /// - for a value found in memory, on one serial queue that Hoard's caches share, with no task
+    ///   started: a completion that blocks delays the completions of later memory hits (never a
+    ///   fetch). A completion on that queue that asks again, and waits for the answer, gets it on a
+    ///   queue of its own, so it cannot wait for itself.
+    /// - otherwise, on a dispatch queue of its own, once the disk read or the fetch is done.
     public func asyncGet(forKey key: String, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        if let value = valueFromMemory(forKey: key) {
+            CallbackQueue.deliver { onComplete(.success(value)) }
+            return
+        }
         // Unstructured on purpose: a callback API has no task to attach the work to.
         FetchTask.run { [self] in
-            let result = await fetchResult(forKey: key)
+            let result: Result<Value, any Error>
+            do {
+                result = .success(try await fetchAfterMemoryMiss(forKey: key))
+            } catch {
+                result = .failure(error)
+            }
             // A serial queue of its own gets a thread even when others block, unlike the global queue
             // (about one thread per core on Linux); and a callback that blocks holds up no fetch.
             DispatchQueue(label: "Hoard.asyncGet").async { onComplete(result) }
-        }
-    }
-
-    private func fetchResult(forKey key: String) async -> Result<Value, any Error> {
-        do {
-            return .success(try await getOrFetch(forKey: key))
-        } catch {
-            return .failure(error)
         }
     }
 
@@ -58,7 +81,8 @@ extension Cache {
     /// under the name a cache level uses.
     ///
     /// - Throws: The same errors as ``getOrFetch(forKey:)``.
-    public func get(_ key: String) async throws -> Value {
+    @inlinable
+    nonisolated(nonsending) public func get(_ key: String) async throws -> Value {
         try await getOrFetch(forKey: key)
     }
 

@@ -115,15 +115,26 @@ public final class Cache<Value: Sendable>: Sendable {
     /// - Complexity: O(1) for a memory hit; one file read for a disk hit.
     @inlinable
     public func value(forKey key: String) -> Value? {
-        if let (cached, isObserved) = engine.memory?.observedValue(forKey: key) {
-            if let cached {
-                if !cached.isExpired(at: { engine.now }) {
-                    if isObserved { reporter.didHitMemory(key) }
-                    return cached.value
-                }
-                reporter.deliver(engine.expiredInMemory(cached, forKey: key), from: self)
-            }
+        if let value = valueFromMemory(forKey: key) { return value }
+        return valueAfterMemoryMiss(forKey: key)
+    }
+
+    /// The memory half of ``value(forKey:)``: a live value counts as a hit; a miss is not counted
+    /// yet (``valueAfterMemoryMiss(forKey:)`` counts the read once it knows what disk holds).
+    @inlinable
+    func valueFromMemory(forKey key: String) -> Value? {
+        guard let (cached, isObserved) = engine.memory?.observedValue(forKey: key), let cached else { return nil }
+        if !cached.isExpired(at: { engine.now }) {
+            if isObserved { reporter.didHitMemory(key) }
+            return cached.value
         }
+        reporter.deliver(engine.expiredInMemory(cached, forKey: key), from: self)
+        return nil
+    }
+
+    /// The rest of ``value(forKey:)`` once memory missed: disk, counting the read as a hit or a miss.
+    @inlinable
+    func valueAfterMemoryMiss(forKey key: String) -> Value? {
         if engine.disk == nil {
             // Memory only: no trip through the disk path, which is not specialised for `Value`.
             reporter.didMiss(key)

@@ -57,7 +57,7 @@ public struct KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The live value for `key` from memory, disk or the fetcher; see ``Cache/getOrFetch(forKey:)``.
     ///
     /// - Throws: The errors of ``Cache/getOrFetch(forKey:)``.
-    public func getOrFetch(forKey key: Key) async throws -> Value {
+    nonisolated(nonsending) public func getOrFetch(forKey key: Key) async throws -> Value {
         try await cache.getOrFetch(forKey: cacheKey(key))
     }
 

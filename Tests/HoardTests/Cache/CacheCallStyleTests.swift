@@ -1,0 +1,106 @@
+import Dispatch
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// Memory hits through `await getOrFetch` and `asyncGet`: no executor hop, no task per call, and a
+/// completion that can wait for another.
+@Suite(.validatesCacheInvariants) struct CacheCallStyleTests {
+    /// An executor that counts the jobs it is given.
+    final class CountingExecutor: SerialExecutor {
+        let jobs = Counter()
+        private let queue = DispatchQueue(label: "CountingExecutor")
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            _ = jobs.increment()
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+        }
+
+        func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+    }
+
+    /// An actor on a counting executor.
+    actor Reader {
+        let executor = CountingExecutor()
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+        func read(_ cache: Cache<String>, times: Int) async throws -> Int {
+            var found = 0
+            for _ in 0..<times where try await cache.getOrFetch(forKey: "k") == "v" { found += 1 }
+            return found
+        }
+    }
+
+    @Test func aMemoryHitThroughAwaitGetOrFetchNeverLeavesTheCallersExecutor() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxDiskCount(0).fetcher { _ in "fetched" }.build()
+        cache["k"] = "v"
+        let reader = Reader()
+        #expect(try await reader.read(cache, times: 1_000) == 1_000)
+        // Entering the actor is one job; a hop per call would add a thousand.
+        #expect(reader.executor.jobs.value <= 2)
+    }
+
+    @Test func aMissStillFetchesAndComesBackToTheCaller() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().fetcher { "fetched \($0)" }.build()
+        let value = try await Reader().read(cache, times: 3)
+        #expect(value == 0)  // "fetched k", never "v"
+        #expect(cache["k"] == "fetched k")
+        #expect(cache.statistics.fetches == 1)
+    }
+
+    @Test func aHitsCompletionRunsOffTheCallersThread() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["k"] = "v"
+        let (sameThread, value) = await onPlainThread { () -> (Bool, String?) in
+            let caller = pthread_self()
+            let done = DispatchSemaphore(value: 0)
+            let seen = Locked<(Bool, String?)>((true, nil))
+            cache.asyncGet(forKey: "k") { result in
+                seen.withLock { $0 = (pthread_equal(pthread_self(), caller) != 0, try? result.get()) }
+                done.signal()
+            }
+            done.wait()
+            return seen.withLock { $0 }
+        }
+        #expect(!sameThread)
+        #expect(value == "v")
+    }
+
+    @Test func aHitsCompletionCanAskAgainAndWaitForTheAnswer() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["a"] = "1"
+        cache["b"] = "2"
+        let done = DispatchSemaphore(value: 0)
+        cache.asyncGet(forKey: "a") { _ in
+            let inner = DispatchSemaphore(value: 0)
+            cache.asyncGet(forKey: "b") { _ in inner.signal() }
+            inner.wait()  // would wait for itself on one shared queue
+            done.signal()
+        }
+        #expect(await signalled(done, within: 30))
+    }
+
+    @Test func everyCompletionOfABurstOfHitsRunsOnce() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxDiskCount(0).build()
+        for index in 0..<100 { cache["k\(index)"] = "v\(index)" }
+        let calls = Counter()
+        let group = DispatchGroup()
+        for round in 0..<10_000 {
+            group.enter()
+            cache.asyncGet(forKey: "k\(round % 100)") { result in
+                if (try? result.get()) == "v\(round % 100)" { _ = calls.increment() }
+                group.leave()
+            }
+        }
+        #expect(await onPlainThread { group.wait(timeout: .now() + 30) == .success })
+        #expect(calls.value == 10_000)
+    }
+}
