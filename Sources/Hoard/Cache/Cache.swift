@@ -47,7 +47,7 @@ public final class Cache<Value: Sendable>: Sendable {
         disk: DiskStore?
     ) {
         engine = CacheEngine(configuration: configuration, memory: memory, disk: disk)
-        reporter = CacheReporter(delegate: configuration.delegateBox.delegate, memory: memory)
+        reporter = CacheReporter(delegate: configuration.delegateBox, memory: memory)
         fetcher = configuration.fetcher
         retryBackoff = configuration.retryBackoff
         retryCount = Locked(configuration.maxRetryCount)
@@ -79,9 +79,18 @@ public final class Cache<Value: Sendable>: Sendable {
     }
 
     /// Told of evictions, clears and failures; held weakly.
+    ///
+    /// After ``setMainActorDelegate(_:)``, this is the cache's own forwarder to that delegate.
     public var delegate: (any CacheDelegate<Value>)? {
         get { reporter.delegate }
         set { reporter.delegate = newValue }
+    }
+
+    /// Sets a delegate told on the main actor, held weakly, in place of ``delegate``; `nil` removes it.
+    ///
+    /// See ``MainActorCacheDelegate``.
+    public func setMainActorDelegate(_ delegate: (any MainActorCacheDelegate<Value>)?) {
+        reporter.setDelegate(delegate.map { MainActorDelegateForwarder($0) }, retained: true)
     }
 
     // MARK: - Dictionary-like access

@@ -18,6 +18,8 @@ import Foundation
 public struct CacheBuilder<Value: Sendable>: Sendable {
     struct WeakDelegate: Sendable {
         weak var delegate: (any CacheDelegate<Value>)?
+        /// A forwarder to a main-actor delegate, which the cache keeps alive.
+        var retained: (any CacheDelegate<Value>)?
     }
 
     var containerName: String?
@@ -156,7 +158,17 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     public func maxRamEntryShare(_ share: Double) -> Self { with { $0.maxRamEntryShare = share } }
 
     /// Sets the delegate, held weakly.
-    public func delegate(_ delegate: any CacheDelegate<Value>) -> Self { with { $0.delegateBox.delegate = delegate } }
+    public func delegate(_ delegate: any CacheDelegate<Value>) -> Self {
+        with { $0.delegateBox = WeakDelegate(delegate: delegate) }
+    }
+
+    /// Sets a delegate told on the main actor, held weakly; it replaces ``delegate(_:)``.
+    ///
+    /// See ``MainActorCacheDelegate``.
+    public func mainActorDelegate(_ delegate: some MainActorCacheDelegate<Value>) -> Self {
+        let forwarder = MainActorDelegateForwarder(delegate)
+        return with { $0.delegateBox = WeakDelegate(delegate: forwarder, retained: forwarder) }
+    }
 
     private func with(_ change: (inout Self) -> Void) -> Self {
         var copy = self

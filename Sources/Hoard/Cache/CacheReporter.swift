@@ -20,6 +20,8 @@ struct CacheReporter<Value: Sendable>: Sendable {
         /// Evictions by reason, indexed by `EvictionReason.index`.
         var evictionsByReason = [Int](repeating: 0, count: EvictionReason.allCases.count)
         weak var delegate: (any CacheDelegate<Value>)?
+        /// The delegate held strongly when the cache owns it: a forwarder to a main-actor delegate.
+        var retainedDelegate: (any CacheDelegate<Value>)?
         /// Whether ``Cache/events`` has a subscriber: the hub's count, as of its last change.
         var isObserved = false
 
@@ -35,9 +37,10 @@ struct CacheReporter<Value: Sendable>: Sendable {
     /// The memory store, told who listens and read for the counts it keeps.
     let memory: MemoryStore<String, CachedValue<Value>>?
 
-    init(delegate: (any CacheDelegate<Value>)?, memory: MemoryStore<String, CachedValue<Value>>?) {
+    init(delegate: CacheBuilder<Value>.WeakDelegate, memory: MemoryStore<String, CachedValue<Value>>?) {
         var initial = State()
-        initial.delegate = delegate
+        initial.delegate = delegate.delegate
+        initial.retainedDelegate = delegate.retained
         let state = Locked(initial)
         self.state = state
         self.memory = memory
@@ -67,7 +70,15 @@ struct CacheReporter<Value: Sendable>: Sendable {
     /// The delegate; setting it tells the memory store whether each eviction must be reported.
     var delegate: (any CacheDelegate<Value>)? {
         get { state.withLock { $0.delegate } }
-        nonmutating set { Self.updateListening(state, memory) { $0.delegate = newValue } }
+        nonmutating set { setDelegate(newValue, retained: false) }
+    }
+
+    /// Sets the delegate; with `retained`, also holds it strongly (a forwarder only the cache owns).
+    func setDelegate(_ delegate: (any CacheDelegate<Value>)?, retained: Bool) {
+        Self.updateListening(state, memory) {
+            $0.delegate = delegate
+            $0.retainedDelegate = retained ? delegate : nil
+        }
     }
 
     // MARK: - The fast paths

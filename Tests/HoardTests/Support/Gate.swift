@@ -45,7 +45,7 @@ func onPlainThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T 
 
 /// Suspends until `condition` holds, yielding between checks; gives up after `seconds` so that a
 /// broken test fails instead of hanging.
-func waitUntil(seconds: Int = 30, _ condition: () -> Bool) async -> Bool {
+nonisolated(nonsending) func waitUntil(seconds: Int = 30, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         if condition() { return true }
