@@ -287,33 +287,4 @@ extension EvictionIndex {
         }
         return result
     }
-
-    /// Checks the regions' links and sizes; traps on the first inconsistency.
-    ///
-    /// - Complexity: O(n).
-    func checkAdmissionInvariants() {
-        precondition(firstBucket == -1 && lastBucket == -1 && buckets.count == 3, "W-TinyLFU regions")
-        var seen = 0
-        var sizes = [0, 0, 0]
-        for region in 0..<Int32(3) {
-            var slot = buckets[Int(region)].head
-            var previous: Int32 = -1
-            while slot >= 0 {
-                let link = links[Int(slot)]
-                let key = entries[Int(slot)].key
-                precondition(link.prev == previous && links[Int(slot)].bucket == region, "node links")
-                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
-                precondition(metas[Int(slot)].spread == FrequencySketch.spread(key.hashValue), "key hash")
-                sizes[Int(region)] += 1
-                seen += 1
-                previous = slot
-                slot = link.next
-            }
-            precondition(buckets[Int(region)].tail == previous, "region tail")
-        }
-        precondition(sizes[0] == admission.windowCount, "window size")
-        precondition(sizes[2] == admission.protectedCount, "protected size")
-        checkBufferCounts(seen: seen)
-    }
 }
