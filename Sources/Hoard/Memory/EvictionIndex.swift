@@ -141,15 +141,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     func slot(for key: Key, hash: Int) -> Int32? {
         let tag = SlotTable.tag(hash)
-        var bucket = table.home(tag)
+        var probe = table.home(tag)
         while true {
-            let entry = table.buckets[bucket]
-            if entry == 0 { return nil }
-            if SlotTable.tag(of: entry) == tag {
-                let slot = SlotTable.slot(of: entry)
+            let cell = table.cells[probe]
+            if cell == 0 { return nil }
+            if SlotTable.tag(of: cell) == tag {
+                let slot = SlotTable.slot(of: cell)
                 if entries[Int(slot)].key == key { return slot }
             }
-            bucket = (bucket &+ 1) & table.mask
+            probe = (probe &+ 1) & table.mask
         }
     }
 
