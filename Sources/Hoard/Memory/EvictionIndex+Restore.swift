@@ -1,4 +1,6 @@
-// Saving and restoring the order of an `EvictionIndex`.
+// Saving and restoring the order of an `EvictionIndex`: the disk store writes the entries in eviction
+// order with their access counts to `.hoard-index`, and a later process appends them in that order to
+// an empty index, which then evicts them in the same order.
 
 extension EvictionIndex {
     /// Every entry with its access count, in eviction order (the next victim first).
@@ -14,13 +16,13 @@ extension EvictionIndex {
         result.reserveCapacity(entries.count)
         var bucket = firstBucket
         while bucket >= 0 {
-            let count = buckets[Int(bucket)].count
-            var slot = buckets[Int(bucket)].head
+            let count = lists[Int(bucket)].accessCount
+            var slot = lists[Int(bucket)].head
             while slot >= 0 {
                 result.append((entries[Int(slot)].key, entries[Int(slot)].payload, count))
                 slot = links[Int(slot)].next
             }
-            bucket = buckets[Int(bucket)].next
+            bucket = lists[Int(bucket)].next
         }
         return result
     }
@@ -28,6 +30,8 @@ extension EvictionIndex {
     /// Adds an entry as the most recently used one with the given access count.
     ///
     /// This is not an access; it restores a saved order. An existing entry for `key` is replaced.
+    ///
+    /// - Complexity: O(1) when the entries come in the order of ``entriesInEvictionOrder``.
     @usableFromInline
     mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
         let hash = key.hashValue

@@ -1,14 +1,22 @@
-/// The eviction order of a cache level: a hash map from key to slot, plus frequency buckets.
+/// The eviction order of a cache level: a hash table from key to slot, plus lists of nodes.
 ///
 /// Entries live in parallel buffers indexed by slot (see `Entry`) and link to each other by `Int32`
-/// slot numbers, so an entry costs no allocation of its own. Buckets form a list in increasing access
-/// count; each bucket holds its nodes from least to most recently used. The victim is always the head of the
-/// first bucket. LRU is the special case in which every node stays in the count-1 bucket and an
-/// access only moves the node to that bucket's tail.
+/// slot numbers, so an entry costs no allocation of its own. Each node is in one list (a `NodeList`
+/// in `lists`), which holds its nodes from least to most recently used. The words for the parts:
 ///
-/// W-TinyLFU uses three fixed buckets as its regions (window, probation, protected; see
-/// `EvictionIndex+WindowTinyLFU.swift`), outside the bucket list, and keeps each node's spread key
-/// hash in its `Meta.spread`.
+/// - A *frequency bucket* (LRU and LFU) is a list of the nodes that share one access count. The
+///   frequency buckets form a chain in increasing count, from `firstBucket` to `lastBucket`; the
+///   victim is always the head of the first one. LRU is the special case in which every node stays
+///   in the count-1 bucket and an access only moves the node to that bucket's tail. See
+///   `EvictionIndex+LFU.swift`.
+/// - A *region* (W-TinyLFU) is one of the lists 0, 1 and 2: the window, probation and protected
+///   regions, outside the chain of frequency buckets. Each node keeps its spread key hash in its
+///   `Meta.spread`. See `EvictionIndex+WindowTinyLFU.swift`.
+/// - A *probe* is a step of the hash table's search for a key; the table's positions are its
+///   *cells* (see `SlotTable`).
+///
+/// The lists' link machinery is in `EvictionIndex+Links.swift`, saving and restoring the order in
+/// `EvictionIndex+Restore.swift`, and the consistency checks in `EvictionIndex+Invariants.swift`.
 ///
 /// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
 @usableFromInline
@@ -34,32 +42,33 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// An entry's bucket, its neighbours in the bucket's list, and its stamp: all that an LRU or
-    /// LFU hit reads or writes of the entry and of its neighbours.
+    /// An entry's list, its neighbours in that list, and its stamp: all that an LRU or LFU hit reads
+    /// or writes of the entry and of its neighbours.
     ///
     /// 16 bytes, so four to a memory line and none across two; they stay in a processor cache far
-    /// longer than the entries themselves. The bucket and the stamp are here because an LFU hit
+    /// longer than the entries themselves. The list and the stamp are here because an LFU hit
     /// reads the one and writes the other: with either in `Meta`, every LFU hit touched one more
     /// memory line and one more page than an LRU hit.
     @usableFromInline
     struct Link {
         @usableFromInline var prev: Int32 = -1
         @usableFromInline var next: Int32 = -1
-        @usableFromInline var bucket: Int32 = -1
+        /// The list the entry is in: its frequency bucket (LRU, LFU) or its region (W-TinyLFU).
+        @usableFromInline var list: Int32 = -1
         /// The index clock at the entry's last access (LFU; 0 under the other policies).
         ///
-        /// Orders the entries of two buckets that aging merges. See ``nextStamp()`` for why 32 bits
-        /// never wrap.
+        /// Orders the entries of two frequency buckets that aging merges. See ``nextStamp()`` for
+        /// why 32 bits never wrap.
         @usableFromInline var stamp: UInt32 = 0
 
         @inlinable
         init() {}
 
         @inlinable
-        init(prev: Int32, next: Int32, bucket: Int32, stamp: UInt32) {
+        init(prev: Int32, next: Int32, list: Int32, stamp: UInt32) {
             self.prev = prev
             self.next = next
-            self.bucket = bucket
+            self.list = list
             self.stamp = stamp
         }
     }
@@ -80,17 +89,20 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// The nodes that share one access count, least recently used first.
+    /// A list of nodes, least recently used first: a frequency bucket or a region.
     @usableFromInline
-    struct Bucket {
-        @usableFromInline var count: UInt32
+    struct NodeList {
+        /// The access count the nodes of a frequency bucket share; 0 for a region.
+        @usableFromInline var accessCount: UInt32
         @usableFromInline var head: Int32 = -1
         @usableFromInline var tail: Int32 = -1
+        /// The frequency bucket before this one in the chain, or -1 (always -1 for a region).
         @usableFromInline var prev: Int32 = -1
+        /// The frequency bucket after this one in the chain, or -1 (always -1 for a region).
         @usableFromInline var next: Int32 = -1
 
         @inlinable
-        init(count: UInt32) { self.count = count }
+        init(accessCount: UInt32) { self.accessCount = accessCount }
     }
 
     @usableFromInline let policy: EvictionPolicy
@@ -98,15 +110,20 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var table: SlotTable
     /// Each slot's key and payload.
     @usableFromInline var entries = NodeBuffer<Entry>()
-    /// Each slot's links and bucket.
+    /// Each slot's neighbours, list and stamp.
     @usableFromInline var links = NodeBuffer<Link>()
-    /// Each slot's tag and stamp.
+    /// Each slot's tag and spread hash.
     @usableFromInline var metas = NodeBuffer<Meta>()
     /// What each slot costs against the owner's cost limit (0 without one).
     @usableFromInline var costs = NodeBuffer<Int>()
-    @usableFromInline var buckets = NodeBuffer<Bucket>()
+    /// The frequency buckets (LRU, LFU) or the three regions (W-TinyLFU); a `Link.list` indexes it.
+    @usableFromInline var lists = NodeBuffer<NodeList>()
+    /// The frequency bucket with the lowest access count, or -1 (always -1 under W-TinyLFU).
     @usableFromInline var firstBucket: Int32 = -1
+    /// The frequency bucket with the highest access count, or -1 (always -1 under W-TinyLFU).
     @usableFromInline var lastBucket: Int32 = -1
+    /// The numbers in `lists` of removed frequency buckets, for ``makeBucket(accessCount:after:)`` to
+    /// reuse.
     @usableFromInline var freeBuckets: [Int32] = []
     /// The stamp of the last access (LFU); see ``nextStamp()``.
     @usableFromInline var clock: UInt32 = 0
@@ -218,7 +235,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
             return slot >= 0 ? (entries[Int(slot)].key, entries[Int(slot)].payload) : nil
         }
         guard firstBucket >= 0 else { return nil }
-        let entry = entries[Int(buckets[Int(firstBucket)].head)]
+        let entry = entries[Int(lists[Int(firstBucket)].head)]
         return (entry.key, entry.payload)
     }
 
@@ -227,13 +244,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
     func victim(excluding key: Key) -> Key? {
         if policy == .wTinyLFU { return admissionVictim(excluding: key) }
         guard firstBucket >= 0 else { return nil }
-        let first = buckets[Int(firstBucket)].head
+        let first = lists[Int(firstBucket)].head
         if entries[Int(first)].key != key { return entries[Int(first)].key }
         // `key` is the next victim itself: take the one after it.
         let second = links[Int(first)].next
         if second >= 0 { return entries[Int(second)].key }
-        let nextBucket = buckets[Int(firstBucket)].next
-        return nextBucket >= 0 ? entries[Int(buckets[Int(nextBucket)].head)].key : nil
+        let nextBucket = lists[Int(firstBucket)].next
+        return nextBucket >= 0 ? entries[Int(lists[Int(nextBucket)].head)].key : nil
     }
 
     /// The cost of the entry for `key`, or 0.
@@ -252,11 +269,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
             return (node.key, node.payload)
         }
         guard firstBucket >= 0 else { return nil }
-        let node = remove(slot: buckets[Int(firstBucket)].head)
+        let node = remove(slot: lists[Int(firstBucket)].head)
         return (node.key, node.payload)
     }
 
     /// Removes every entry.
+    ///
+    /// - Complexity: O(n) in the table's size.
     @usableFromInline
     mutating func removeAll() {
         table.removeAll()
@@ -265,14 +284,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
         links.removeAll()
         metas.removeAll()
         costs.removeAll()
-        buckets.removeAll()
+        lists.removeAll()
         freeBuckets.removeAll()
         firstBucket = -1
         lastBucket = -1
         if policy == .wTinyLFU { makeRegions() }
     }
 
-    /// Stores a new entry in the next slot and adds it to the table, unlinked; returns its slot.
+    /// Stores a new entry in the next slot and adds it to the table, in no list yet; returns its
+    /// slot.
     @inlinable
     mutating func appendEntry(key: Key, hash: Int, payload: Payload, spread: UInt64, cost: Int) -> Int32 {
         let slot = Int32(entries.count)
@@ -290,10 +310,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     @discardableResult
     mutating func remove(slot: Int32) -> Entry {
-        let bucket = links[Int(slot)].bucket
+        let list = links[Int(slot)].list
         totalCost -= costs[Int(slot)]
-        unlink(slot, from: bucket)
-        if policy == .wTinyLFU { regionDidLose(bucket) } else { removeBucketIfEmpty(bucket) }
+        unlink(slot, from: list)
+        if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
         table.remove(tag: metas[Int(slot)].tag, slot: slot)
         let last = Int32(entries.count - 1)
         if slot != last {
@@ -305,12 +325,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
             if moved.prev >= 0 {
                 links[Int(moved.prev)].next = slot
             } else {
-                buckets[Int(moved.bucket)].head = slot
+                lists[Int(moved.list)].head = slot
             }
             if moved.next >= 0 {
                 links[Int(moved.next)].prev = slot
             } else {
-                buckets[Int(moved.bucket)].tail = slot
+                lists[Int(moved.list)].tail = slot
             }
             table.move(tag: movedMeta.tag, from: last, to: slot)
             entries.swapAt(Int(slot), Int(last))
