@@ -1,7 +1,7 @@
 // W-TinyLFU inside `EvictionIndex` (see `EvictionPolicy.wTinyLFU` for the policy itself).
 //
-// The index's buckets 0, 1 and 2 are the window, probation and protected regions, each a list from
-// least to most recently used, kept out of the bucket list (`firstBucket` stays -1). A node's `Meta.spread`
+// The index's lists 0, 1 and 2 are the window, probation and protected regions, each from least to
+// most recently used; there are no frequency buckets (`firstBucket` stays -1). A node's `Meta.spread`
 // holds its key's spread hash, so the sketch never hashes a key twice. Every decision reads only the
 // region heads, their sizes and the sketch, so `victim`, `popVictim()` and `entriesInEvictionOrder`
 // agree: the order is the sequence `popVictim()` would follow if called until the index is empty.
@@ -105,10 +105,11 @@ extension EvictionIndex {
     @inlinable static var probationRegion: Int32 { 1 }
     @inlinable static var protectedRegion: Int32 { 2 }
 
-    /// Makes the three empty regions (their `count` is the region number).
+    /// Makes the three empty regions, lists 0, 1 and 2 (`windowRegion`, `probationRegion`,
+    /// `protectedRegion`).
     @usableFromInline
     mutating func makeRegions() {
-        buckets = [Bucket(count: 0), Bucket(count: 1), Bucket(count: 2)]
+        lists = [NodeList(accessCount: 0), NodeList(accessCount: 0), NodeList(accessCount: 0)]
         admission.windowCount = 0
         admission.protectedCount = 0
     }
@@ -128,7 +129,7 @@ extension EvictionIndex {
     /// Moves `slot` to the tail of `region`.
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32) {
-        let from = links[Int(slot)].bucket
+        let from = links[Int(slot)].list
         relink(slot, from: from, to: region)
         if from == Self.windowRegion { admission.windowCount -= 1 }
         if from == Self.protectedRegion { admission.protectedCount -= 1 }
@@ -158,9 +159,9 @@ extension EvictionIndex {
         // insert after the climber shrinks the window; the duel drains the rest.
         let target = windowTarget(forCount: entries.count)
         if admission.windowCount > target {
-            move(buckets[Int(Self.windowRegion)].head, to: Self.probationRegion)
+            move(lists[Int(Self.windowRegion)].head, to: Self.probationRegion)
             if admission.windowCount > target {
-                move(buckets[Int(Self.windowRegion)].head, to: Self.probationRegion)
+                move(lists[Int(Self.windowRegion)].head, to: Self.probationRegion)
             }
         }
     }
@@ -179,12 +180,12 @@ extension EvictionIndex {
     @inlinable
     mutating func recordAdmissionAccess(_ slot: Int32) {
         admission.sketch.increment(metas[Int(slot)].spread)
-        let region = links[Int(slot)].bucket
+        let region = links[Int(slot)].list
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on; protected's oldest steps down.
             move(slot, to: Self.protectedRegion)
             if admission.protectedCount > protectedTarget(forCount: entries.count) {
-                move(buckets[Int(Self.protectedRegion)].head, to: Self.probationRegion)
+                move(lists[Int(Self.protectedRegion)].head, to: Self.probationRegion)
             }
         } else if links[Int(slot)].next >= 0 {
             relink(slot, from: region, to: region)
@@ -210,9 +211,9 @@ extension EvictionIndex {
     @inlinable
     var admissionCursor: AdmissionCursor {
         AdmissionCursor(
-            window: buckets[Int(Self.windowRegion)].head,
-            probation: buckets[Int(Self.probationRegion)].head,
-            protected: buckets[Int(Self.protectedRegion)].head,
+            window: lists[Int(Self.windowRegion)].head,
+            probation: lists[Int(Self.probationRegion)].head,
+            protected: lists[Int(Self.protectedRegion)].head,
             count: entries.count,
             windowCount: admission.windowCount
         )
@@ -286,34 +287,5 @@ extension EvictionIndex {
             result.append((entries[Int(slot)].key, entries[Int(slot)].payload, UInt32(max(1, frequency))))
         }
         return result
-    }
-
-    /// Checks the regions' links and sizes; traps on the first inconsistency.
-    ///
-    /// - Complexity: O(n).
-    func checkAdmissionInvariants() {
-        precondition(firstBucket == -1 && lastBucket == -1 && buckets.count == 3, "W-TinyLFU regions")
-        var seen = 0
-        var sizes = [0, 0, 0]
-        for region in 0..<Int32(3) {
-            var slot = buckets[Int(region)].head
-            var previous: Int32 = -1
-            while slot >= 0 {
-                let link = links[Int(slot)]
-                let key = entries[Int(slot)].key
-                precondition(link.prev == previous && links[Int(slot)].bucket == region, "node links")
-                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
-                precondition(metas[Int(slot)].spread == FrequencySketch.spread(key.hashValue), "key hash")
-                sizes[Int(region)] += 1
-                seen += 1
-                previous = slot
-                slot = link.next
-            }
-            precondition(buckets[Int(region)].tail == previous, "region tail")
-        }
-        precondition(sizes[0] == admission.windowCount, "window size")
-        precondition(sizes[2] == admission.protectedCount, "protected size")
-        checkBufferCounts(seen: seen)
     }
 }

@@ -1,14 +1,22 @@
-/// The eviction order of a cache level: a hash map from key to slot, plus frequency buckets.
+/// The eviction order of a cache level: a hash table from key to slot, plus lists of nodes.
 ///
 /// Entries live in parallel buffers indexed by slot (see `Entry`) and link to each other by `Int32`
-/// slot numbers, so an entry costs no allocation of its own. Buckets form a list in increasing access
-/// count; each bucket holds its nodes from least to most recently used. The victim is always the head of the
-/// first bucket. LRU is the special case in which every node stays in the count-1 bucket and an
-/// access only moves the node to that bucket's tail.
+/// slot numbers, so an entry costs no allocation of its own. Each node is in one list (a `NodeList`
+/// in `lists`), which holds its nodes from least to most recently used. The words for the parts:
 ///
-/// W-TinyLFU uses three fixed buckets as its regions (window, probation, protected; see
-/// `EvictionIndex+WindowTinyLFU.swift`), outside the bucket list, and keeps each node's spread key
-/// hash in its `Meta.spread`.
+/// - A *frequency bucket* (LRU and LFU) is a list of the nodes that share one access count. The
+///   frequency buckets form a chain in increasing count, from `firstBucket` to `lastBucket`; the
+///   victim is always the head of the first one. LRU is the special case in which every node stays
+///   in the count-1 bucket and an access only moves the node to that bucket's tail. See
+///   `EvictionIndex+LFU.swift`.
+/// - A *region* (W-TinyLFU) is one of the lists 0, 1 and 2: the window, probation and protected
+///   regions, outside the chain of frequency buckets. Each node keeps its spread key hash in its
+///   `Meta.spread`. See `EvictionIndex+WindowTinyLFU.swift`.
+/// - A *probe* is a step of the hash table's search for a key; the table's positions are its
+///   *cells* (see `SlotTable`).
+///
+/// The lists' link machinery is in `EvictionIndex+Links.swift`, saving and restoring the order in
+/// `EvictionIndex+Restore.swift`, and the consistency checks in `EvictionIndex+Invariants.swift`.
 ///
 /// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
 @usableFromInline
@@ -34,32 +42,33 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// An entry's bucket, its neighbours in the bucket's list, and its stamp: all that an LRU or
-    /// LFU hit reads or writes of the entry and of its neighbours.
+    /// An entry's list, its neighbours in that list, and its stamp: all that an LRU or LFU hit reads
+    /// or writes of the entry and of its neighbours.
     ///
     /// 16 bytes, so four to a memory line and none across two; they stay in a processor cache far
-    /// longer than the entries themselves. The bucket and the stamp are here because an LFU hit
+    /// longer than the entries themselves. The list and the stamp are here because an LFU hit
     /// reads the one and writes the other: with either in `Meta`, every LFU hit touched one more
     /// memory line and one more page than an LRU hit.
     @usableFromInline
     struct Link {
         @usableFromInline var prev: Int32 = -1
         @usableFromInline var next: Int32 = -1
-        @usableFromInline var bucket: Int32 = -1
+        /// The list the entry is in: its frequency bucket (LRU, LFU) or its region (W-TinyLFU).
+        @usableFromInline var list: Int32 = -1
         /// The index clock at the entry's last access (LFU; 0 under the other policies).
         ///
-        /// Orders the entries of two buckets that aging merges. See ``nextStamp()`` for why 32 bits
-        /// never wrap.
+        /// Orders the entries of two frequency buckets that aging merges. See ``nextStamp()`` for
+        /// why 32 bits never wrap.
         @usableFromInline var stamp: UInt32 = 0
 
         @inlinable
         init() {}
 
         @inlinable
-        init(prev: Int32, next: Int32, bucket: Int32, stamp: UInt32) {
+        init(prev: Int32, next: Int32, list: Int32, stamp: UInt32) {
             self.prev = prev
             self.next = next
-            self.bucket = bucket
+            self.list = list
             self.stamp = stamp
         }
     }
@@ -80,17 +89,20 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// The nodes that share one access count, least recently used first.
+    /// A list of nodes, least recently used first: a frequency bucket or a region.
     @usableFromInline
-    struct Bucket {
-        @usableFromInline var count: UInt32
+    struct NodeList {
+        /// The access count the nodes of a frequency bucket share; 0 for a region.
+        @usableFromInline var accessCount: UInt32
         @usableFromInline var head: Int32 = -1
         @usableFromInline var tail: Int32 = -1
+        /// The frequency bucket before this one in the chain, or -1 (always -1 for a region).
         @usableFromInline var prev: Int32 = -1
+        /// The frequency bucket after this one in the chain, or -1 (always -1 for a region).
         @usableFromInline var next: Int32 = -1
 
         @inlinable
-        init(count: UInt32) { self.count = count }
+        init(accessCount: UInt32) { self.accessCount = accessCount }
     }
 
     @usableFromInline let policy: EvictionPolicy
@@ -98,15 +110,20 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var table: SlotTable
     /// Each slot's key and payload.
     @usableFromInline var entries = NodeBuffer<Entry>()
-    /// Each slot's links and bucket.
+    /// Each slot's neighbours, list and stamp.
     @usableFromInline var links = NodeBuffer<Link>()
-    /// Each slot's tag and stamp.
+    /// Each slot's tag and spread hash.
     @usableFromInline var metas = NodeBuffer<Meta>()
     /// What each slot costs against the owner's cost limit (0 without one).
     @usableFromInline var costs = NodeBuffer<Int>()
-    @usableFromInline var buckets = NodeBuffer<Bucket>()
+    /// The frequency buckets (LRU, LFU) or the three regions (W-TinyLFU); a `Link.list` indexes it.
+    @usableFromInline var lists = NodeBuffer<NodeList>()
+    /// The frequency bucket with the lowest access count, or -1 (always -1 under W-TinyLFU).
     @usableFromInline var firstBucket: Int32 = -1
+    /// The frequency bucket with the highest access count, or -1 (always -1 under W-TinyLFU).
     @usableFromInline var lastBucket: Int32 = -1
+    /// The numbers in `lists` of removed frequency buckets, for ``makeBucket(accessCount:after:)`` to
+    /// reuse.
     @usableFromInline var freeBuckets: [Int32] = []
     /// The stamp of the last access (LFU); see ``nextStamp()``.
     @usableFromInline var clock: UInt32 = 0
@@ -141,15 +158,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     func slot(for key: Key, hash: Int) -> Int32? {
         let tag = SlotTable.tag(hash)
-        var bucket = table.home(tag)
+        var probe = table.home(tag)
         while true {
-            let entry = table.buckets[bucket]
-            if entry == 0 { return nil }
-            if SlotTable.tag(of: entry) == tag {
-                let slot = SlotTable.slot(of: entry)
+            let cell = table.cells[probe]
+            if cell == 0 { return nil }
+            if SlotTable.tag(of: cell) == tag {
+                let slot = SlotTable.slot(of: cell)
                 if entries[Int(slot)].key == key { return slot }
             }
-            bucket = (bucket &+ 1) & table.mask
+            probe = (probe &+ 1) & table.mask
         }
     }
 
@@ -218,7 +235,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
             return slot >= 0 ? (entries[Int(slot)].key, entries[Int(slot)].payload) : nil
         }
         guard firstBucket >= 0 else { return nil }
-        let entry = entries[Int(buckets[Int(firstBucket)].head)]
+        let entry = entries[Int(lists[Int(firstBucket)].head)]
         return (entry.key, entry.payload)
     }
 
@@ -227,13 +244,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
     func victim(excluding key: Key) -> Key? {
         if policy == .wTinyLFU { return admissionVictim(excluding: key) }
         guard firstBucket >= 0 else { return nil }
-        let first = buckets[Int(firstBucket)].head
+        let first = lists[Int(firstBucket)].head
         if entries[Int(first)].key != key { return entries[Int(first)].key }
         // `key` is the next victim itself: take the one after it.
         let second = links[Int(first)].next
         if second >= 0 { return entries[Int(second)].key }
-        let nextBucket = buckets[Int(firstBucket)].next
-        return nextBucket >= 0 ? entries[Int(buckets[Int(nextBucket)].head)].key : nil
+        let nextBucket = lists[Int(firstBucket)].next
+        return nextBucket >= 0 ? entries[Int(lists[Int(nextBucket)].head)].key : nil
     }
 
     /// The cost of the entry for `key`, or 0.
@@ -252,11 +269,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
             return (node.key, node.payload)
         }
         guard firstBucket >= 0 else { return nil }
-        let node = remove(slot: buckets[Int(firstBucket)].head)
+        let node = remove(slot: lists[Int(firstBucket)].head)
         return (node.key, node.payload)
     }
 
     /// Removes every entry.
+    ///
+    /// - Complexity: O(n) in the table's size.
     @usableFromInline
     mutating func removeAll() {
         table.removeAll()
@@ -265,134 +284,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
         links.removeAll()
         metas.removeAll()
         costs.removeAll()
-        buckets.removeAll()
+        lists.removeAll()
         freeBuckets.removeAll()
         firstBucket = -1
         lastBucket = -1
         if policy == .wTinyLFU { makeRegions() }
     }
 
-    /// Every entry with its access count, in eviction order (the next victim first).
-    ///
-    /// Appending them to an empty index in this order with ``append(_:forKey:count:)`` restores the
-    /// same order.
-    ///
-    /// - Complexity: O(n).
-    @usableFromInline
-    var entriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
-        if policy == .wTinyLFU { return admissionEntriesInEvictionOrder }
-        var result: [(key: Key, payload: Payload, count: UInt32)] = []
-        result.reserveCapacity(entries.count)
-        var bucket = firstBucket
-        while bucket >= 0 {
-            let count = buckets[Int(bucket)].count
-            var slot = buckets[Int(bucket)].head
-            while slot >= 0 {
-                result.append((entries[Int(slot)].key, entries[Int(slot)].payload, count))
-                slot = links[Int(slot)].next
-            }
-            bucket = buckets[Int(bucket)].next
-        }
-        return result
-    }
-
-    /// Adds an entry as the most recently used one with the given access count.
-    ///
-    /// This is not an access; it restores a saved order. An existing entry for `key` is replaced.
-    @usableFromInline
-    mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
-        let hash = key.hashValue
-        if let slot = slot(for: key, hash: hash) { remove(slot: slot) }
-        if policy == .wTinyLFU {
-            appendToProbation(key: key, hash: hash, payload: payload, count: count)
-            return
-        }
-        insertNew(key: key, hash: hash, payload: payload, count: policy == .lru ? 1 : max(1, count), cost: 0)
-    }
-
-    // MARK: - Links
-
-    @inlinable
-    mutating func recordAccess(_ slot: Int32) {
-        if policy == .lru {
-            // LRU keeps every entry in its one bucket, the first: the slot's bucket is not even read.
-            // Stamps only order LFU merges: LRU needs none.
-            if links[Int(slot)].next >= 0 { relink(slot, from: firstBucket, to: firstBucket) }
-            return
-        }
-        if policy == .wTinyLFU {
-            recordAdmissionAccess(slot)
-            return
-        }
-        let link = links[Int(slot)]
-        let bucket = link.bucket
-        let isAlone = link.prev < 0 && link.next < 0
-        let stamp = nextStamp()
-        let count = buckets[Int(bucket)].count
-        let next = buckets[Int(bucket)].next
-        if count == .max {
-            relink(slot, from: bucket, to: bucket, stamp: stamp)
-        } else if next >= 0 && buckets[Int(next)].count == count + 1 {
-            relink(slot, from: bucket, to: next, stamp: stamp)
-            if isAlone { removeBucket(bucket) }
-        } else if isAlone {
-            buckets[Int(bucket)].count = count + 1
-            links[Int(slot)].stamp = stamp
-        } else {
-            let created = makeBucket(count: count + 1, after: bucket)
-            relink(slot, from: bucket, to: created, stamp: stamp)
-        }
-        tickAging()
-    }
-
-    @inlinable
-    mutating func insertNew(key: Key, hash: Int, payload: Payload, count: UInt32, cost: Int) {
-        let slot = appendEntry(key: key, hash: hash, payload: payload, spread: 0, cost: cost)
-        // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
-        // order, so the last bucket is checked first: O(1) per entry there.
-        var previous: Int32 = -1
-        var bucket = firstBucket
-        if count > 1 {
-            if lastBucket >= 0 && buckets[Int(lastBucket)].count <= count {
-                bucket = lastBucket
-                if buckets[Int(bucket)].count < count {
-                    previous = bucket
-                    bucket = -1
-                }
-            } else {
-                while bucket >= 0 && buckets[Int(bucket)].count < count {
-                    previous = bucket
-                    bucket = buckets[Int(bucket)].next
-                }
-            }
-        }
-        if bucket < 0 || buckets[Int(bucket)].count != count {
-            bucket = makeBucket(count: count, after: previous)
-        }
-        appendNode(slot, to: bucket, stamp: policy == .lfu ? nextStamp() : 0)
-    }
-
-    /// The stamp for an access now: the index clock, advanced.
-    ///
-    /// The clock has 32 bits so that the stamp fits in `Link`. It never wraps: when it is about to,
-    /// every entry is restamped 1...n in its current order first (once per 4 billion accesses, in
-    /// O(n log n)), so that stamps always compare in access order.
-    @inlinable
-    mutating func nextStamp() -> UInt32 {
-        if clock == .max { renumberStamps() }
-        clock += 1
-        return clock
-    }
-
-    /// Restamps the entries 1...n in the order of their stamps and sets the clock to n.
-    @usableFromInline
-    mutating func renumberStamps() {
-        let order = (0..<Int32(count)).sorted { links[Int($0)].stamp < links[Int($1)].stamp }
-        for (rank, slot) in order.enumerated() { links[Int(slot)].stamp = UInt32(rank + 1) }
-        clock = UInt32(order.count)
-    }
-
-    /// Stores a new entry in the next slot and adds it to the table, unlinked; returns its slot.
+    /// Stores a new entry in the next slot and adds it to the table, in no list yet; returns its
+    /// slot.
     @inlinable
     mutating func appendEntry(key: Key, hash: Int, payload: Payload, spread: UInt64, cost: Int) -> Int32 {
         let slot = Int32(entries.count)
@@ -410,10 +310,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @inlinable
     @discardableResult
     mutating func remove(slot: Int32) -> Entry {
-        let bucket = links[Int(slot)].bucket
+        let list = links[Int(slot)].list
         totalCost -= costs[Int(slot)]
-        unlink(slot, from: bucket)
-        if policy == .wTinyLFU { regionDidLose(bucket) } else { removeBucketIfEmpty(bucket) }
+        unlink(slot, from: list)
+        if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
         table.remove(tag: metas[Int(slot)].tag, slot: slot)
         let last = Int32(entries.count - 1)
         if slot != last {
@@ -425,12 +325,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
             if moved.prev >= 0 {
                 links[Int(moved.prev)].next = slot
             } else {
-                buckets[Int(moved.bucket)].head = slot
+                lists[Int(moved.list)].head = slot
             }
             if moved.next >= 0 {
                 links[Int(moved.next)].prev = slot
             } else {
-                buckets[Int(moved.bucket)].tail = slot
+                lists[Int(moved.list)].tail = slot
             }
             table.move(tag: movedMeta.tag, from: last, to: slot)
             entries.swapAt(Int(slot), Int(last))
@@ -439,201 +339,5 @@ struct EvictionIndex<Key: Hashable, Payload> {
         metas.removeLast()
         costs.removeLast()
         return entries.removeLast()
-    }
-
-    /// Takes `slot` out of the list of `bucket`, the bucket it is in.
-    @inlinable
-    mutating func unlink(_ slot: Int32, from bucket: Int32) {
-        // The bucket is written only when `slot` is its head or tail: through the plain subscript,
-        // so that the common case pays no uniqueness check for it.
-        let (prev, next) = links.withMutableView { links in
-            let prev = links[Int(slot)].prev
-            let next = links[Int(slot)].next
-            if prev >= 0 { links[Int(prev)].next = next }
-            if next >= 0 { links[Int(next)].prev = prev }
-            return (prev, next)
-        }
-        if prev < 0 { buckets[Int(bucket)].head = next }
-        if next < 0 { buckets[Int(bucket)].tail = prev }
-    }
-
-    /// Puts an unlinked `slot` at the tail of `bucket`'s list and records the bucket and `stamp`
-    /// in its `Link`.
-    @inlinable
-    mutating func appendNode(_ slot: Int32, to bucket: Int32, stamp: UInt32 = 0) {
-        links.withMutableView { links in
-            buckets.withMutableView { buckets in
-                let tail = buckets[Int(bucket)].tail
-                links[Int(slot)] = Link(prev: tail, next: -1, bucket: bucket, stamp: stamp)
-                if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(bucket)].head = slot }
-                buckets[Int(bucket)].tail = slot
-            }
-        }
-    }
-
-    /// Moves `slot` from `bucket`, the bucket it is in, to the tail of `target` (which may be the
-    /// same bucket) with a new `stamp`: ``unlink(_:from:)`` then ``appendNode(_:to:stamp:)`` in one
-    /// pass, so that a hit checks the uniqueness of the links and of the buckets once each.
-    ///
-    /// `target` must exist already: nothing may append to `buckets` while its view is alive.
-    @inlinable @inline(__always)
-    mutating func relink(_ slot: Int32, from bucket: Int32, to target: Int32, stamp: UInt32 = 0) {
-        links.withMutableView { links in
-            buckets.withMutableView { buckets in
-                let prev = links[Int(slot)].prev
-                let next = links[Int(slot)].next
-                if prev >= 0 { links[Int(prev)].next = next } else { buckets[Int(bucket)].head = next }
-                if next >= 0 { links[Int(next)].prev = prev } else { buckets[Int(bucket)].tail = prev }
-                let tail = buckets[Int(target)].tail
-                links[Int(slot)] = Link(prev: tail, next: -1, bucket: target, stamp: stamp)
-                if tail >= 0 { links[Int(tail)].next = slot } else { buckets[Int(target)].head = slot }
-                buckets[Int(target)].tail = slot
-            }
-        }
-    }
-
-    /// Creates an empty bucket after `previous` (or first when `previous` is -1).
-    @inlinable
-    mutating func makeBucket(count: UInt32, after previous: Int32) -> Int32 {
-        var bucket = Bucket(count: count)
-        bucket.prev = previous
-        bucket.next = previous >= 0 ? buckets[Int(previous)].next : firstBucket
-        let index: Int32
-        if let free = freeBuckets.popLast() {
-            index = free
-            buckets[Int(index)] = bucket
-        } else {
-            index = Int32(buckets.count)
-            buckets.append(bucket)
-        }
-        if bucket.next >= 0 { buckets[Int(bucket.next)].prev = index } else { lastBucket = index }
-        if previous >= 0 { buckets[Int(previous)].next = index } else { firstBucket = index }
-        return index
-    }
-
-    @inlinable
-    mutating func removeBucketIfEmpty(_ bucket: Int32) {
-        if buckets[Int(bucket)].head < 0 { removeBucket(bucket) }
-    }
-
-    /// Takes the empty `bucket` out of the bucket list and frees it.
-    @inlinable
-    mutating func removeBucket(_ bucket: Int32) {
-        let current = buckets[Int(bucket)]
-        if current.prev >= 0 { buckets[Int(current.prev)].next = current.next } else { firstBucket = current.next }
-        if current.next >= 0 { buckets[Int(current.next)].prev = current.prev } else { lastBucket = current.prev }
-        freeBuckets.append(bucket)
-    }
-
-    // MARK: - Aging
-
-    @inlinable
-    mutating func tickAging() {
-        guard policy == .lfu else { return }
-        agingCountdown -= 1
-        if agingCountdown <= 0 { age() }
-    }
-
-    /// Halves every access count (`c` becomes `(c + 1) / 2`), merging buckets whose counts meet.
-    ///
-    /// - Complexity: O(n), once every `agingPeriod` operations, so O(1) amortised.
-    @inlinable
-    mutating func age() {
-        agingCountdown = agingPeriod
-        var kept: Int32 = -1
-        var bucket = firstBucket
-        while bucket >= 0 {
-            let next = buckets[Int(bucket)].next
-            let count = buckets[Int(bucket)].count
-            let halved = count / 2 + count & 1  // (count + 1) / 2 without overflowing at UInt32.max
-            if kept >= 0 && buckets[Int(kept)].count == halved {
-                mergeByStamp(bucket, into: kept)
-                // Unlink the emptied bucket (it directly follows `kept`).
-                buckets[Int(kept)].next = next
-                if next >= 0 { buckets[Int(next)].prev = kept } else { lastBucket = kept }
-                freeBuckets.append(bucket)
-            } else {
-                buckets[Int(bucket)].count = max(1, halved)
-                kept = bucket
-            }
-            bucket = next
-        }
-    }
-
-    /// Moves every node of `source` into `target`, keeping both lists' least-recent-first order.
-    @inlinable
-    mutating func mergeByStamp(_ source: Int32, into target: Int32) {
-        var left = buckets[Int(target)].head
-        var right = buckets[Int(source)].head
-        var tail: Int32 = -1
-        var head: Int32 = -1
-        while left >= 0 || right >= 0 {
-            let takeLeft = right < 0 || (left >= 0 && links[Int(left)].stamp <= links[Int(right)].stamp)
-            let slot = takeLeft ? left : right
-            if takeLeft { left = links[Int(left)].next } else { right = links[Int(right)].next }
-            links[Int(slot)].bucket = target
-            links[Int(slot)].prev = tail
-            links[Int(slot)].next = -1
-            if tail >= 0 { links[Int(tail)].next = slot } else { head = slot }
-            tail = slot
-        }
-        buckets[Int(target)].head = head
-        buckets[Int(target)].tail = tail
-        buckets[Int(source)].head = -1
-        buckets[Int(source)].tail = -1
-    }
-}
-
-extension EvictionIndex {
-    /// Checks every link and count; traps on the first inconsistency.
-    ///
-    /// For tests and debugging; nothing in the library calls it.
-    ///
-    /// - Complexity: O(n).
-    func checkInvariants() {
-        if policy == .wTinyLFU {
-            checkAdmissionInvariants()
-            return
-        }
-        var seen = 0
-        var bucket = firstBucket
-        var previousBucket: Int32 = -1
-        var previousCount: UInt32 = 0
-        while bucket >= 0 {
-            let current = buckets[Int(bucket)]
-            precondition(current.prev == previousBucket, "bucket back link")
-            precondition(current.count > previousCount, "bucket counts must increase")
-            precondition(current.head >= 0, "empty bucket in the list")
-            if policy == .lru { precondition(current.count == 1, "LRU uses one bucket") }
-            var slot = current.head
-            var previous: Int32 = -1
-            while slot >= 0 {
-                let link = links[Int(slot)]
-                let key = entries[Int(slot)].key
-                precondition(link.prev == previous && links[Int(slot)].bucket == bucket, "node links")
-                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
-                precondition(link.stamp <= clock, "stamp after the clock")
-                seen += 1
-                previous = slot
-                slot = link.next
-            }
-            precondition(current.tail == previous, "bucket tail")
-            previousCount = current.count
-            previousBucket = bucket
-            bucket = current.next
-        }
-        checkBufferCounts(seen: seen)
-        precondition(lastBucket == previousBucket, "last bucket")
-    }
-
-    /// Checks that every buffer holds one element per entry and that the costs add up.
-    func checkBufferCounts(seen: Int) {
-        precondition(seen == entries.count && seen == table.count, "node count")
-        precondition(
-            links.count == seen && metas.count == seen && costs.count == seen,
-            "buffer counts"
-        )
-        precondition(totalCost == costs.reduce(0, +), "total cost")
     }
 }

@@ -6,17 +6,23 @@
 /// A large store is split into ``shardCount`` shards by a hash of the key, each with its own lock,
 /// index and share of the capacity, so that threads working on different keys rarely wait for each
 /// other (with one lock, two threads reading at once are slower together than one alone, since
-/// every hit moves an entry). Eviction is exact within a shard: the victim is the one the policy
-/// names among the entries of the new key's shard. A store with fewer than
-/// ``entriesPerShardForSharding`` × 2 entries of capacity, or with a cost limit, has one shard, so
-/// the policy is exact over the whole store.
+/// every hit moves an entry). The shards share one count limit, so that a full store holds exactly
+/// ``capacity`` values however the keys spread: a shard may hold more than its share while the
+/// store has room (see `Room`). Once the store is full, a new key's shard evicts the victim its
+/// policy names among its own entries if it holds at least its share, and otherwise the victim of
+/// another shard that holds more than its share, so the shards drift back to their shares. A store
+/// with fewer than ``entriesPerShardForSharding`` × 2 entries of capacity, or with a cost limit,
+/// has one shard, so the policy is exact over the whole store.
+///
+/// Locks: a thread holds at most one shard's lock at a time, so shards never wait for each other
+/// in a cycle; it may take the lock of `room` while holding one, never the other way round.
 @usableFromInline
 final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
-    // Safe because each shard is only read or written while holding its lock in `locks`, and
-    // `shards` itself never changes after init.
+    // Safe because each shard is only read or written while holding its lock in `locks`, `room`
+    // only while holding the last lock of `locks`, and `shards` itself never changes after init.
 
-    /// One shard: an index, its counters and its capacity, padded to keep shards on their own
-    /// memory lines.
+    /// One shard: an index, its counters and its share of the capacity, padded to keep shards on
+    /// their own memory lines.
     @usableFromInline
     struct Shard {
         // Unchecked exclusivity is not needed: the shard is reached through a pointer, which has no
@@ -32,14 +38,20 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         @usableFromInline var reportsEvictions = false
         /// The entries ``observedSet(_:forKey:hash:)`` evicted to make room.
         @usableFromInline var evictions = 0
-        /// The most entries this shard keeps.
-        @usableFromInline let capacity: Int
+        /// The shard's part of the store's capacity.
+        ///
+        /// The shard gives up its own entries for new keys only once it holds this many. It may hold
+        /// more while the store has room.
+        @usableFromInline let share: Int
+        /// Whether the store was full when this shard last asked `room`, and no removal has made
+        /// room since: a new key then needs a victim, and the shard does not ask again.
+        @usableFromInline var isStoreFull = false
         /// Keeps the hot fields of two shards off one memory line.
         @usableFromInline var padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 
-        init(policy: EvictionPolicy, capacity: Int) {
-            self.capacity = capacity
-            index = EvictionIndex(policy: policy, capacity: capacity)
+        init(policy: EvictionPolicy, share: Int) {
+            self.share = share
+            index = EvictionIndex(policy: policy, capacity: share)
         }
     }
 
@@ -49,7 +61,10 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     static var maximumShardCount: Int { 16 }
 
     @usableFromInline let shards: UnsafeMutablePointer<Shard>
+    /// One lock per shard, then the lock of `room`.
     @usableFromInline let locks: LockArray
+    /// The room left in a sharded store; unused with one shard, which holds its whole capacity.
+    @usableFromInline let room: UnsafeMutablePointer<Room>
     /// The number of shards, a power of two.
     @usableFromInline let shardCount: Int
     /// How far a mixed hash is shifted right to give a shard number.
@@ -78,18 +93,22 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         }
         self.shardCount = shardCount
         shardShift = UInt64(64 - shardCount.trailingZeroBitCount)
-        locks = LockArray(count: shardCount)
+        locks = LockArray(count: shardCount + 1)
         shards = .allocate(capacity: shardCount)
         for index in 0..<shardCount {
             // The remainder of the division goes to the first shards.
             let share = self.capacity / shardCount + (index < self.capacity % shardCount ? 1 : 0)
-            (shards + index).initialize(to: Shard(policy: policy, capacity: share))
+            (shards + index).initialize(to: Shard(policy: policy, share: share))
         }
+        room = .allocate(capacity: 1)
+        room.initialize(to: Room(spare: self.capacity))
     }
 
     deinit {
         shards.deinitialize(count: shardCount)
         shards.deallocate()
+        room.deinitialize(count: 1)
+        room.deallocate()
     }
 
     /// The shard that holds the key whose hash value is `hash`.
@@ -184,10 +203,15 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         insert(value, forKey: key, hash: hash, returningEviction: false)
     }
 
-    /// Stores `value` in its shard, evicting the policy's victim when the shard is full.
+    /// Stores `value` in its shard, evicting a victim when the store is full and the key is new.
+    ///
+    /// A shard that holds less than its share stores the value first and, if the store was full,
+    /// evicts from another shard afterwards (``evictElsewhere(for:storedIn:returningEviction:)``),
+    /// holding one shard lock at a time. One that holds at least its share evicts its own victim
+    /// first, as a store of one shard does.
     ///
     /// With `returningEviction`, returns the eviction for the caller to count; without, counts it in
-    /// the shard and returns it only when the owner hears of each one.
+    /// the victim's shard and returns it only when the owner hears of each one.
     @inlinable
     func insert(
         _ value: Value,
@@ -197,21 +221,27 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     ) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
         let index = shard(for: hash)
         locks.lock(index)
-        defer { locks.unlock(index) }
         var evicted: (key: Key, value: Value)?
-        if shards[index].index.count >= shards[index].capacity && !shards[index].index.contains(key, hash: hash),
-            let victim = shards[index].index.popVictim()
-        {
-            if returningEviction {
-                evicted = (victim.key, victim.payload)
-            } else {
-                // Counted here; handed back only when the owner must hear of it.
-                shards[index].evictions &+= 1
-                if shards[index].reportsEvictions { evicted = (victim.key, victim.payload) }
+        var needsVictimElsewhere = false
+        if shards[index].index.count < shards[index].share {
+            // Below its share, a shard gives up none of its own entries for a new key.
+            if shards[index].index.upsert(value, forKey: key, hash: hash) == nil && shardCount > 1 {
+                needsVictimElsewhere = !claimRoom(inShard: index)
             }
+        } else {
+            if !shards[index].index.contains(key, hash: hash) && (shardCount == 1 || !claimRoom(inShard: index)),
+                let victim = shards[index].index.popVictim()
+            {
+                evicted = Self.record(victim, in: &shards[index], returningEviction: returningEviction).reported
+            }
+            shards[index].index.upsert(value, forKey: key, hash: hash)
         }
-        shards[index].index.upsert(value, forKey: key, hash: hash)
-        return (evicted, shards[index].isObserved)
+        let isObserved = shards[index].isObserved
+        locks.unlock(index)
+        if needsVictimElsewhere {
+            evicted = evictElsewhere(for: key, storedIn: index, returningEviction: returningEviction)
+        }
+        return (evicted, isObserved)
     }
 
     /// Stores `value` with a cost, evicting until both the count and `costLimit` hold.
@@ -238,7 +268,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
             let costBefore = shard.index.totalCost - (replaced ? shard.index.peekCost(key) : 0)
             var freed = 0
             while shard.index.count - (replaced ? 1 : 0) > 0 {
-                let overCount = !replaced && shard.index.count >= shard.capacity
+                let overCount = !replaced && shard.index.count >= shard.share
                 guard overCount || costBefore - freed + cost > costLimit,
                     let victim = shard.index.victim(excluding: key)
                 else { break }
@@ -259,17 +289,24 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     @discardableResult
     func removeValue(forKey key: Key) -> Value? {
         let hash = key.hashValue
-        return withShard(shard(for: hash)) { $0.index.removeValue(forKey: key, hash: hash) }
+        let (removed, mustAnnounce) = withShard(shard(for: hash)) { shard -> (Value?, Bool) in
+            guard let value = shard.index.removeValue(forKey: key, hash: hash) else { return (nil, false) }
+            return (value, releaseRoom(1))
+        }
+        if mustAnnounce { announceRoom() }
+        return removed
     }
 
     /// Removes the value for `key` if `condition` holds for it; returns it.
     @discardableResult
     func removeValue(forKey key: Key, if condition: (Value) -> Bool) -> Value? {
         let hash = key.hashValue
-        return withShard(shard(for: hash)) { shard in
-            guard let value = shard.index.peek(key, hash: hash), condition(value) else { return nil }
-            return shard.index.removeValue(forKey: key, hash: hash)
+        let (removed, mustAnnounce) = withShard(shard(for: hash)) { shard -> (Value?, Bool) in
+            guard let value = shard.index.peek(key, hash: hash), condition(value) else { return (nil, false) }
+            return (shard.index.removeValue(forKey: key, hash: hash), releaseRoom(1))
         }
+        if mustAnnounce { announceRoom() }
+        return removed
     }
 
     /// Removes every entry for which `condition` holds; returns them.
@@ -277,14 +314,18 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Takes each shard's lock in turn.
     /// - Complexity: O(n).
     func removeAll(where condition: (Key, Value) -> Bool) -> [(key: Key, value: Value)] {
-        forEachShard { shard in
+        var mustAnnounce = false
+        let removed = forEachShard { shard in
             var removed: [(key: Key, value: Value)] = []
             for entry in shard.index.entriesInEvictionOrder where condition(entry.key, entry.payload) {
                 shard.index.removeValue(forKey: entry.key)
                 removed.append((entry.key, entry.payload))
             }
+            if releaseRoom(removed.count) { mustAnnounce = true }
             return removed
         }.flatMap { $0 }
+        if mustAnnounce { announceRoom() }
+        return removed
     }
 
     /// The keys whose value satisfies `condition`, each shard's next victim first.
@@ -303,11 +344,15 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Removes every value, taking each shard's lock in turn; returns how many there were.
     @discardableResult
     func removeAll() -> Int {
-        forEachShard { shard in
+        var mustAnnounce = false
+        let count = forEachShard { shard in
             let count = shard.index.count
             shard.index.removeAll()
+            if releaseRoom(count) { mustAnnounce = true }
             return count
         }.reduce(0, +)
+        if mustAnnounce { announceRoom() }
+        return count
     }
 
     /// The number of values stored.
@@ -317,20 +362,4 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     ///
     /// - Complexity: O(n).
     var keysInEvictionOrder: [Key] { forEachShard { $0.index.entriesInEvictionOrder.map(\.key) }.flatMap { $0 } }
-
-    /// Checks every shard's links and counts, and that each key sits in its shard; traps on an
-    /// inconsistency.
-    ///
-    /// For tests and debugging; nothing in the library calls it.
-    func checkInvariants() {
-        for index in 0..<shardCount {
-            withShard(index) { shard in
-                shard.index.checkInvariants()
-                precondition(shard.index.count <= shard.capacity, "shard \(index) holds more than its capacity")
-                for entry in shard.index.entriesInEvictionOrder {
-                    precondition(self.shard(for: entry.key.hashValue) == index, "a key sits in the wrong shard")
-                }
-            }
-        }
-    }
 }

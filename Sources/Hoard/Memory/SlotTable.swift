@@ -1,17 +1,19 @@
 /// The hash table of an eviction index: from a key's hash to the slot of its node.
 ///
-/// Open addressing with linear probing, one `UInt64` per bucket: the low 32 bits of the key's hash
-/// (its tag) above the slot number plus one; 0 is an empty bucket. Keys live only in the nodes, so
-/// a bucket costs 8 bytes, a lookup compares tags before it reads a node, and growing or removing
-/// never hashes a key again (the tag gives each entry's home bucket). The table stays at most
-/// three-quarters full. Removal shifts the following entries back, so no tombstones build up.
+/// Open addressing with linear probing, one `UInt64` per cell: the low 32 bits of the key's hash
+/// (its tag) above the slot number plus one; 0 is an empty cell. Keys live only in the nodes, so
+/// a cell costs 8 bytes, a lookup compares tags before it reads a node, and growing or removing
+/// never hashes a key again (the tag gives each entry's home cell, where its probing starts). The
+/// table stays at most three-quarters full. Removal shifts the following entries back, so no
+/// tombstones build up.
 ///
 /// Not thread-safe; not generic: the index finds keys (see `EvictionIndex.slot(for:hash:)`) and
 /// keeps each node's tag.
 @usableFromInline
 struct SlotTable {
-    @usableFromInline var buckets: [UInt64]
-    /// `buckets.count - 1`; the bucket count is a power of two.
+    /// The cells, each 0 or an entry's tag and slot (see ``cell(tag:slot:)``).
+    @usableFromInline var cells: [UInt64]
+    /// `cells.count - 1`; the cell count is a power of two.
     @usableFromInline var mask: Int
     /// The number of entries.
     @usableFromInline var count = 0
@@ -21,7 +23,7 @@ struct SlotTable {
     init(capacity: Int) {
         var size = 8
         while size / 4 * 3 < capacity && size < 1 << 32 { size *= 2 }
-        buckets = Array(repeating: 0, count: size)
+        cells = Array(repeating: 0, count: size)
         mask = size - 1
     }
 
@@ -29,83 +31,90 @@ struct SlotTable {
     @inlinable
     static func tag(_ hash: Int) -> UInt32 { UInt32(truncatingIfNeeded: hash) }
 
+    /// What a cell holds for the entry with `tag` in `slot`: never 0.
     @inlinable
-    static func entry(tag: UInt32, slot: Int32) -> UInt64 { UInt64(tag) << 32 | UInt64(UInt32(slot) &+ 1) }
+    static func cell(tag: UInt32, slot: Int32) -> UInt64 { UInt64(tag) << 32 | UInt64(UInt32(slot) &+ 1) }
 
+    /// The slot in a cell that is not empty.
     @inlinable
-    static func slot(of entry: UInt64) -> Int32 { Int32(truncatingIfNeeded: UInt32(truncatingIfNeeded: entry) &- 1) }
+    static func slot(of cell: UInt64) -> Int32 { Int32(truncatingIfNeeded: UInt32(truncatingIfNeeded: cell) &- 1) }
 
+    /// The tag in a cell that is not empty.
     @inlinable
-    static func tag(of entry: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: entry >> 32) }
+    static func tag(of cell: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: cell >> 32) }
 
-    /// The bucket where probing for `tag` starts.
+    /// The home of `tag`: the position of the cell where probing for it starts.
     @inlinable
     func home(_ tag: UInt32) -> Int { Int(tag) & mask }
 
     /// Adds `slot` under `tag`; the caller knows the key is not in the table.
     @inlinable
     mutating func insert(tag: UInt32, slot: Int32) {
-        if (count + 1) * 4 > buckets.count * 3 { grow() }
-        var bucket = home(tag)
-        while buckets[bucket] != 0 { bucket = (bucket &+ 1) & mask }
-        buckets[bucket] = Self.entry(tag: tag, slot: slot)
+        if (count + 1) * 4 > cells.count * 3 { grow() }
+        var probe = home(tag)
+        while cells[probe] != 0 { probe = (probe &+ 1) & mask }
+        cells[probe] = Self.cell(tag: tag, slot: slot)
         count += 1
     }
 
-    /// The bucket that holds exactly `tag` and `slot`.
+    /// The position of the cell that holds exactly `tag` and `slot`, probing from the home of `tag`.
     @inlinable
-    func bucket(tag: UInt32, slot: Int32) -> Int {
-        let wanted = Self.entry(tag: tag, slot: slot)
-        var bucket = home(tag)
-        while buckets[bucket] != wanted {
-            precondition(buckets[bucket] != 0, "SlotTable: the entry is missing")
-            bucket = (bucket &+ 1) & mask
+    func position(tag: UInt32, slot: Int32) -> Int {
+        let wanted = Self.cell(tag: tag, slot: slot)
+        var probe = home(tag)
+        while cells[probe] != wanted {
+            precondition(cells[probe] != 0, "SlotTable: the entry is missing")
+            probe = (probe &+ 1) & mask
         }
-        return bucket
+        return probe
     }
 
-    /// Points the entry of a node that moved from `old` to `new` at its new slot.
+    /// Points the cell of a node that moved from `old` to `new` at its new slot.
     @inlinable
     mutating func move(tag: UInt32, from old: Int32, to new: Int32) {
-        buckets[bucket(tag: tag, slot: old)] = Self.entry(tag: tag, slot: new)
+        cells[position(tag: tag, slot: old)] = Self.cell(tag: tag, slot: new)
     }
 
     /// Removes the entry for `tag` and `slot`, shifting back the entries that probed past it.
     @inlinable
     mutating func remove(tag: UInt32, slot: Int32) {
-        var hole = bucket(tag: tag, slot: slot)
+        var hole = position(tag: tag, slot: slot)
         var next = (hole &+ 1) & mask
-        while buckets[next] != 0 {
+        while cells[next] != 0 {
             // The entry at `next` may fill the hole unless its home lies after the hole, up to `next`.
-            let distanceFromHome = (next &- home(Self.tag(of: buckets[next]))) & mask
+            let distanceFromHome = (next &- home(Self.tag(of: cells[next]))) & mask
             let distanceFromHole = (next &- hole) & mask
             if distanceFromHome >= distanceFromHole {
-                buckets[hole] = buckets[next]
+                cells[hole] = cells[next]
                 hole = next
             }
             next = (next &+ 1) & mask
         }
-        buckets[hole] = 0
+        cells[hole] = 0
         count -= 1
     }
 
-    /// Removes every entry, keeping the buckets.
+    /// Removes every entry, keeping the cells.
+    ///
+    /// - Complexity: O(n) in the number of cells.
     @usableFromInline
     mutating func removeAll() {
-        for index in buckets.indices { buckets[index] = 0 }
+        for index in cells.indices { cells[index] = 0 }
         count = 0
     }
 
-    /// Doubles the buckets and places every entry again from its tag.
+    /// Doubles the cells and places every entry again from its tag.
+    ///
+    /// - Complexity: O(n) in the number of cells.
     @usableFromInline
     mutating func grow() {
-        let old = buckets
-        buckets = Array(repeating: 0, count: old.count * 2)
-        mask = buckets.count - 1
-        for entry in old where entry != 0 {
-            var bucket = home(Self.tag(of: entry))
-            while buckets[bucket] != 0 { bucket = (bucket &+ 1) & mask }
-            buckets[bucket] = entry
+        let old = cells
+        cells = Array(repeating: 0, count: old.count * 2)
+        mask = cells.count - 1
+        for cell in old where cell != 0 {
+            var probe = home(Self.tag(of: cell))
+            while cells[probe] != 0 { probe = (probe &+ 1) & mask }
+            cells[probe] = cell
         }
     }
 }

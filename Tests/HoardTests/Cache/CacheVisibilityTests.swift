@@ -144,4 +144,19 @@ extension CacheVisibilityTests {
         #expect(cache.statistics.memoryEvictions == 9)
         #expect(cache.statistics.evictionsByReason == [.capacity: 9])
     }
+
+    @Test func aFullLargeMemoryLevelHoldsExactlyMaxRamCountValues() throws {
+        // A level of 16 384 entries or more is sharded; with a limit per shard, 100 000 sets into
+        // maxRamCount(100_000) kept 99 633 values. Two shards and the default policy here:
+        // MemoryStoreTests checks every policy and sizes up to a million.
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(20_000).maxDiskCount(0).build()
+        for index in 0..<20_000 { cache["k\(index)"] = "v" }
+        #expect(cache.memoryCount == 20_000)
+        #expect(cache.statistics.memoryEvictions == 0)
+        cache["one more"] = "v"
+        #expect(cache.memoryCount == 20_000)
+        #expect(cache.statistics.memoryEvictions == 1)
+        cache.validateInvariants()
+    }
 }

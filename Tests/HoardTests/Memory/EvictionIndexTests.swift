@@ -145,7 +145,7 @@ private struct ReferenceOrder {
         // Stamps only compare with each other: an index whose clock starts just short of wrapping
         // must keep the very order of one whose clock starts at 0. 64 keys fill the index and are
         // then accessed at random; the wrap falls at the 1 000th operation, and the first aging, at
-        // the 1 024th, merges buckets whose entries were stamped on both sides of it.
+        // the 1 024th, merges frequency buckets whose entries were stamped on both sides of it.
         var fresh = EvictionIndex<Int, Int>(policy: .lfu, capacity: 64)
         var wrapping = EvictionIndex<Int, Int>(policy: .lfu, capacity: 64)
         wrapping.clock = UInt32.max - 1_000
@@ -170,7 +170,7 @@ private struct ReferenceOrder {
         wrapping.checkInvariants()
     }
 
-    @Test func agingACountAtTheMaximumKeepsTheBucketsOrdered() {
+    @Test func agingACountAtTheMaximumKeepsTheFrequencyBucketsOrdered() {
         var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 4)
         index.append(0, forKey: "low", count: 2)
         index.append(0, forKey: "max", count: .max)

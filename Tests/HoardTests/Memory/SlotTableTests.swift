@@ -7,10 +7,10 @@ import Testing
 @Suite struct SlotTableTests {
     /// Finds the slot stored under `tag`, as the index does (here every tag is unique).
     func find(_ table: SlotTable, tag: UInt32) -> Int32? {
-        var bucket = table.home(tag)
-        while table.buckets[bucket] != 0 {
-            if SlotTable.tag(of: table.buckets[bucket]) == tag { return SlotTable.slot(of: table.buckets[bucket]) }
-            bucket = (bucket + 1) & table.mask
+        var probe = table.home(tag)
+        while table.cells[probe] != 0 {
+            if SlotTable.tag(of: table.cells[probe]) == tag { return SlotTable.slot(of: table.cells[probe]) }
+            probe = (probe + 1) & table.mask
         }
         return nil
     }
@@ -40,21 +40,21 @@ import Testing
                 }
             }
             #expect(table.count == model.count)
-            #expect(table.count * 4 <= table.buckets.count * 3)
+            #expect(table.count * 4 <= table.cells.count * 3)
         }
         for (tag, slot) in model { #expect(find(table, tag: tag) == slot) }
-        #expect(table.buckets.filter { $0 != 0 }.count == model.count)
+        #expect(table.cells.filter { $0 != 0 }.count == model.count)
         table.removeAll()
         #expect(table.count == 0)
-        #expect(table.buckets.allSatisfy { $0 == 0 })
+        #expect(table.cells.allSatisfy { $0 == 0 })
     }
 
     @Test func slotsAndTagsSurviveTheirPacking() {
         for (tag, slot) in [(UInt32.max, Int32.max - 1), (0, 0), (12_345, 67_890)] {
-            let entry = SlotTable.entry(tag: tag, slot: slot)
-            #expect(entry != 0)
-            #expect(SlotTable.tag(of: entry) == tag)
-            #expect(SlotTable.slot(of: entry) == slot)
+            let cell = SlotTable.cell(tag: tag, slot: slot)
+            #expect(cell != 0)
+            #expect(SlotTable.tag(of: cell) == tag)
+            #expect(SlotTable.slot(of: cell) == slot)
         }
     }
 }

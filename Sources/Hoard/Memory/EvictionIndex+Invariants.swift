@@ -1,0 +1,86 @@
+// The consistency checks of `EvictionIndex`, for tests and debugging; nothing in the library calls
+// them.
+
+extension EvictionIndex {
+    /// Checks every link and count; traps on the first inconsistency.
+    ///
+    /// For tests and debugging; nothing in the library calls it.
+    ///
+    /// - Complexity: O(n).
+    func checkInvariants() {
+        if policy == .wTinyLFU {
+            checkAdmissionInvariants()
+            return
+        }
+        var seen = 0
+        var bucket = firstBucket
+        var previousBucket: Int32 = -1
+        var previousCount: UInt32 = 0
+        while bucket >= 0 {
+            let current = lists[Int(bucket)]
+            precondition(current.prev == previousBucket, "bucket back link")
+            precondition(current.accessCount > previousCount, "bucket counts must increase")
+            precondition(current.head >= 0, "empty bucket in the chain")
+            if policy == .lru { precondition(current.accessCount == 1, "LRU uses one bucket") }
+            var slot = current.head
+            var previous: Int32 = -1
+            while slot >= 0 {
+                let link = links[Int(slot)]
+                let key = entries[Int(slot)].key
+                precondition(link.prev == previous && links[Int(slot)].list == bucket, "node links")
+                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
+                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
+                precondition(link.stamp <= clock, "stamp after the clock")
+                seen += 1
+                previous = slot
+                slot = link.next
+            }
+            precondition(current.tail == previous, "bucket tail")
+            previousCount = current.accessCount
+            previousBucket = bucket
+            bucket = current.next
+        }
+        checkBufferCounts(seen: seen)
+        precondition(lastBucket == previousBucket, "last bucket")
+    }
+
+    /// Checks the regions' links and sizes; traps on the first inconsistency.
+    ///
+    /// - Complexity: O(n).
+    func checkAdmissionInvariants() {
+        precondition(firstBucket == -1 && lastBucket == -1 && lists.count == 3, "W-TinyLFU regions")
+        var seen = 0
+        var sizes = [0, 0, 0]
+        for region in 0..<Int32(3) {
+            var slot = lists[Int(region)].head
+            var previous: Int32 = -1
+            while slot >= 0 {
+                let link = links[Int(slot)]
+                let key = entries[Int(slot)].key
+                precondition(link.prev == previous && links[Int(slot)].list == region, "node links")
+                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
+                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
+                precondition(metas[Int(slot)].spread == FrequencySketch.spread(key.hashValue), "key hash")
+                sizes[Int(region)] += 1
+                seen += 1
+                previous = slot
+                slot = link.next
+            }
+            precondition(lists[Int(region)].tail == previous, "region tail")
+            precondition(lists[Int(region)].prev == -1 && lists[Int(region)].next == -1, "a region in the chain")
+        }
+        precondition(sizes[0] == admission.windowCount, "window size")
+        precondition(sizes[2] == admission.protectedCount, "protected size")
+        checkBufferCounts(seen: seen)
+    }
+
+    /// Checks that every buffer holds one element per entry and that the costs add up.
+    func checkBufferCounts(seen: Int) {
+        precondition(seen == entries.count && seen == table.count, "node count")
+        precondition(
+            links.count == seen && metas.count == seen && costs.count == seen,
+            "buffer counts"
+        )
+        precondition(totalCost == costs.reduce(0, +), "total cost")
+    }
+}
