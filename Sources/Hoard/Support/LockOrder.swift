@@ -20,7 +20,8 @@ import Musl
 /// | reporter state (`CacheReporter.state`) | counters, the delegate, who listens | the event hub's lock; memory shards, one at a time |
 /// | disk store I/O (`DiskStore` `ioLock`) | changes to files: the writer's rename, clears, repairs | the disk store's state lock; the folder's opening |
 /// | disk store state (`DiskStore` state lock) | the index, the pending writes, the queue | nothing |
-/// | memory shard (`MemoryStore.locks`) | one shard's index and counters | nothing |
+/// | memory shard (`MemoryStore.locks`) | one shard's index and counters | the store's room lock |
+/// | memory room (`MemoryStore.roomLock`, the last of `locks`) | the spare room a sharded store shares | nothing |
 /// | event hub, fetches in flight, logger output, retry count, and every other `Locked` | their own state | nothing but the folder and container-lock tables, which take nothing |
 ///
 /// A lock further down the table is never held while taking one further up. Locks of one family
