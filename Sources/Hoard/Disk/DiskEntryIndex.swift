@@ -1,7 +1,7 @@
 /// The eviction order of a disk store's entry files, with the total size of those files.
 ///
 /// Every change to the entries goes through it, so ``byteCount`` is always the sum of the sizes it
-/// holds. Not thread-safe: the store holds its lock around every call.
+/// holds. Not thread-safe: the store holds its state lock around every call.
 struct DiskEntryIndex {
     private var order: EvictionIndex<SHA256Digest, DiskEntryInfo>
     /// The sum of the entries' file sizes, in bytes.
@@ -96,3 +96,9 @@ struct DiskEntryIndex {
         return victims
     }
 }
+
+// Safe because the index is a value: its only reference-typed storage is the eviction index's
+// `NodeBuffer`s, which copy on write and check `isKnownUniquelyReferenced` before every write, as
+// `Array` does, so two copies on two threads never write one allocation. (The store keeps its index
+// in its `Locked` state and never hands it out; the conformance lets that state be `Sendable`.)
+extension DiskEntryIndex: @unchecked Sendable {}
