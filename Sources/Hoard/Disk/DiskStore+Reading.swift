@@ -77,7 +77,8 @@ extension DiskStore {
     /// Removes the file of `key` if it is still unusable once the writer is out of the way.
     ///
     /// The file is read again under `ioLock`: the first read may have raced with the writer replacing
-    /// it, and a transient failure (too many open files) is not damage.
+    /// it, and a transient failure (too many open files) is not damage. `ioLock` is only ever held
+    /// for file operations, never for a serializer, so this waits for one write at most.
     private func repair(_ key: DiskKey) {
         settle(key) { log in
             let confirmed: ReadProblem
@@ -126,7 +127,7 @@ extension DiskStore {
     ///
     /// - Returns: The keys removed.
     /// - Complexity: O(n) in the number of entries, plus one file removal per expired entry; waits for
-    ///   a disk write in progress.
+    ///   a disk write in progress (never for a serializer).
     func removeExpired(now: Double) -> [String] {
         var messages = DeferredLog()
         defer { messages.flush() }

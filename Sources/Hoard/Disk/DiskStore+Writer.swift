@@ -43,7 +43,8 @@ extension DiskStore {
         }
     }
 
-    /// Removes every entry file, pending write and temporary file; waits for a write in progress.
+    /// Removes every entry file, pending write and temporary file; waits for a file operation in
+    /// progress (never for a serializer: the writer runs those before it takes `ioLock`).
     ///
     /// - Complexity: O(n) file removals.
     func removeAll() {
@@ -76,8 +77,9 @@ extension DiskStore {
 
     /// The background writer's loop: applies queued items in order until the queue is empty.
     ///
-    /// Each operation is applied holding `ioLock`; what it must report (evictions, failures, log
-    /// messages) is reported after `ioLock` is released, so a delegate may call anything on the cache.
+    /// Each operation is prepared (serialized and encoded) holding no lock, then applied holding
+    /// `ioLock`; what it must report (evictions, failures, log messages) is reported after `ioLock` is
+    /// released, so a serializer or a delegate may call anything on the cache.
     private func drain() {
         while true {
             var messages = DeferredLog()
@@ -114,32 +116,33 @@ extension DiskStore {
         case failed(CacheError)
     }
 
-    /// Applies one pending operation, holding `ioLock`: serializes it, then changes the files if the
-    /// operation is still the latest of its key.
+    /// Applies one pending operation: serializes it holding no lock, then, holding `ioLock`, changes
+    /// the files if the operation is still the latest of its key.
     ///
     /// - Returns: What to report once `ioLock` is released.
     private func apply(_ pending: Pending, log: inout DeferredLog) -> [Effect] {
         let key = pending.key
-        return withIOLock {
-            let prepared: Prepared
-            switch pending.operation {
-            case .remove:
-                prepared = .remove
-            case .write(let value):
-                do throws(CacheError) {
-                    let bytes = try encode(value, for: key)
-                    if let byteLimit = options.byteLimit, bytes.count > byteLimit {
-                        prepared = .oversized(size: bytes.count, byteLimit: byteLimit)
-                    } else {
-                        let info = DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt)
-                        prepared = .write(bytes, info)
-                    }
-                } catch {
-                    prepared = .failed(error)
+        // User code (the serializer) runs here, before `ioLock`: it may call back into its cache.
+        let prepared: Prepared
+        switch pending.operation {
+        case .remove:
+            prepared = .remove
+        case .write(let value):
+            do {
+                let bytes = try encode(value, for: key)
+                if let byteLimit = options.byteLimit, bytes.count > byteLimit {
+                    prepared = .oversized(size: bytes.count, byteLimit: byteLimit)
+                } else {
+                    let info = DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt)
+                    prepared = .write(bytes, info)
                 }
+            } catch {
+                prepared = .failed(error)
             }
-            // A newer operation replaced this one since the writer took it (it is queued, and lands
-            // next), or a clear dropped it: its bytes must not land.
+        }
+        return withIOLock {
+            // A newer operation replaced this one (it is queued, and lands next) or a clear dropped
+            // it while it was being serialized: its bytes must not land.
             // (A value that failed to serialize still failed: its cache hears of it.)
             guard withState({ $0.isCurrent(pending) }) else {
                 guard case .failed(let error) = prepared else { return [] }
@@ -197,7 +200,7 @@ extension DiskStore {
         return .failed(key: pending.key.string, error: error, observer: pending.observer)
     }
 
-    /// Serializes a value and encodes its entry file.
+    /// Serializes a value and encodes its entry file; runs the user's serializer, so holds no lock.
     private func encode(_ value: PendingValue, for key: DiskKey) throws(CacheError) -> [UInt8] {
         let payload: Data
         do {

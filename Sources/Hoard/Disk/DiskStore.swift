@@ -57,8 +57,8 @@ enum DiskLookup {
 /// Two locks: the state lock guards ``State`` and is never held across I/O, user code or another
 /// lock; `ioLock` is held by whoever changes files (the writer, one operation at a time, the clears
 /// and the repairs), so that no write lands after a clear that followed it. The only nesting is the
-/// state lock inside `ioLock`. No observer runs under either lock, and readers never take
-/// `ioLock` except to repair a file.
+/// state lock inside `ioLock`. No serializer and no observer runs under either lock, and readers
+/// never take `ioLock` except to repair a file.
 @usableFromInline
 final class DiskStore: Sendable {
     /// What a store is opened with.
