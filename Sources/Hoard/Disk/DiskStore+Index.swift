@@ -1,18 +1,19 @@
 extension DiskStore {
-    /// Writes the eviction order to the index file.
+    /// Saves the eviction order to the index file.
     ///
-    /// Called holding `ioLock`, or from `deinit`.
+    /// The order is copied holding the state lock, encoded holding no lock, and written holding
+    /// `ioLock`, unless a later copy was written meanwhile. Call it holding neither lock.
     /// - Complexity: O(n).
     func saveIndex(log: inout DeferredLog) {
-        let records = withState { $0.takeIndexSnapshot() }
-        do {
-            try directory.writeAtomically(
-                DiskIndexFile.encode(records),
-                to: ContainerFile.index,
-                through: nextTemporaryName()
-            )
-        } catch {
-            log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
+        let snapshot = withState { $0.takeIndexSnapshot() }
+        let bytes = DiskIndexFile.encode(snapshot.records)
+        withIOLock {
+            guard withState({ $0.claimIndexWrite(snapshot.number) }) else { return }
+            do {
+                try directory.writeAtomically(bytes, to: ContainerFile.index, through: nextTemporaryName())
+            } catch {
+                log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
+            }
         }
     }
 

@@ -49,6 +49,13 @@ extension DiskStore {
         case idle(savesIndex: Bool)
     }
 
+    /// The eviction order as it was at one moment, to be encoded and saved outside every lock.
+    struct IndexSnapshot {
+        /// Orders snapshots: a snapshot is only written if no later one was written before it.
+        var number: UInt64
+        var records: [DiskIndexFile.Record]
+    }
+
     /// Everything a store knows in memory.
     ///
     /// Every change is a mutating method that returns what the store must do once the lock is
@@ -67,6 +74,9 @@ extension DiskStore {
         var generation: UInt64 = 0
         var changesSinceSave = 0
         var observers: [ObjectIdentifier: WeakObserver] = [:]
+        /// The number of the latest index snapshot taken, and of the latest one written.
+        var snapshotsTaken: UInt64 = 0
+        var snapshotWritten: UInt64 = 0
 
         init(options: Options) {
             self.options = options
@@ -214,11 +224,23 @@ extension DiskStore {
         /// The eviction order to save; the changes made so far count as saved.
         ///
         /// - Complexity: O(n).
-        mutating func takeIndexSnapshot() -> [DiskIndexFile.Record] {
+        mutating func takeIndexSnapshot() -> IndexSnapshot {
             changesSinceSave = 0
-            return index.entriesInEvictionOrder.map { entry in
+            snapshotsTaken &+= 1
+            let records = index.entriesInEvictionOrder.map { entry in
                 DiskIndexFile.Record(digest: entry.key, count: entry.count, info: entry.payload)
             }
+            return IndexSnapshot(number: snapshotsTaken, records: records)
+        }
+
+        /// Whether snapshot `number` may be written now: no later snapshot has been.
+        ///
+        /// Called holding `ioLock`, which the write then keeps, so the file never goes back to an
+        /// older order.
+        mutating func claimIndexWrite(_ number: UInt64) -> Bool {
+            guard number > snapshotWritten else { return false }
+            snapshotWritten = number
+            return true
         }
 
         // MARK: Peers

@@ -60,8 +60,8 @@ extension DiskStore {
             } catch {
                 messages.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
             }
-            saveIndex(log: &messages)
         }
+        saveIndex(log: &messages)
     }
 
     /// Runs the writer on its queue; call it when the state said the writer was idle.
@@ -85,11 +85,11 @@ extension DiskStore {
             var messages = DeferredLog()
             switch withState({ $0.takeNext() }) {
             case .idle(let savesIndex):
-                if savesIndex { withIOLock { saveIndex(log: &messages) } }
+                if savesIndex { saveIndex(log: &messages) }
                 messages.flush()
                 return
             case .flush(let continuation, let savesIndex):
-                if savesIndex { withIOLock { saveIndex(log: &messages) } }
+                if savesIndex { saveIndex(log: &messages) }
                 messages.flush()
                 continuation.resume()
             case .apply(let pending):
