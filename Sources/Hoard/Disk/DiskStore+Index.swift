@@ -68,7 +68,9 @@ extension DiskStore {
                 "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index."
             )
         }
-        for (name, _) in unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
+        let unindexedNames = unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }).map(\.key)
+        for (position, name) in unindexedNames.enumerated() {
+            if position == unindexedNames.count / 2 { Self.testHooks.run(.rebuilding, at: directory.path) }
             if let info = validEntry(named: name, log: &log) {
                 index.append(info.info, forKey: info.digest, count: 1)
             } else {
