@@ -1,3 +1,11 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 extension DiskStore {
     /// Checks the store against its folder and its limits; returns what is wrong, if anything.
     ///
@@ -60,3 +68,54 @@ extension DiskStore.State {
         return problems
     }
 }
+
+#if DEBUG
+/// Checks, in debug builds, the only lock nesting disk stores allow: a state lock inside an I/O lock.
+///
+/// Each thread counts the disk-store locks it holds. Taking a state lock while holding one, or an
+/// I/O lock while holding either kind (of any store), traps: the first would mean the state lock
+/// is no longer a leaf, the second could deadlock (an I/O lock is not reentrant, and the writer
+/// takes the state lock inside it). Release builds skip the counting.
+enum DiskLockOrder {
+    private static let stateLockKey = makeKey()
+    private static let ioLockKey = makeKey()
+
+    private static func makeKey() -> pthread_key_t {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "pthread_key_create failed: \(status)")
+        return key
+    }
+
+    private static func isHeld(_ key: pthread_key_t) -> Bool { pthread_getspecific(key) != nil }
+
+    private static func setHeld(_ key: pthread_key_t, _ isHeld: Bool) {
+        pthread_setspecific(key, isHeld ? UnsafeRawPointer(bitPattern: 1) : nil)
+    }
+
+    static func willTakeStateLock() {
+        precondition(
+            !isHeld(stateLockKey),
+            "A disk store's state lock was taken while holding one: nothing may be taken under a state lock."
+        )
+        setHeld(stateLockKey, true)
+    }
+
+    static func didReleaseStateLock() { setHeld(stateLockKey, false) }
+
+    static func willTakeIOLock() {
+        precondition(
+            !isHeld(stateLockKey),
+            "A disk store's I/O lock was taken while holding a state lock: the order is I/O lock, then state lock."
+        )
+        precondition(
+            !isHeld(ioLockKey),
+            "A disk store's I/O lock was taken while holding one: it is not reentrant, and no user code "
+                + "(serializer, delegate) may run under it."
+        )
+        setHeld(ioLockKey, true)
+    }
+
+    static func didReleaseIOLock() { setHeld(ioLockKey, false) }
+}
+#endif

@@ -52,7 +52,7 @@ enum DiskLookup {
 /// - `DiskStore+Writer.swift`: the queue and the background writer;
 /// - `DiskStore+Index.swift`: saving and loading the eviction order;
 /// - `DiskStore+Sharing.swift`: one store per container in a process, and the caches that share it;
-/// - `DiskStore+Invariants.swift`: the checks for tests.
+/// - `DiskStore+Invariants.swift`: the checks for tests, and the lock-order check of debug builds.
 ///
 /// Two locks: the state lock guards ``State`` and is never held across I/O, user code or another
 /// lock; `ioLock` is held by whoever changes files (the writer, one operation at a time, the clears
@@ -88,7 +88,7 @@ final class DiskStore: Sendable {
 
     let directory: Directory
     let options: Options
-    /// The in-memory state; reach it only through ``withState(_:)``.
+    /// The in-memory state; reach it only through ``withState(_:)``, which checks the lock order.
     let lockedState: Locked<State>
     /// Held while changing files; take it only through ``withIOLock(_:)``.
     let ioLock = Lock()
@@ -134,13 +134,21 @@ final class DiskStore: Sendable {
     /// `body` must only read and change the state: no I/O, no user code, no other lock.
     @inline(__always)
     func withState<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        try lockedState.withLock(body)
+        #if DEBUG
+        DiskLockOrder.willTakeStateLock()
+        defer { DiskLockOrder.didReleaseStateLock() }
+        #endif
+        return try lockedState.withLock(body)
     }
 
     /// Runs `body` holding `ioLock`; the caller must hold neither lock of any disk store.
     ///
     /// `body` may take the state lock, and must not call user code or observers.
     func withIOLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        #if DEBUG
+        DiskLockOrder.willTakeIOLock()
+        defer { DiskLockOrder.didReleaseIOLock() }
+        #endif
         ioLock.lock()
         defer { ioLock.unlock() }
         return try body()
