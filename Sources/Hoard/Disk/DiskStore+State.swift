@@ -37,6 +37,9 @@ extension DiskStore {
         var startsWriter: Bool
         /// The other caches on the container, to be told that the key changed.
         var peers: [any DiskStoreObserver]
+        /// The operation replaced, for the caller to release after unlocking: its value may hold the
+        /// last reference to an object of the app, whose `deinit` must not run under the lock.
+        var replaced: Pending?
     }
 
     /// What the writer does next.
@@ -95,8 +98,11 @@ extension DiskStore {
             if pending[key.digest]?.isQueued != true {
                 queue.append(.key(key.digest))
             }
-            pending[key.digest] = Pending(key: key, generation: generation, operation: operation, observer: observer)
-            return Enqueued(startsWriter: startWriter(), peers: observers(except: observer))
+            let replaced = pending.updateValue(
+                Pending(key: key, generation: generation, operation: operation, observer: observer),
+                forKey: key.digest
+            )
+            return Enqueued(startsWriter: startWriter(), peers: observers(except: observer), replaced: replaced)
         }
 
         /// Queues a flush; returns whether the writer must be started.
@@ -184,6 +190,9 @@ extension DiskStore {
         }
 
         /// Drops a pending entry once applied, unless a newer operation replaced it meanwhile.
+        ///
+        /// The writer holds `applied` until it has released its locks, so the value dropped here is
+        /// never the last reference to it.
         private mutating func finish(_ applied: Pending) {
             if pending[applied.key.digest]?.generation == applied.generation {
                 pending[applied.key.digest] = nil
@@ -196,10 +205,13 @@ extension DiskStore {
         }
 
         /// Forgets every entry and pending operation (the files go next, holding `ioLock`).
-        mutating func removeAll() {
+        ///
+        /// - Returns: The pending operations dropped, for the caller to release after unlocking.
+        mutating func removeAll() -> [SHA256Digest: Pending] {
             index.removeAll()
-            pending.removeAll()
             changesSinceSave += 1
+            defer { pending = [:] }
+            return pending
         }
 
         // MARK: Reading

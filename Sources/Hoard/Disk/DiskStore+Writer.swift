@@ -33,7 +33,7 @@ extension DiskStore {
     {
         let enqueued = withState { $0.enqueue(key, operation, observer: observer) }
         if enqueued.startsWriter { startWriter() }
-        return enqueued.peers
+        return enqueued.peers  // and `enqueued.replaced` is released here, outside the lock
     }
 
     /// Waits until every write and removal queued before the call is on disk, and the index is saved.
@@ -50,8 +50,8 @@ extension DiskStore {
     func removeAll() {
         var messages = DeferredLog()
         defer { messages.flush() }
-        withIOLock {
-            withState { $0.removeAll() }
+        let dropped = withIOLock {
+            let dropped = withState { $0.removeAll() }
             do {
                 for (name, _, _) in try directory.list()
                 where ContainerFile.isEntryName(name) || name.hasPrefix(ContainerFile.temporaryPrefix) {
@@ -60,7 +60,9 @@ extension DiskStore {
             } catch {
                 messages.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
             }
+            return dropped
         }
+        withExtendedLifetime(dropped) {}  // the values of the dropped writes are released here, unlocked
         saveIndex(log: &messages)
     }
 
