@@ -149,9 +149,7 @@ final class DiskStore: Sendable {
         DiskLockOrder.willTakeIOLock()
         defer { DiskLockOrder.didReleaseIOLock() }
         #endif
-        ioLock.lock()
-        defer { ioLock.unlock() }
-        return try body()
+        return try ioLock.withLock(body)
     }
 
     // MARK: - What the store holds
