@@ -75,6 +75,8 @@ extension DiskStore {
         /// Whether the writer is running (or about to): the next change does not start it again.
         var isDraining = false
         var generation: UInt64 = 0
+        /// The generation of the latest operation a clear dropped: operations up to it are cancelled.
+        var clearedThrough: UInt64 = 0
         var changesSinceSave = 0
         var observers: [ObjectIdentifier: WeakObserver] = [:]
         /// The number of the latest index snapshot taken, and of the latest one written.
@@ -142,12 +144,14 @@ extension DiskStore {
             return .idle(savesIndex: changesSinceSave >= indexSaveThreshold)
         }
 
-        /// Whether `taken` is still the latest operation of its key.
+        /// Whether a clear dropped `taken` after the writer took it: its bytes must not land.
         ///
-        /// Neither replaced by a newer one nor dropped by a clear. Checked holding `ioLock`, right
-        /// before the operation changes files.
-        func isCurrent(_ taken: Pending) -> Bool {
-            pending[taken.key.digest]?.generation == taken.generation
+        /// Checked holding `ioLock`, right before the operation changes files. A newer operation on
+        /// the key does not cancel `taken`: it is queued behind it on the same writer, so it lands
+        /// after it (the key's latest value wins), and a flush queued between the two still finds
+        /// `taken` on disk when it returns.
+        func isCleared(_ taken: Pending) -> Bool {
+            taken.generation <= clearedThrough
         }
 
         // MARK: Recording what landed (holding `ioLock`)
@@ -210,6 +214,7 @@ extension DiskStore {
         mutating func removeAll() -> [SHA256Digest: Pending] {
             index.removeAll()
             changesSinceSave += 1
+            clearedThrough = generation
             defer { pending = [:] }
             return pending
         }

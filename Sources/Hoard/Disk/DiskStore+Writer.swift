@@ -119,7 +119,7 @@ extension DiskStore {
     }
 
     /// Applies one pending operation: serializes it holding no lock, then, holding `ioLock`, changes
-    /// the files if the operation is still the latest of its key.
+    /// the files unless a clear dropped the operation meanwhile.
     ///
     /// - Returns: What to report once `ioLock` is released.
     private func apply(_ pending: Pending, log: inout DeferredLog) -> [Effect] {
@@ -143,10 +143,10 @@ extension DiskStore {
             }
         }
         return withIOLock {
-            // A newer operation replaced this one (it is queued, and lands next) or a clear dropped
-            // it while it was being serialized: its bytes must not land.
-            // (A value that failed to serialize still failed: its cache hears of it.)
-            guard withState({ $0.isCurrent(pending) }) else {
+            // A clear that ran while the value was being serialized dropped it: no write lands after
+            // a clear that followed it. (A value that failed to serialize still failed: its cache
+            // hears of it.) A newer operation on the key is queued behind this one and lands next.
+            guard !withState({ $0.isCleared(pending) }) else {
                 guard case .failed(let error) = prepared else { return [] }
                 return [reportFailure(error, of: pending, log: &log)]
             }
