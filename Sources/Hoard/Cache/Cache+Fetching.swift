@@ -26,14 +26,21 @@ extension Cache {
     @inlinable
     nonisolated(nonsending) public func getOrFetch(forKey key: String) async throws -> Value {
         if let value = valueFromMemory(forKey: key) { return value }
-        return try await getOrFetchAfterMemoryMiss(forKey: key)
+        // A result, not a thrown error: when a @concurrent callee throws, Swift 6.3 resumes a
+        // nonisolated(nonsending) caller off its executor (a main-actor caller would go on off the
+        // main actor). Returning normally always hops back.
+        return try await getOrFetchAfterMemoryMiss(forKey: key).get()
     }
 
     /// ``getOrFetch(forKey:)`` once memory missed: disk, then the fetcher, off the caller's executor.
     @concurrent
     @usableFromInline
-    func getOrFetchAfterMemoryMiss(forKey key: String) async throws -> Value {
-        try await fetchAfterMemoryMiss(forKey: key)
+    func getOrFetchAfterMemoryMiss(forKey key: String) async -> Result<Value, any Error> {
+        do {
+            return .success(try await fetchAfterMemoryMiss(forKey: key))
+        } catch {
+            return .failure(error)
+        }
     }
 
     private func fetchAfterMemoryMiss(forKey key: String) async throws -> Value {

@@ -60,7 +60,7 @@ import Testing
         let (sameThread, value) = await onPlainThread { () -> (Bool, String?) in
             let caller = pthread_self()
             let done = DispatchSemaphore(value: 0)
-            let seen = Locked<(Bool, String?)>((true, nil))
+            let seen = Protected<(Bool, String?)>((true, nil))
             cache.asyncGet(forKey: "k") { result in
                 seen.withLock { $0 = (pthread_equal(pthread_self(), caller) != 0, try? result.get()) }
                 done.signal()
@@ -102,5 +102,34 @@ import Testing
         }
         #expect(await onPlainThread { group.wait(timeout: .now() + 30) == .success })
         #expect(calls.value == 10_000)
+    }
+}
+
+/// After any `getOrFetch`, hit, fetched or failed, the caller is back on its own executor.
+@Suite(.validatesCacheInvariants) struct CacheCallerExecutorTests {
+    @MainActor
+    @Test func aMainActorCallerStaysOnTheMainActorWhateverTheOutcome() async throws {
+        let folder = TemporaryDirectory()
+        struct Offline: Error {}
+        let cache = try folder.stringBuilder().fetcher { key in
+            if key.hasPrefix("fail") { throw Offline() }
+            return "fetched \(key)"
+        }.build()
+        cache["hit"] = "v"
+        _ = try await cache.getOrFetch(forKey: "hit")
+        MainActor.preconditionIsolated("after a hit")
+        _ = try await cache.getOrFetch(forKey: "fetched")
+        MainActor.preconditionIsolated("after a fetch")
+        _ = try? await cache.getOrFetch(forKey: "fail")
+        MainActor.preconditionIsolated("after a failed fetch")
+        _ = try? await cache.get("fail-again")
+        MainActor.preconditionIsolated("after a failed get")
+        let byID = cache.keyed { (id: Int) in "fail-\(id)" }
+        _ = try? await byID.getOrFetch(forKey: 1)
+        MainActor.preconditionIsolated("after a failed keyed fetch")
+        let noFetcher = try folder.stringBuilder("other").build()
+        _ = try? await noFetcher.getOrFetch(forKey: "missing")
+        MainActor.preconditionIsolated("after a miss with no fetcher")
+        #expect(cache["fetched"] == "fetched fetched")
     }
 }

@@ -139,7 +139,7 @@ private struct Offline: Error {}
     @Test func aFailedFetchServesTheStaleValueWhenAskedTo() async throws {
         let folder = TemporaryDirectory()
         let clock = ManualClock()
-        let online = Locked(true)
+        let online = Protected(true)
         let builder = folder.stringBuilder().clock(clock.read).expiry(.seconds(60))
             .fetcher { key in
                 guard online.withLock({ $0 }) else { throw Offline() }

@@ -69,7 +69,7 @@ struct CacheFetchingTests {
     @Test func aRetryThatSucceedsIsStoredAfterTheBackoffWaits() async throws {
         let folder = TemporaryDirectory()
         let calls = Counter()
-        let waits = Locked<[Duration]>([])
+        let waits = Protected<[Duration]>([])
         let backoff = RetryBackoff.exponential(initial: .milliseconds(100), maximum: .seconds(1))
             .sleeping { duration in waits.withLock { $0.append(duration) } }
         let cache = try folder.stringBuilder().maxRetryCount(3).retryBackoff(backoff)
@@ -232,7 +232,7 @@ struct CacheFetchingTests {
             if attempts.increment() == 1 { throw FetchError(attempt: 1) }
             return "second try"
         }.build()
-        let fromCallback = Locked<String?>(nil)
+        let fromCallback = Protected<String?>(nil)
         delegate.onEvent = { cache, event in
             // The blocking form, from the callback: the failed fetch has left the table already.
             if case .fetchFailure(let key) = event {

@@ -125,7 +125,7 @@ import Testing
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
         let cache = try folder.stringBuilder().delegate(delegate).build()
-        let counts = Locked<[(memory: Int, disk: Int)]>([])
+        let counts = Protected<[(memory: Int, disk: Int)]>([])
         delegate.onEvent = { cache, event in
             if event == .willClearMemory || event == .willClearDisk {
                 counts.withLock { $0.append((cache.memoryCount, cache.diskCount)) }
@@ -267,7 +267,7 @@ import Testing
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
         let cache = try folder.stringBuilder().maxRamCount(2).maxDiskCount(10).delegate(delegate).build()
-        let seen = Locked<[(key: String, value: String?)]>([])
+        let seen = Protected<[(key: String, value: String?)]>([])
         delegate.onEvent = { cache, event in
             switch event {
             case .memoryEviction(let key):
@@ -344,7 +344,7 @@ import Testing
     func aWriteIsNeverUndoneByAConcurrentDiskRead(change: String) async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()
-        let stop = Locked(false)
+        let stop = Protected(false)
         let stale = Counter()
         async let reader: Void = onPlainThread {
             while !stop.withLock({ $0 }) {

@@ -13,7 +13,7 @@ import Testing
     @Test(arguments: [true, false])
     func everyCallReachesTheSameCacheUnderTheMappedKey(memoryOn: Bool) async throws {
         let folder = TemporaryDirectory()
-        let fetched = Locked<[String]>([])
+        let fetched = Protected<[String]>([])
         let cache = try folder.stringBuilder().maxRamCount(memoryOn ? 10 : 0).fetcher { key in
             fetched.withLock { $0.append(key) }
             return "fetched \(key)"

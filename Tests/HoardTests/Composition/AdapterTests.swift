@@ -1,3 +1,4 @@
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -21,7 +22,7 @@ import Testing
 
     @Test func fallbackRecoversAFailedGet() async throws {
         let inner = RecordingLevel<String, Int>(getError: TestFailure("down"))
-        let seen = Locked<(any Error)?>(nil)
+        let seen = Protected<(any Error)?>(nil)
         let level = inner.fallback { error in
             seen.withLock { $0 = error }
             return -1

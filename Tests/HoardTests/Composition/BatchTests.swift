@@ -1,3 +1,4 @@
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -6,7 +7,7 @@ import Testing
 @Suite struct BatchTests {
     /// A level whose gets finish in the reverse order of their keys, each after the next key's.
     static func reverseOrderLevel(count: Int) -> BasicCache<Int, Int> {
-        let finished = Locked(Set<Int>())
+        let finished = Protected(Set<Int>())
         return BasicCache { key in
             _ = await waitUntil { key == count - 1 || finished.withLock { $0.contains(key + 1) } }
             finished.withLock { _ = $0.insert(key) }

@@ -26,7 +26,7 @@ import Testing
     @Test func warnsWhenThePressureRisesAboveTheThreshold() async throws {
         let level = MemoryCacheLevel<String, Int>(capacity: 4)
         try await level.set(1, forKey: "a")
-        let reading = Locked(Self.reading(some: "0.00"))
+        let reading = Protected(Self.reading(some: "0.00"))
         let warnings = Counter()
         let poller = MemoryPressurePoller(read: { reading.withLock { $0 } }) {
             warnings.increment()
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func warnsOncePerRiseAboveTheThreshold() {
-        let reading = Locked(Self.reading(some: "50.00"))
+        let reading = Protected(Self.reading(some: "50.00"))
         let warnings = Counter()
         let poller = MemoryPressurePoller(threshold: 10, read: { reading.withLock { $0 } }) {
             warnings.increment()

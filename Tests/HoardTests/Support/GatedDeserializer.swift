@@ -6,7 +6,7 @@ import HoardTestSupport
 /// A string serializer whose decoding, once armed, waits for a gate: holds a reader mid-read.
 final class GatedDeserializer: CacheSerializer, Sendable {
     let gate = ThreadGate()
-    let armed = Locked(false)
+    let armed = Protected(false)
     let waiting = Counter()
 
     func serialize(_ value: String) throws -> Data { Data(value.utf8) }

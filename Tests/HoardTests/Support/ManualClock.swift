@@ -1,13 +1,14 @@
 import Foundation
+import HoardTestSupport
 
 @testable import Hoard
 
 /// A clock that moves only when a test says so; hand `read` to `CacheBuilder.clock(_:)`.
 final class ManualClock: Sendable {
-    private let current: Locked<Date>
+    private let current: Protected<Date>
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_000_000)) {
-        current = Locked(start)
+        current = Protected(start)
     }
 
     var now: Date { current.withLock { $0 } }

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 
 @testable import Hoard
 
@@ -15,7 +16,7 @@ final class RecordingLevel<Key: Hashable & Sendable, Value: Sendable>: CacheLeve
         var cancelledGets = 0
     }
 
-    let state = Locked(State())
+    let state = Protected(State())
     /// Thrown by `get` instead of reading, when set.
     let getError: (any Error)?
     /// Thrown by `set` and `removeValue`, when set.

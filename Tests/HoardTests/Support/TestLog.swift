@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 
 @testable import Hoard
 
@@ -7,7 +8,7 @@ import Foundation
 /// Tests run in parallel and the logger is global, so it is installed once and never removed;
 /// a test finds its own messages by something unique to it, such as its temporary folder's path.
 enum TestLog {
-    private static let messages = Locked<[(message: String, level: HoardLogger.Level)]>([])
+    private static let messages = Protected<[(message: String, level: HoardLogger.Level)]>([])
     private static let installation: Void = {
         HoardLogger.output = { message, level in messages.withLock { $0.append((message, level)) } }
     }()

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 
 @testable import Hoard
 
@@ -28,7 +29,7 @@ func signalled(_ semaphore: DispatchSemaphore, within seconds: Double) async -> 
 /// locks, and a `deinit` that took one would hang the whole run instead of failing one test.
 enum Abandoned {
     // Safe because the objects are only kept, never used again.
-    private static let objects = UnsafeLocked<[AnyObject]>([])
+    private static let objects = Protected<[AnyObject]>([])
 
     /// Keeps `object` alive for the rest of the run.
     static func keep(_ object: AnyObject) { objects.withLock { $0.append(object) } }

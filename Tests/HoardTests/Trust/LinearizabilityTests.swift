@@ -69,7 +69,7 @@ struct LinearizabilityTests {
 
     /// Hands out increasing numbers to invocations and responses across threads.
     final class Recorder: Sendable {
-        private let state = Locked((clock: 0, events: [Event]()))
+        private let state = Protected((clock: 0, events: [Event]()))
 
         func tick() -> Int {
             state.withLock { state in
@@ -262,7 +262,7 @@ struct LinearizabilityTests {
 /// start together instead of one by one as a sleeping wait would wake them.
 private final class ThreadBarrier: Sendable {
     private let count: Int
-    private let arrived = Locked(0)
+    private let arrived = Protected(0)
 
     init(count: Int) { self.count = count }
 

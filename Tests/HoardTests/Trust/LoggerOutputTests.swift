@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -12,7 +13,7 @@ import Testing
 
     @Test func readingTheOutputDoesNotDeepenTheCallChain() {
         let probe = "depth probe \(UUID().uuidString)"
-        let depths = Locked<[Int]>([])
+        let depths = Protected<[Int]>([])
         let previous = HoardLogger.output
         // Forwards to the test log, so that tests running meanwhile still see their messages.
         HoardLogger.output = { message, level in

@@ -1,4 +1,5 @@
 import Foundation
+import HoardTestSupport
 import Testing
 
 @testable import Hoard
@@ -117,7 +118,7 @@ struct ReentrancyTests {
         }
 
         // Still usable: a set is served, and a flush completes.
-        let served = Locked<String?>(nil)
+        let served = Protected<String?>(nil)
         guard
             await finishesInTime(
                 seconds: Self.secondsPerCell,
@@ -152,7 +153,7 @@ private final class ReentrantDelegate: CacheDelegate, @unchecked Sendable {
     let reentered = DispatchSemaphore(value: 0)
     /// Signalled once an async call started from the callback has completed.
     let asyncDone = DispatchSemaphore(value: 0)
-    private let state = Locked((armed: false, fired: 0))
+    private let state = Protected((armed: false, fired: 0))
 
     init(callback: ReentrancyTests.Callback, call: ReentrancyTests.Call) {
         self.callback = callback

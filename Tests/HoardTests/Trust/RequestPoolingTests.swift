@@ -41,8 +41,8 @@ struct RequestPoolingTests {
 
     @Test func eachBurstSharesExactlyOneFetchWhateverTheCallingForm() async throws {
         let folder = TemporaryDirectory()
-        let calls = Locked<[String: Int]>([:])
-        let gates = Locked<[String: Gate]>([:])
+        let calls = Protected<[String: Int]>([:])
+        let gates = Protected<[String: Gate]>([:])
         let cache = try folder.stringBuilder().fetcher { key in
             let gate = calls.withLock { calls in
                 calls[key, default: 0] += 1
@@ -81,7 +81,7 @@ struct RequestPoolingTests {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
         let calls = Counter()
-        let gate = Locked(Gate())
+        let gate = Protected(Gate())
         let cache = try folder.stringBuilder().delegate(delegate).fetcher { key in
             calls.increment()
             try await gate.withLock { $0 }.wait()
@@ -126,7 +126,7 @@ struct RequestPoolingTests {
         let folder = TemporaryDirectory()
         let calls = Counter()
         let sawCancellation = Counter()
-        let gate = Locked(Gate())
+        let gate = Protected(Gate())
         let cache = try folder.stringBuilder().fetcher { key in
             calls.increment()
             try await gate.withLock { $0 }.wait()
@@ -166,9 +166,9 @@ struct RequestPoolingTests {
     /// waiters that go before it starts are covered by `CacheFetchingTests`).
     @Test func cancellingEveryWaiterCancelsTheFetchAndTheNextCallerFetchesAfresh() async throws {
         let folder = TemporaryDirectory()
-        let calls = Locked<[String: Int]>([:])
-        let blocking = Locked<Set<String>>([])
-        let cancelled = Locked<[String: Gate]>([:])
+        let calls = Protected<[String: Int]>([:])
+        let blocking = Protected<Set<String>>([])
+        let cancelled = Protected<[String: Gate]>([:])
         let cache = try folder.stringBuilder().fetcher { key in
             calls.withLock { $0[key, default: 0] += 1 }
             guard blocking.withLock({ $0.contains(key) }) else { return "fresh fetch of \(key)" }
@@ -207,8 +207,8 @@ struct RequestPoolingTests {
     /// fetch's result, and nothing stays in the table.
     @Test func noWaiterIsLeftHangingWhenCancellationsRaceTheResult() async throws {
         let folder = TemporaryDirectory()
-        let calls = Locked<[String: Int]>([:])
-        let gate = Locked(Gate())
+        let calls = Protected<[String: Int]>([:])
+        let gate = Protected(Gate())
         let cache = try folder.stringBuilder().fetcher { key in
             calls.withLock { $0[key, default: 0] += 1 }
             try await gate.withLock { $0 }.wait()

@@ -41,7 +41,7 @@ struct StressTests {
     func valuesAlwaysBelongToTheirKey(policy: EvictionPolicy, domainSize: Int) async throws {
         let folder = TemporaryDirectory()
         let keys = (0..<domainSize).map { "key\($0)" }
-        let wrong = Locked<[String]>([])
+        let wrong = Protected<[String]>([])
         let cache = try folder.stringBuilder().evictionPolicy(policy).maxRamCount(2).maxDiskCount(3)
             .fetcher { key in Self.fetched(key) }.build()
         func check(_ value: String?, _ key: String) {

@@ -1,0 +1,168 @@
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension DiskStore {
+    /// Returns what the store holds for `key`; a stored entry's read counts as an access unless
+    /// `countsAccess` is false.
+    ///
+    /// A damaged, truncated or foreign file is removed, logged and reported as a miss.
+    /// - Complexity: O(1) and, when the key has a file, one file read.
+    func lookup(_ key: DiskKey, countsAccess: Bool = true) -> DiskLookup {
+        let found = withState { state -> DiskLookup? in
+            if let pending = state.pending[key.digest] {
+                if case .write(let value) = pending.operation { return .pending(value) }
+                return .miss
+            }
+            return state.index.contains(key.digest) ? nil : .miss
+        }
+        if let found { return found }
+
+        switch readEntry(key) {
+        case .success(let entry):
+            guard countsAccess else { return .stored(entry) }
+            if withState({ $0.recordAccess(key.digest) }) { startWriter() }
+            return .stored(entry)
+        case .failure:
+            repair(key)
+            return .miss
+        }
+    }
+
+    /// Why an entry file cannot be used.
+    enum ReadProblem: Error, CustomStringConvertible {
+        case missing
+        case unreadable(POSIXFileError)
+        case damaged(EntryFormat.Damage)
+        case foreignKey(String)
+        case otherVersion(UInt32)
+
+        var description: String {
+            switch self {
+            case .missing: "the file is gone"
+            case .unreadable(let error): "\(error)"
+            case .damaged(let damage): "\(damage)"
+            case .foreignKey(let key): "it holds another key (\"\(key.prefix(100))\")"
+            case .otherVersion(let version): "it was written under schema version \(version)"
+            }
+        }
+    }
+
+    /// Reads and decodes the entry file of `key`, holding no lock.
+    func readEntry(_ key: DiskKey) -> Result<EntryFormat.Entry, ReadProblem> {
+        let bytes: [UInt8]
+        do {
+            guard let read = try directory.read(key.fileName) else { return .failure(.missing) }
+            bytes = read
+        } catch {
+            return .failure(.unreadable(error))
+        }
+        let entry: EntryFormat.Entry
+        do {
+            entry = try EntryFormat.decode(bytes)
+        } catch {
+            return .failure(.damaged(error))
+        }
+        guard entry.key == key.string else { return .failure(.foreignKey(entry.key)) }
+        guard entry.schemaVersion == options.schemaVersion else { return .failure(.otherVersion(entry.schemaVersion)) }
+        return .success(entry)
+    }
+
+    /// Removes the file of `key` if it is still unusable once the writer is out of the way.
+    ///
+    /// The file is read again under `ioLock`: the first read may have raced with the writer replacing
+    /// it, and a transient failure (too many open files) is not damage. `ioLock` is only ever held
+    /// for file operations, never for a serializer, so this waits for one write at most.
+    private func repair(_ key: DiskKey) {
+        settle(key) { log in
+            let confirmed: ReadProblem
+            switch readEntry(key) {
+            case .success: return false
+            case .failure(.unreadable(let error)) where error.errorNumber != EISDIR && error.errorNumber != ELOOP:
+                // A transient failure (too many open files, a permission problem): keep the file.
+                log.add(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
+                return false
+            case .failure(let problem): confirmed = problem
+            }
+            if case .missing = confirmed {
+                log.add(
+                    .warning,
+                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished."
+                )
+            } else {
+                log.add(
+                    .warning,
+                    "Removed the entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\": "
+                        + "\(confirmed)."
+                )
+                removeFile(key.fileName, log: &log)
+            }
+            return true
+        }
+    }
+
+    /// Removes the entry of `key` if it still holds `payload` (and expires at `expiresAt`, when
+    /// given) and no newer operation is pending.
+    ///
+    /// For bytes the serializer could not decode, or an expired entry: a newer set that landed or is
+    /// pending must survive.
+    /// - Returns: Whether the entry was removed.
+    @discardableResult
+    func removeIfUnchanged(_ key: DiskKey, payload: Data, expiresAt: Expiry? = nil) -> Bool {
+        settle(key) { log in
+            guard case .success(let entry) = readEntry(key), entry.payload == payload else { return false }
+            if let expiresAt, entry.expiresAt != expiresAt { return false }
+            removeFile(key.fileName, log: &log)
+            return true
+        }
+    }
+
+    /// Removes every entry file (not pending write) that expires at or before `now`.
+    ///
+    /// - Returns: The keys removed.
+    /// - Complexity: O(n) in the number of entries, plus one file removal per expired entry; waits for
+    ///   a disk write in progress (never for a serializer).
+    func removeExpired(now: Double) -> [String] {
+        var messages = DeferredLog()
+        defer { messages.flush() }
+        let expired = withIOLock {
+            let expired = withState { state in
+                state.index.entriesInEvictionOrder.filter { entry in
+                    entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
+                }
+            }
+            for entry in expired {
+                removeFile(entry.key.hex, log: &messages)
+            }
+            withState { state in
+                for entry in expired { state.forgetEntry(entry.key) }
+            }
+            return expired
+        }
+        if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
+        return expired.map(\.payload.key)
+    }
+
+    /// Runs `removesEntry` holding `ioLock`, unless a newer operation on `key` is pending or its entry
+    /// is gone already; forgets the entry when `removesEntry` returns true.
+    ///
+    /// Logs after releasing `ioLock`.
+    @discardableResult
+    private func settle(_ key: DiskKey, _ removesEntry: (inout DeferredLog) -> Bool) -> Bool {
+        var messages = DeferredLog()
+        defer { messages.flush() }
+        return withIOLock {
+            // A newer operation, or a removal that already landed, explains whatever the caller saw.
+            if withState({ $0.pending[key.digest] != nil || !$0.index.contains(key.digest) }) { return false }
+            guard removesEntry(&messages) else { return false }
+            withState { $0.forgetEntry(key.digest) }
+            return true
+        }
+    }
+}

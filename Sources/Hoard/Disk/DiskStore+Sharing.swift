@@ -1,0 +1,178 @@
+import Dispatch
+import Foundation
+
+extension DiskStore {
+    /// The stores open in this process, by the real path of their folder.
+    ///
+    /// Its lock is held only to look up or change the table, never while a container is listed or
+    /// its index rebuilt: an opening publishes a placeholder, opens the store without the lock, then
+    /// publishes the store. Two containers open in parallel; a second opening of one container waits
+    /// for the first and shares its store.
+    private static let registry = Locked(Registry())
+
+    /// Points of opening a container at which a test may hold the opening thread.
+    static let testHooks = OpeningTestHooks()
+
+    /// Returns the store already open on this container in this process, or opens one.
+    ///
+    /// Two stores on one folder would overwrite each other's index and miss each other's pending
+    /// writes, so a process keeps one per folder, found by the folder's real path (symbolic links
+    /// resolved once the folder exists). Opening one container does not wait for another one to open;
+    /// a second caller for the same container waits until the first has opened it, then shares it.
+    ///
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container is already open
+    ///   with another count limit, byte limit, eviction policy or schema version (one store cannot keep
+    ///   two limits), with code `containerInUse` when another process has it open (see
+    ///   ``ContainerLock``), or with code `io` when the container cannot be created.
+    static func shared(at url: URL, options: Options) throws -> DiskStore {
+        let path = try Directory.create(at: url)
+        let options = options.normalized
+        while true {
+            let (claim, released) = registry.withLock { $0.claim(path) }
+            // The last reference to a closed store may be here: its `deinit` saves its index, so it
+            // runs now, outside the registry's lock.
+            withExtendedLifetime(released) {}
+            switch claim {
+            case .open(let store):
+                try check(store, opens: path, with: options)
+                return store
+            case .opening(let done):
+                testHooks.run(.waitingForAnotherOpening, at: path)
+                // Then look again: the store is published, or the opening failed and this caller tries.
+                done.wait()
+            case .mine(let done):
+                defer { done.leave() }
+                var messages = DeferredLog()
+                defer { messages.flush() }
+                do {
+                    let store = try DiskStore(
+                        at: URL(fileURLWithPath: path, isDirectory: true),
+                        options: options,
+                        log: &messages
+                    )
+                    registry.withLock { $0.publish(store, at: path) }
+                    return store
+                } catch {
+                    registry.withLock { $0.abandon(path) }
+                    throw error
+                }
+            }
+        }
+    }
+
+    private static func check(_ store: DiskStore, opens path: String, with options: Options) throws {
+        guard store.options != options else { return }
+        throw CacheError.invalidConfiguration(
+            "The container \(path) is already open in this process with maxDiskCount "
+                + "\(store.options.capacity), byte limit \(describe(store.options.byteLimit)), "
+                + "evictionPolicy \(store.options.policy) and schema version "
+                + "\(store.options.schemaVersion); open it with the same settings (asked: "
+                + "\(options.capacity), \(describe(options.byteLimit)), \(options.policy), "
+                + "\(options.schemaVersion))."
+        )
+    }
+
+    private static func describe(_ byteLimit: Int?) -> String { byteLimit.map(String.init) ?? "none" }
+
+    /// The table of open stores: a value whose changes say what the caller does next.
+    private struct Registry: Sendable {
+        private struct WeakStore: Sendable {
+            weak var store: DiskStore?
+        }
+
+        private enum Slot: Sendable {
+            /// Being opened by another caller; `done` is left once it is published or abandoned.
+            case opening(done: DispatchGroup)
+            case open(WeakStore)
+        }
+
+        /// What a caller of `shared(at:options:)` does next.
+        enum Claim {
+            /// Use this store.
+            case open(DiskStore)
+            /// Wait for `done`, then claim again.
+            case opening(done: DispatchGroup)
+            /// Open the store, then publish or abandon it, then leave `done`.
+            case mine(done: DispatchGroup)
+        }
+
+        private var slots: [String: Slot] = [:]
+
+        /// Finds the store of `path`, or the opening in progress, or makes the caller its opener.
+        ///
+        /// - Returns: The claim, and the stores still open that the caller must release after
+        ///   unlocking (closed ones are dropped from the table).
+        mutating func claim(_ path: String) -> (Claim, released: [DiskStore]) {
+            var alive: [DiskStore] = []
+            slots = slots.filter { _, slot in
+                guard case .open(let weak) = slot else { return true }
+                guard let store = weak.store else { return false }
+                alive.append(store)
+                return true
+            }
+            switch slots[path] {
+            case .open(let weak)?:
+                if let store = weak.store { return (.open(store), alive) }
+            case .opening(let done)?:
+                return (.opening(done: done), alive)
+            case nil:
+                break
+            }
+            let done = DispatchGroup()
+            done.enter()
+            slots[path] = .opening(done: done)
+            return (.mine(done: done), alive)
+        }
+
+        /// Replaces the placeholder of `path` with its store.
+        mutating func publish(_ store: DiskStore, at path: String) {
+            slots[path] = .open(WeakStore(store: store))
+        }
+
+        /// Drops the placeholder of an opening that failed.
+        mutating func abandon(_ path: String) {
+            slots[path] = nil
+        }
+    }
+
+    // MARK: - The caches sharing the store
+
+    /// The caches registered on this store, except `origin`.
+    func observers(except origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
+        withState { $0.observers(except: origin) }
+    }
+
+    /// Registers a cache to hear of changes that other caches make to this container.
+    func addObserver(_ observer: any DiskStoreObserver) {
+        withState { $0.observers[ObjectIdentifier(observer)] = WeakObserver(observer: observer) }
+    }
+
+    /// Stops telling a cache of changes.
+    func removeObserver(_ observer: any DiskStoreObserver) {
+        withState { $0.observers[ObjectIdentifier(observer)] = nil }
+    }
+}
+
+/// Code a test runs at chosen points of opening a container, to hold one opening while another
+/// goes on; none is installed outside tests.
+final class OpeningTestHooks: Sendable {
+    /// A point of opening a container.
+    enum Event: Sendable {
+        /// Halfway through reading the entry files that the saved index does not name.
+        case rebuilding
+        /// Before waiting for another caller that is opening the same container.
+        case waitingForAnotherOpening
+    }
+
+    private let hooks = Locked<[String: @Sendable (Event) -> Void]>([:])
+
+    /// Installs `hook` for the container at the real path `path`, or removes it when `nil`.
+    func set(_ hook: (@Sendable (Event) -> Void)?, at path: String) {
+        hooks.withLock { $0[path] = hook }
+    }
+
+    /// Runs the hook installed for `path`, if any, holding no lock.
+    func run(_ event: Event, at path: String) {
+        hooks.withLock { $0[path] }?(event)
+    }
+}

@@ -1,0 +1,273 @@
+extension DiskStore {
+    /// A queued change to one key.
+    enum Operation: Sendable {
+        case write(PendingValue)
+        case remove
+    }
+
+    /// The latest operation queued for a key, readable until it lands.
+    struct Pending: Sendable {
+        var key: DiskKey
+        /// Orders every operation of the store; a newer operation on the key has a higher one.
+        var generation: UInt64
+        var operation: Operation
+        /// The cache that queued the operation, told of evictions and failures it causes.
+        weak var observer: (any DiskStoreObserver)?
+        /// Whether the key is in the queue; false once the writer has taken the operation, so that a
+        /// newer operation queues the key again.
+        var isQueued = true
+    }
+
+    /// An entry of the writer's queue.
+    enum QueueItem: Sendable {
+        /// Apply the latest operation pending for the key.
+        case key(SHA256Digest)
+        /// Save the index if it changed, then resume the caller of `flush()`.
+        case flush(CheckedContinuation<Void, Never>)
+    }
+
+    /// A cache registered on the store, held weakly.
+    struct WeakObserver: Sendable {
+        weak var observer: (any DiskStoreObserver)?
+    }
+
+    /// What a caller must do once it has queued an operation.
+    struct Enqueued {
+        /// Whether the writer was idle and must be started.
+        var startsWriter: Bool
+        /// The other caches on the container, to be told that the key changed.
+        var peers: [any DiskStoreObserver]
+        /// The operation replaced, for the caller to release after unlocking: its value may hold the
+        /// last reference to an object of the app, whose `deinit` must not run under the lock.
+        var replaced: Pending?
+    }
+
+    /// What the writer does next.
+    enum WriterStep {
+        /// Prepare the operation outside every lock, then apply it if it is still current.
+        case apply(Pending)
+        /// Save the index if `savesIndex`, then resume the flush.
+        case flush(CheckedContinuation<Void, Never>, savesIndex: Bool)
+        /// Nothing left: the writer stops, after saving the index if `savesIndex`.
+        case idle(savesIndex: Bool)
+    }
+
+    /// The eviction order as it was at one moment, to be encoded and saved outside every lock.
+    struct IndexSnapshot {
+        /// Orders snapshots: a snapshot is only written if no later one was written before it.
+        var number: UInt64
+        var records: [DiskIndexFile.Record]
+    }
+
+    /// Everything a store knows in memory.
+    ///
+    /// Every change is a mutating method that returns what the store must do once the lock is
+    /// released.
+    ///
+    /// Not thread-safe: the store keeps it in a ``Locked``.
+    struct State: Sendable {
+        let options: Options
+        var index: DiskEntryIndex
+        /// The latest operation of each key that has not landed yet.
+        var pending: [SHA256Digest: Pending] = [:]
+        var queue: [QueueItem] = []
+        var queueHead = 0
+        /// Whether the writer is running (or about to): the next change does not start it again.
+        var isDraining = false
+        var generation: UInt64 = 0
+        /// The generation of the latest operation a clear dropped: operations up to it are cancelled.
+        var clearedThrough: UInt64 = 0
+        var changesSinceSave = 0
+        var observers: [ObjectIdentifier: WeakObserver] = [:]
+        /// The number of the latest index snapshot taken, and of the latest one written.
+        var snapshotsTaken: UInt64 = 0
+        var snapshotWritten: UInt64 = 0
+
+        init(options: Options) {
+            self.options = options
+            index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
+        }
+
+        // MARK: Queueing
+
+        /// Makes `operation` the latest of `key`, queueing the key unless it waits in the queue already.
+        mutating func enqueue(
+            _ key: DiskKey,
+            _ operation: Operation,
+            observer: (any DiskStoreObserver)?
+        ) -> Enqueued {
+            generation &+= 1
+            if pending[key.digest]?.isQueued != true {
+                queue.append(.key(key.digest))
+            }
+            let replaced = pending.updateValue(
+                Pending(key: key, generation: generation, operation: operation, observer: observer),
+                forKey: key.digest
+            )
+            return Enqueued(startsWriter: startWriter(), peers: observers(except: observer), replaced: replaced)
+        }
+
+        /// Queues a flush; returns whether the writer must be started.
+        mutating func enqueueFlush(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+            queue.append(.flush(continuation))
+            return startWriter()
+        }
+
+        /// Marks the writer as running; returns whether it was idle (the caller must start it).
+        private mutating func startWriter() -> Bool {
+            defer { isDraining = true }
+            return !isDraining
+        }
+
+        /// Takes the next item for the writer, skipping keys a clear emptied; marks the writer idle
+        /// when none is left.
+        mutating func takeNext() -> WriterStep {
+            while queueHead < queue.count {
+                let item = queue[queueHead]
+                queueHead += 1
+                if queueHead >= 1_024 && queueHead * 2 >= queue.count {
+                    // Under steady load the writer never sees an empty queue: drop what it has done.
+                    queue.removeFirst(queueHead)
+                    queueHead = 0
+                }
+                switch item {
+                case .flush(let continuation):
+                    return .flush(continuation, savesIndex: changesSinceSave > 0)
+                case .key(let digest):
+                    pending[digest]?.isQueued = false
+                    if let taken = pending[digest] { return .apply(taken) }
+                }
+            }
+            queue.removeAll(keepingCapacity: queue.count < 4_096)
+            queueHead = 0
+            isDraining = false
+            return .idle(savesIndex: changesSinceSave >= indexSaveThreshold)
+        }
+
+        /// Whether a clear dropped `taken` after the writer took it: its bytes must not land.
+        ///
+        /// Checked holding `ioLock`, right before the operation changes files. A newer operation on
+        /// the key does not cancel `taken`: it is queued behind it on the same writer, so it lands
+        /// after it (the key's latest value wins), and a flush queued between the two still finds
+        /// `taken` on disk when it returns.
+        func isCleared(_ taken: Pending) -> Bool {
+            taken.generation <= clearedThrough
+        }
+
+        // MARK: Recording what landed (holding `ioLock`)
+
+        /// Records that the key of `applied` has no file any more (removed, not kept, or failed).
+        mutating func didRemoveFile(of applied: Pending) {
+            index.removeValue(forKey: applied.key.digest)
+            changesSinceSave += 1
+            finish(applied)
+        }
+
+        /// Records that the file of `applied` landed, with `info`, and evicts what no longer fits.
+        ///
+        /// - Returns: The entries evicted: out of the index already, their files still to remove.
+        mutating func didWriteFile(of applied: Pending, info: DiskEntryInfo) -> [DiskEntryIndex.Victim] {
+            let digest = applied.key.digest
+            let victims: [DiskEntryIndex.Victim]
+            if index.contains(digest) {
+                // A replacement keeps its place (and access count); it may need room for more bytes.
+                index.upsert(info, forKey: digest)
+                victims = index.makeRoom(
+                    forCount: 0,
+                    bytes: 0,
+                    capacity: options.capacity,
+                    byteLimit: options.byteLimit,
+                    sparing: digest
+                )
+            } else {
+                victims = index.makeRoom(
+                    forCount: 1,
+                    bytes: info.size,
+                    capacity: options.capacity,
+                    byteLimit: options.byteLimit
+                )
+                index.upsert(info, forKey: digest)
+            }
+            changesSinceSave += 1 + victims.count
+            finish(applied)
+            return victims
+        }
+
+        /// Drops a pending entry once applied, unless a newer operation replaced it meanwhile.
+        ///
+        /// The writer holds `applied` until it has released its locks, so the value dropped here is
+        /// never the last reference to it.
+        private mutating func finish(_ applied: Pending) {
+            if pending[applied.key.digest]?.generation == applied.generation {
+                pending[applied.key.digest] = nil
+            }
+        }
+
+        /// Forgets the entry of a file removed by a repair or a sweep.
+        mutating func forgetEntry(_ digest: SHA256Digest) {
+            if index.removeValue(forKey: digest) != nil { changesSinceSave += 1 }
+        }
+
+        /// Forgets every entry and pending operation (the files go next, holding `ioLock`).
+        ///
+        /// - Returns: The pending operations dropped, for the caller to release after unlocking.
+        mutating func removeAll() -> [SHA256Digest: Pending] {
+            index.removeAll()
+            changesSinceSave += 1
+            clearedThrough = generation
+            defer { pending = [:] }
+            return pending
+        }
+
+        // MARK: Reading
+
+        /// Counts a read of `digest`'s file as an access; returns whether the writer must be
+        /// started to save the index.
+        mutating func recordAccess(_ digest: SHA256Digest) -> Bool {
+            guard index.access(digest) != nil else { return false }
+            changesSinceSave += 1
+            // A read-only workload still saves the order it changes, from the writer.
+            guard changesSinceSave >= indexSaveThreshold else { return false }
+            return startWriter()
+        }
+
+        /// How many changes make the idle writer save the index.
+        ///
+        /// Saving is O(n): wait for more changes as the store grows, so it stays O(1) amortised.
+        var indexSaveThreshold: Int { max(DiskStore.changesBetweenIndexSaves, index.count) }
+
+        // MARK: The saved index
+
+        /// The eviction order to save; the changes made so far count as saved.
+        ///
+        /// - Complexity: O(n).
+        mutating func takeIndexSnapshot() -> IndexSnapshot {
+            changesSinceSave = 0
+            snapshotsTaken &+= 1
+            let records = index.entriesInEvictionOrder.map { entry in
+                DiskIndexFile.Record(digest: entry.key, count: entry.count, info: entry.payload)
+            }
+            return IndexSnapshot(number: snapshotsTaken, records: records)
+        }
+
+        /// Whether snapshot `number` may be written now: no later snapshot has been.
+        ///
+        /// Called holding `ioLock`, which the write then keeps, so the file never goes back to an
+        /// older order.
+        mutating func claimIndexWrite(_ number: UInt64) -> Bool {
+            guard number > snapshotWritten else { return false }
+            snapshotWritten = number
+            return true
+        }
+
+        // MARK: Peers
+
+        /// The caches registered on the store, except `origin`.
+        func observers(except origin: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
+            // The common case, one cache alone on its container, allocates nothing.
+            if observers.isEmpty || (origin != nil && observers.count == 1) { return [] }
+            let originID = origin.map(ObjectIdentifier.init)
+            return observers.compactMap { id, box in id == originID ? nil : box.observer }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+
+extension DiskStore {
+    /// Queues a write of `value` for `key`; readers see it at once, the file lands in the background.
+    ///
+    /// Writes and removals of one key apply in the order they were queued; the writer only writes the
+    /// latest one.
+    /// - Returns: The other caches on the container, which the caller must tell (outside its locks)
+    ///   that `key` changed.
+    func enqueueWrite(
+        _ key: DiskKey,
+        value: PendingValue,
+        observer: (any DiskStoreObserver)?
+    )
+        -> [any DiskStoreObserver]
+    {
+        enqueue(key, .write(value), observer: observer)
+    }
+
+    /// Queues a removal of `key`; readers miss it at once, the file goes in the background.
+    ///
+    /// - Returns: The other caches on the container, to be told that `key` changed.
+    func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
+        enqueue(key, .remove, observer: observer)
+    }
+
+    private func enqueue(
+        _ key: DiskKey,
+        _ operation: Operation,
+        observer: (any DiskStoreObserver)?
+    )
+        -> [any DiskStoreObserver]
+    {
+        let enqueued = withState { $0.enqueue(key, operation, observer: observer) }
+        if enqueued.startsWriter { startWriter() }
+        return enqueued.peers  // and `enqueued.replaced` is released here, outside the lock
+    }
+
+    /// Waits until every write and removal queued before the call is on disk, and the index is saved.
+    func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if withState({ $0.enqueueFlush(continuation) }) { startWriter() }
+        }
+    }
+
+    /// Removes every entry file, pending write and temporary file; waits for a file operation in
+    /// progress (never for a serializer: the writer runs those before it takes `ioLock`).
+    ///
+    /// - Complexity: O(n) file removals.
+    func removeAll() {
+        var messages = DeferredLog()
+        defer { messages.flush() }
+        let dropped = withIOLock {
+            let dropped = withState { $0.removeAll() }
+            do {
+                for (name, _, _) in try directory.list()
+                where ContainerFile.isEntryName(name) || name.hasPrefix(ContainerFile.temporaryPrefix) {
+                    removeFile(name, log: &messages)
+                }
+            } catch {
+                messages.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
+            }
+            return dropped
+        }
+        withExtendedLifetime(dropped) {}  // the values of the dropped writes are released here, unlocked
+        saveIndex(log: &messages)
+    }
+
+    /// Runs the writer on its queue; call it when the state said the writer was idle.
+    func startWriter() {
+        writer.async { self.drain() }
+    }
+
+    /// What the writer must do once it has released `ioLock`: tell caches.
+    enum Effect {
+        case evicted(key: String, reason: EvictionReason, observer: (any DiskStoreObserver)?)
+        case failed(key: String, error: CacheError, observer: (any DiskStoreObserver)?)
+    }
+
+    /// The background writer's loop: applies queued items in order until the queue is empty.
+    ///
+    /// Each operation is prepared (serialized and encoded) holding no lock, then applied holding
+    /// `ioLock`; what it must report (evictions, failures, log messages) is reported after `ioLock` is
+    /// released, so a serializer or a delegate may call anything on the cache.
+    private func drain() {
+        while true {
+            var messages = DeferredLog()
+            switch withState({ $0.takeNext() }) {
+            case .idle(let savesIndex):
+                if savesIndex { saveIndex(log: &messages) }
+                messages.flush()
+                return
+            case .flush(let continuation, let savesIndex):
+                if savesIndex { saveIndex(log: &messages) }
+                messages.flush()
+                continuation.resume()
+            case .apply(let pending):
+                let effects = apply(pending, log: &messages)
+                messages.flush()
+                for effect in effects {
+                    switch effect {
+                    case .evicted(let key, let reason, let observer):
+                        observer?.diskStore(willEvictKey: key, reason: reason)
+                    case .failed(let key, let error, let observer):
+                        observer?.diskStore(didFailToStoreKey: key, error: error)
+                    }
+                }
+            }
+        }
+    }
+
+    /// An operation made ready outside every lock.
+    private enum Prepared {
+        case remove
+        case write([UInt8], DiskEntryInfo)
+        /// Larger than the whole byte limit: not kept, and an older value must not be served.
+        case oversized(size: Int, byteLimit: Int)
+        case failed(CacheError)
+    }
+
+    /// Applies one pending operation: serializes it holding no lock, then, holding `ioLock`, changes
+    /// the files unless a clear dropped the operation meanwhile.
+    ///
+    /// - Returns: What to report once `ioLock` is released.
+    private func apply(_ pending: Pending, log: inout DeferredLog) -> [Effect] {
+        let key = pending.key
+        // User code (the serializer) runs here, before `ioLock`: it may call back into its cache.
+        let prepared: Prepared
+        switch pending.operation {
+        case .remove:
+            prepared = .remove
+        case .write(let value):
+            do {
+                let bytes = try encode(value, for: key)
+                if let byteLimit = options.byteLimit, bytes.count > byteLimit {
+                    prepared = .oversized(size: bytes.count, byteLimit: byteLimit)
+                } else {
+                    let info = DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt)
+                    prepared = .write(bytes, info)
+                }
+            } catch {
+                prepared = .failed(error)
+            }
+        }
+        return withIOLock {
+            // A clear that ran while the value was being serialized dropped it: no write lands after
+            // a clear that followed it. (A value that failed to serialize still failed: its cache
+            // hears of it.) A newer operation on the key is queued behind this one and lands next.
+            guard !withState({ $0.isCleared(pending) }) else {
+                guard case .failed(let error) = prepared else { return [] }
+                return [reportFailure(error, of: pending, log: &log)]
+            }
+            switch prepared {
+            case .remove:
+                removeFile(key.fileName, log: &log)
+                withState { $0.didRemoveFile(of: pending) }
+                return []
+            case .oversized(let size, let byteLimit):
+                // Not kept, and not written: an older value of the key must not be served either.
+                removeFile(key.fileName, log: &log)
+                withState { $0.didRemoveFile(of: pending) }
+                log.add(
+                    .info,
+                    "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
+                        + "(\(size) bytes) is larger than the byte limit (\(byteLimit) bytes)."
+                )
+                return [.evicted(key: key.string, reason: .cost, observer: pending.observer)]
+            case .write(let bytes, let info):
+                do throws(CacheError) {
+                    try write(bytes, for: key)
+                } catch {
+                    return didFail(pending, error: error, log: &log)
+                }
+                let victims = withState { $0.didWriteFile(of: pending, info: info) }
+                // The victims are out of the index: readers miss them already. Their files go now;
+                // the delegate hears "will evict" right after, once `ioLock` is released.
+                for victim in victims {
+                    log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
+                    removeFile(victim.key.hex, log: &log)
+                }
+                return victims.map { .evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer) }
+            case .failed(let error):
+                return didFail(pending, error: error, log: &log)
+            }
+        }
+    }
+
+    /// Handles a value that could not be encoded or written; called holding `ioLock`.
+    private func didFail(_ pending: Pending, error: CacheError, log: inout DeferredLog) -> [Effect] {
+        let key = pending.key
+        // The old file holds an older value than the one that failed: it must not be served.
+        removeFile(key.fileName, log: &log)
+        withState { $0.didRemoveFile(of: pending) }
+        return [reportFailure(error, of: pending, log: &log)]
+    }
+
+    /// Logs a failed write; returns the effect that tells the cache that queued it.
+    private func reportFailure(_ error: CacheError, of pending: Pending, log: inout DeferredLog) -> Effect {
+        // An I/O error's message names its cause (no space left, permission denied) and path.
+        log.add(.warning, error.message)
+        return .failed(key: pending.key.string, error: error, observer: pending.observer)
+    }
+
+    /// Serializes a value and encodes its entry file; runs the user's serializer, so holds no lock.
+    private func encode(_ value: PendingValue, for key: DiskKey) throws(CacheError) -> [UInt8] {
+        let payload: Data
+        LockOrder.assertNoneHeld("calling the serializer")
+        do {
+            payload = try value.serialize()
+        } catch {
+            throw CacheError.serializationFailed(key: key.string, underlying: error)
+        }
+        guard payload.count <= EntryFormat.maximumFieldSize, key.string.utf8.count <= EntryFormat.maximumFieldSize
+        else {
+            throw CacheError.io("The value for key \"\(key.string.prefix(100))\" is too large for one entry file.")
+        }
+        return EntryFormat.encode(
+            key: key.string,
+            payload: payload,
+            schemaVersion: options.schemaVersion,
+            expiresAt: value.expiresAt
+        )
+    }
+
+    /// Writes an entry file through a temporary file.
+    private func write(_ bytes: [UInt8], for key: DiskKey) throws(CacheError) {
+        do {
+            try directory.writeAtomically(bytes, to: key.fileName, through: nextTemporaryName())
+        } catch {
+            throw CacheError.io(
+                "Cannot write the entry for key \"\(key.string.prefix(100))\".",
+                key: key.string,
+                underlying: error
+            )
+        }
+    }
+
+    /// Numbers temporary files; process-wide, so that two stores never pick the same name.
+    private static let temporaryCounter = Locked<UInt64>(0)
+
+    /// A fresh name for a temporary file of this process.
+    func nextTemporaryName() -> String {
+        let number = Self.temporaryCounter.withLock { counter in
+            counter &+= 1
+            return counter
+        }
+        return "\(ContainerFile.temporaryPrefix)\(getpid())-\(number)"
+    }
+}
