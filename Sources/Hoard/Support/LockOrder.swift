@@ -22,14 +22,19 @@ import Musl
 /// | disk store state (`DiskStore` state lock) | the index, the pending writes, the queue | nothing |
 /// | memory shard (`MemoryStore.locks`) | one shard's index and counters | the store's room lock |
 /// | memory room (`MemoryStore.roomLock`, the last of `locks`) | the spare room a sharded store shares | nothing |
-/// | event hub, fetches in flight, logger output, retry count, and every other `Locked` | their own state | nothing but the folder and container-lock tables, which take nothing |
+/// | the registry of open disk stores (`DiskStore` registry) | which containers are open or opening | nothing (no I/O: an opening is published, then done outside) |
+/// | a folder's opening (`Directory`) | the folder's descriptor | the container-lock table, when a deleted folder is opened again |
+/// | the container-lock table (`ContainerLock`) | this process's container locks | nothing (an `openat` and an `fcntl`) |
+/// | event hub, fetches in flight, logger output, retry count, and every other `Locked` | their own state | nothing |
 ///
 /// A lock further down the table is never held while taking one further up. Locks of one family
 /// never nest, except all stripes taken together in index order.
 ///
 /// In debug builds each thread counts the Hoard locks it holds, and every call into user code
 /// asserts that it holds none (see ``assertNoneHeld(_:)``), so a test that reaches user code under
-/// a lock fails at once instead of deadlocking one run in a thousand.
+/// a lock fails at once instead of deadlocking one run in a thousand. The disk store also checks
+/// its own two locks' order (`DiskLockOrder`): never its state lock under a state lock, never its
+/// I/O lock under either.
 @usableFromInline
 enum LockOrder {
     #if DEBUG
