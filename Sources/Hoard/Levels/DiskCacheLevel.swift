@@ -72,7 +72,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         capacity: Int,
         byteLimit: Int? = nil,
         serializer: some CacheSerializer<Value>,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date
     ) where Key == String {
         self.init(
             directory: .success(directory),
@@ -92,6 +92,29 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///     message (a programming error).
     public convenience init(directory: URL, capacity: Int) where Key == String, Value: Codable {
         self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
+    }
+
+    /// Opens a level on a folder with `String` keys, telling expired entries by the system clock.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder holding the level's files; it should hold nothing else.
+    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
+    ///     message (a programming error).
+    ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
+    ///   - serializer: Turns values into bytes and back.
+    public convenience init(
+        directory: URL,
+        capacity: Int,
+        byteLimit: Int? = nil,
+        serializer: some CacheSerializer<Value>
+    ) where Key == String {
+        self.init(
+            directory: directory,
+            capacity: capacity,
+            byteLimit: byteLimit,
+            serializer: serializer,
+            clock: { Date() }
+        )
     }
 
     /// Opens a level on a container of ``CacheBuilder/defaultDirectory``, with `String` keys.
@@ -152,7 +175,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         capacity: Int,
         byteLimit: Int? = nil,
         serializer: some CacheSerializer<Value>,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date
     ) where Key == URL {
         self.init(
             directory: .success(directory),
@@ -172,6 +195,29 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///     message (a programming error).
     public convenience init(directory: URL, capacity: Int) where Key == URL, Value: Codable {
         self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
+    }
+
+    /// Opens a level on a folder with `URL` keys, telling expired entries by the system clock.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder holding the level's files; it should hold nothing else.
+    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
+    ///     message (a programming error).
+    ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
+    ///   - serializer: Turns values into bytes and back.
+    public convenience init(
+        directory: URL,
+        capacity: Int,
+        byteLimit: Int? = nil,
+        serializer: some CacheSerializer<Value>
+    ) where Key == URL {
+        self.init(
+            directory: directory,
+            capacity: capacity,
+            byteLimit: byteLimit,
+            serializer: serializer,
+            clock: { Date() }
+        )
     }
 
     /// The number of values on disk or waiting to be written; 0 when the folder is unusable.
