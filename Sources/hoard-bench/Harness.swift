@@ -325,13 +325,9 @@ func roomFor(_ keys: Int) -> Int { keys + keys / 8 }
 
 /// A memory-only `Cache<Int>` (disk off) that holds at most `capacity` entries, as every memory
 /// scenario measures it; `policy` defaults to the builder's.
-func memoryOnlyCache(capacity: Int, policy: EvictionPolicy = .lfu) throws -> Cache<Int> {
-    try CacheBuilder<Int>()
-        .containerName("hoard-bench")
-        .maxDiskCount(0)
-        .maxRamCount(capacity)
-        .evictionPolicy(policy)
-        .build()
+func memoryOnlyCache(capacity: Int, policy: EvictionPolicy? = nil) throws -> Cache<Int> {
+    let builder = CacheBuilder<Int>().maxDiskCount(0).maxRamCount(capacity)
+    return try (policy.map { builder.evictionPolicy($0) } ?? builder).build()
 }
 
 /// Makes the keys `key-0`, `key-1` and so on.

@@ -60,7 +60,7 @@ enum RealTraceHitRate {
             for anchor in trace.anchors {
                 var rates: [String: Double] = [:]
                 for (name, policy) in policies {
-                    rates[name] = try hitRate(policy, capacity: anchor.size, trace: trace.requests, keys: keys)
+                    rates[name] = try HitRate.hitRate(policy, capacity: anchor.size, trace: trace.requests, keys: keys)
                     checksum &+= UInt64((rates[name] ?? 0) * 1_000)
                 }
                 let label = "\(trace.name)@\(anchor.size)"
@@ -182,22 +182,6 @@ enum RealTraceHitRate {
             )
         )
         return checks
-    }
-
-    /// The percentage of requests that hit, for a memory-only cache that stores every miss.
-    static func hitRate(_ policy: EvictionPolicy?, capacity: Int, trace: [Int], keys: [String]) throws -> Double {
-        var builder = CacheBuilder<Int>().containerName("hitrate").maxRamCount(capacity).maxDiskCount(0)
-        if let policy { builder = builder.evictionPolicy(policy) }
-        let cache = try builder.build()
-        var hits = 0
-        for index in trace {
-            if cache[keys[index]] != nil {
-                hits += 1
-            } else {
-                cache[keys[index]] = index
-            }
-        }
-        return Double(hits) * 100 / Double(trace.count)
     }
 
     // MARK: - Reading the folder

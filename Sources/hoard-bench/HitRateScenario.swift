@@ -116,7 +116,9 @@ enum HitRate {
     }
 
     /// The percentage of requests that hit, for a memory-only cache that stores every miss.
-    static func hitRate(_ policy: EvictionPolicy, capacity: Int, trace: [Int], keys: [String]) throws -> Double {
+    ///
+    /// With no policy, the builder's default.
+    static func hitRate(_ policy: EvictionPolicy?, capacity: Int, trace: [Int], keys: [String]) throws -> Double {
         let cache = try memoryOnlyCache(capacity: capacity, policy: policy)
         var hits = 0
         for index in trace {

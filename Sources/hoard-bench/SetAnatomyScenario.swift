@@ -84,7 +84,7 @@ enum MemorySetAnatomy {
                 return elapsed
             }
         )
-        let cache = try memoryOnlyCache(capacity: capacity)
+        let cache = try memoryOnlyCache(capacity: capacity, policy: .lfu)
         rows.append(
             Contender(label: delegate, operations: setCount) {
                 var found = 0
