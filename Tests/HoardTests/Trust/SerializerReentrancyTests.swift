@@ -77,23 +77,7 @@ struct SerializerReentrancyTests {
         }
 
         // Still usable: a set is served, and a flush completes.
-        let served = Protected<String?>(nil)
-        guard
-            await finishesInTime(
-                seconds: Self.secondsPerStep,
-                {
-                    cache["after"] = "after"
-                    served.withLock { $0 = cache["after"] }
-                }
-            )
-        else { return stuck("a set or get after the cell did not return") }
-        #expect(served.withLock { $0 } == "after")
-        let flushed = DispatchSemaphore(value: 0)
-        FetchTask.run {
-            await cache.flush()
-            flushed.signal()
-        }
-        guard await signalled(flushed, within: Self.secondsPerStep) else { return stuck("flush did not return") }
+        if let problem = await stillUsable(cache, within: Self.secondsPerStep) { return stuck(problem) }
 
         #expect(probe.firedCount == 1)
         #expect(cache.disk?.invariantViolations() == [])
