@@ -25,9 +25,20 @@ extension CrashWorkload {
             switch roll {
             case 0..<55:
                 let length = Int(generator.next() % 3_000)
-                emit(.set(key: key, seq: seq, length: length))
                 let value = Self.value(key: key, seq: seq, length: length)
-                cache[key] = value
+                if length % 8 == 0 {
+                    // A durable set: once it returns, the value must survive the kill.
+                    emit(.save(key: key, seq: seq, length: length))
+                    do {
+                        try await cache.save(value, forKey: key)
+                        emit(.saved(key: key, seq: seq))
+                    } catch {
+                        emit(.mismatch("save \(key) #\(seq) failed: \(error)"))
+                    }
+                } else {
+                    emit(.set(key: key, seq: seq, length: length))
+                    cache[key] = value
+                }
                 latest[key] = value
             case 55..<70:
                 emit(.remove(key: key, seq: seq))

@@ -34,7 +34,9 @@ public protocol CacheDelegate<Value>: AnyObject, Sendable {
     /// The disk level removes the entry for `key` to stay within its count limit.
     ///
     /// Called on the background writer, right after the entry stopped being readable; it goes to the
-    /// cache whose write made room necessary.
+    /// cache whose write made room necessary. It may call the cache, but not the forms that wait
+    /// for the writer (``Cache/flushAndWait()``, ``Cache/saveAndWait(_:forKey:)``): the writer would
+    /// wait for itself.
     func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String)
 
     /// The disk level is about to be emptied by ``Cache/clearDisk()`` or ``Cache/removeAll()``.
@@ -42,6 +44,9 @@ public protocol CacheDelegate<Value>: AnyObject, Sendable {
 
     /// A value set for `key` could not be written to disk (serializer or I/O error); it stays in
     /// memory only, and an older value on disk was removed.
+    ///
+    /// Called on the background writer (or on the caller's thread when a cost limit serialized the
+    /// value there); like ``cache(_:willEvictFromDiskForKey:)``, it must not wait for the writer.
     func cache(_ cache: Cache<Value>, didFailToStoreValueForKey key: String, error: any Error)
 }
 

@@ -106,13 +106,17 @@ struct CacheEngine<Value: Sendable>: Sendable {
     ///   - changes: When given, stores nothing if the key changed since that stripe count (a fetch
     ///     that started before a set or removal must not undo it).
     ///   - origin: The cache storing it, which the disk store reports the write's fate to.
+    ///   - whenOnDisk: For a save: told, from the writer, once the value is in its file (see
+    ///     `DiskStore.enqueueWrite(_:value:observer:completion:)`). Not called when the value is not
+    ///     stored at all: the outcome then carries the serializer's failure.
     /// - Returns: What happened: the value stored (or the serializer's failure), the memory
     ///   evictions, the other caches to tell.
     func store(
         _ cached: CachedValue<Value>,
         forKey key: String,
         ifUnchangedSince changes: UInt64?,
-        origin: (any DiskStoreObserver)?
+        origin: (any DiskStoreObserver)?,
+        whenOnDisk: DiskStore.Completion? = nil
     ) -> CacheOutcome<Value> {
         let value = cached.value
         let serializer = serializer
@@ -141,7 +145,13 @@ struct CacheEngine<Value: Sendable>: Sendable {
         let update = { () -> Void in
             outcome.stored = value
             if let pending, let disk {
-                outcome.tell(disk.enqueueWrite(pending.key, value: pending.value, observer: origin))
+                if let whenOnDisk {
+                    outcome.tell(
+                        disk.enqueueWrite(pending.key, value: pending.value, observer: origin, completion: whenOnDisk)
+                    )
+                } else {
+                    outcome.tell(disk.enqueueWrite(pending.key, value: pending.value, observer: origin))
+                }
             }
             (outcome.memoryEvictions, isKept) = insertIntoMemory(cached, forKey: key, cost: data?.count)
         }

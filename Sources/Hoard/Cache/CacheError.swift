@@ -42,6 +42,8 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         public static let io = Code("io")
         /// Another process has the container open; one container serves one process at a time.
         public static let containerInUse = Code("containerInUse")
+        /// A value's entry file is larger than the disk level's byte limit, so it is not kept on disk.
+        public static let valueTooLarge = Code("valueTooLarge")
     }
 
     /// What kind of failure this is.
@@ -92,6 +94,11 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
     )
     /// A file-system operation failed; matches any error with that code.
     public static let io = CacheError(code: .io, message: "A file-system operation failed.")
+    /// A value's entry is larger than the disk level's byte limit; matches any error with that code.
+    public static let valueTooLarge = CacheError(
+        code: .valueTooLarge,
+        message: "A value's entry file is larger than the disk level's byte limit."
+    )
     /// Another process has the container open; matches any error with that code.
     public static let containerInUse = CacheError(
         code: .containerInUse,
@@ -186,6 +193,17 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
             return "\(nsError.localizedDescription) (\(reason), errno \(underlying.code))."
         }
         return "\(nsError.localizedDescription)"
+    }
+
+    /// The entry file of the value for `key` would take `size` bytes, more than the whole byte limit
+    /// of the disk level (`maxDiskBytes`): it is not kept on disk.
+    public static func valueTooLarge(key: String, size: Int, byteLimit: Int) -> CacheError {
+        CacheError(
+            code: .valueTooLarge,
+            message: "The value for key \"\(key)\" is not kept on disk: its entry file takes \(size) bytes, more than "
+                + "the whole byte limit (maxDiskBytes \(byteLimit)). Raise maxDiskBytes, or store it elsewhere.",
+            key: key
+        )
     }
 
     /// Another process holds the lock of the container at `path`.

@@ -70,6 +70,29 @@ public struct KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         try cache.getOrFetchAndWait(forKey: cacheKey(key))
     }
 
+    /// Stores a value and returns once it is in its file on disk; see ``Cache/save(_:forKey:)``.
+    ///
+    /// - Throws: The errors of ``Cache/save(_:forKey:)``.
+    public func save(_ value: Value, forKey key: Key) async throws {
+        try await cache.save(value, forKey: cacheKey(key))
+    }
+
+    /// Stores a value that expires as `expiry` says and returns once it is on disk; see
+    /// ``Cache/save(_:forKey:expiry:)``.
+    ///
+    /// - Throws: The errors of ``Cache/save(_:forKey:)``.
+    public func save(_ value: Value, forKey key: Key, expiry: CacheExpiry) async throws {
+        try await cache.save(value, forKey: cacheKey(key), expiry: expiry)
+    }
+
+    /// The same as ``save(_:forKey:)``, blocking the calling thread; see ``Cache/saveAndWait(_:forKey:)``.
+    ///
+    /// - Throws: The errors of ``Cache/save(_:forKey:)``.
+    @available(*, noasync, message: "From async code, use save(_:forKey:).")
+    public func saveAndWait(_ value: Value, forKey key: Key) throws {
+        try cache.saveAndWait(value, forKey: cacheKey(key))
+    }
+
     /// Calls `onComplete` with the value for `key` from memory, disk or the fetcher; see
     /// ``Cache/asyncGet(forKey:onComplete:)``.
     public func asyncGet(forKey key: Key, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {

@@ -16,7 +16,13 @@ extension DiskStore {
         /// Whether the key is in the queue; false once the writer has taken the operation, so that a
         /// newer operation queues the key again.
         var isQueued = true
+        /// Told once the operation has landed (or failed), for `save`: with the operations it
+        /// replaced before the writer took them.
+        var completions: [Completion] = []
     }
+
+    /// Told, outside every lock, whether a queued write reached its file.
+    typealias Completion = @Sendable (Result<Void, CacheError>) -> Void
 
     /// An entry of the writer's queue.
     enum QueueItem: Sendable {
@@ -94,16 +100,20 @@ extension DiskStore {
         mutating func enqueue(
             _ key: DiskKey,
             _ operation: Operation,
-            observer: (any DiskStoreObserver)?
+            observer: (any DiskStoreObserver)?,
+            completion: Completion? = nil
         ) -> Enqueued {
             generation &+= 1
             if pending[key.digest]?.isQueued != true {
                 queue.append(.key(key.digest))
             }
-            let replaced = pending.updateValue(
-                Pending(key: key, generation: generation, operation: operation, observer: observer),
-                forKey: key.digest
-            )
+            var latest = Pending(key: key, generation: generation, operation: operation, observer: observer)
+            if let completion { latest.completions.append(completion) }
+            if let waiting = pending[key.digest], waiting.isQueued {
+                // Replaced before the writer took it: its waiters are answered when this one lands.
+                latest.completions = waiting.completions + latest.completions
+            }
+            let replaced = pending.updateValue(latest, forKey: key.digest)
             return Enqueued(startsWriter: startWriter(), peers: observers(except: observer), replaced: replaced)
         }
 

@@ -14,24 +14,41 @@ extension DiskStore {
     )
         -> [any DiskStoreObserver]
     {
-        enqueue(key, .write(value), observer: observer)
+        enqueue(key, .write(value), observer: observer, completion: nil)
+    }
+
+    /// Queues a write of `value` for `key`, and tells `completion` once it is in its file.
+    ///
+    /// `completion` is called once, outside every lock, from the background writer: with success
+    /// when the value landed, or when a later change of the key (a set, a removal, a clear) replaced
+    /// it first; with the error when it could not be serialized or written, or its entry is larger
+    /// than the byte limit.
+    /// - Returns: The other caches on the container, to be told that `key` changed.
+    func enqueueWrite(
+        _ key: DiskKey,
+        value: PendingValue,
+        observer: (any DiskStoreObserver)?,
+        completion: @escaping Completion
+    ) -> [any DiskStoreObserver] {
+        enqueue(key, .write(value), observer: observer, completion: completion)
     }
 
     /// Queues a removal of `key`; readers miss it at once, the file goes in the background.
     ///
     /// - Returns: The other caches on the container, to be told that `key` changed.
     func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
-        enqueue(key, .remove, observer: observer)
+        enqueue(key, .remove, observer: observer, completion: nil)
     }
 
     private func enqueue(
         _ key: DiskKey,
         _ operation: Operation,
-        observer: (any DiskStoreObserver)?
+        observer: (any DiskStoreObserver)?,
+        completion: Completion?
     )
         -> [any DiskStoreObserver]
     {
-        let enqueued = withState { $0.enqueue(key, operation, observer: observer) }
+        let enqueued = withState { $0.enqueue(key, operation, observer: observer, completion: completion) }
         if enqueued.startsWriter { startWriter() }
         return enqueued.peers  // and `enqueued.replaced` is released here, outside the lock
     }
@@ -62,7 +79,11 @@ extension DiskStore {
             }
             return dropped
         }
-        withExtendedLifetime(dropped) {}  // the values of the dropped writes are released here, unlocked
+        // The values of the dropped writes are released here, unlocked; a save waiting on one is
+        // answered: the clear replaced it.
+        for pending in dropped.values {
+            for completion in pending.completions { completion(.success(())) }
+        }
         saveIndex(log: &messages)
     }
 
@@ -95,8 +116,9 @@ extension DiskStore {
                 messages.flush()
                 continuation.resume()
             case .apply(let pending):
-                let effects = apply(pending, log: &messages)
+                let (effects, result) = apply(pending, log: &messages)
                 messages.flush()
+                for completion in pending.completions { completion(result) }
                 for effect in effects {
                     switch effect {
                     case .evicted(let key, let reason, let observer):
@@ -121,8 +143,9 @@ extension DiskStore {
     /// Applies one pending operation: serializes it holding no lock, then, holding `ioLock`, changes
     /// the files unless a clear dropped the operation meanwhile.
     ///
-    /// - Returns: What to report once `ioLock` is released.
-    private func apply(_ pending: Pending, log: inout DeferredLog) -> [Effect] {
+    /// - Returns: What to report once `ioLock` is released, and whether the operation's bytes landed
+    ///   (for a save waiting on it).
+    private func apply(_ pending: Pending, log: inout DeferredLog) -> ([Effect], Result<Void, CacheError>) {
         let key = pending.key
         // User code (the serializer) runs here, before `ioLock`: it may call back into its cache.
         let prepared: Prepared
@@ -147,14 +170,14 @@ extension DiskStore {
             // a clear that followed it. (A value that failed to serialize still failed: its cache
             // hears of it.) A newer operation on the key is queued behind this one and lands next.
             guard !withState({ $0.isCleared(pending) }) else {
-                guard case .failed(let error) = prepared else { return [] }
-                return [reportFailure(error, of: pending, log: &log)]
+                guard case .failed(let error) = prepared else { return ([], .success(())) }
+                return ([reportFailure(error, of: pending, log: &log)], .failure(error))
             }
             switch prepared {
             case .remove:
                 removeFile(key.fileName, log: &log)
                 withState { $0.didRemoveFile(of: pending) }
-                return []
+                return ([], .success(()))
             case .oversized(let size, let byteLimit):
                 // Not kept, and not written: an older value of the key must not be served either.
                 removeFile(key.fileName, log: &log)
@@ -164,12 +187,13 @@ extension DiskStore {
                     "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
                         + "(\(size) bytes) is larger than the byte limit (\(byteLimit) bytes)."
                 )
-                return [.evicted(key: key.string, reason: .cost, observer: pending.observer)]
+                let tooLarge = CacheError.valueTooLarge(key: key.string, size: size, byteLimit: byteLimit)
+                return ([.evicted(key: key.string, reason: .cost, observer: pending.observer)], .failure(tooLarge))
             case .write(let bytes, let info):
                 do throws(CacheError) {
                     try write(bytes, for: key)
                 } catch {
-                    return didFail(pending, error: error, log: &log)
+                    return (didFail(pending, error: error, log: &log), .failure(error))
                 }
                 let victims = withState { $0.didWriteFile(of: pending, info: info) }
                 // The victims are out of the index: readers miss them already. Their files go now;
@@ -178,9 +202,12 @@ extension DiskStore {
                     log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
                     removeFile(victim.key.hex, log: &log)
                 }
-                return victims.map { .evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer) }
+                let evictions = victims.map {
+                    Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
+                }
+                return (evictions, .success(()))
             case .failed(let error):
-                return didFail(pending, error: error, log: &log)
+                return (didFail(pending, error: error, log: &log), .failure(error))
             }
         }
     }

@@ -5,6 +5,8 @@ extension CrashWorkload {
     /// knows every operation that may have reached the disk when the worker was killed:
     /// ```
     /// S <key> <seq> <length>   a set of CrashWorkload.value(key:seq:length:) starts
+    /// V <key> <seq> <length>   a save (a durable set) of that value starts
+    /// W <key> <seq>            the save that started as V <key> <seq> returned
     /// R <key> <seq>            a removal starts
     /// C <seq>                  removeAll() starts (a removal of every key)
     /// M <seq>                  clearMemory() starts (the disk is untouched)
@@ -16,6 +18,10 @@ extension CrashWorkload {
     package enum Record: Hashable, Sendable {
         /// A set of `CrashWorkload.value(key:seq:length:)` starts.
         case set(key: String, seq: Int, length: Int)
+        /// A save (a set that returns once the value is on disk) of that value starts.
+        case save(key: String, seq: Int, length: Int)
+        /// The save that started as `save(key:seq:length:)` with the same key and `seq` returned.
+        case saved(key: String, seq: Int)
         /// A removal of `key` starts.
         case remove(key: String, seq: Int)
         /// `removeAll()` starts: a removal of every key.
@@ -35,9 +41,14 @@ extension CrashWorkload {
         package init?(line: String) {
             let fields = line.split(separator: " ").map(String.init)
             switch (fields.first, fields.count) {
-            case ("S", 4):
+            case ("S", 4), ("V", 4):
                 guard let seq = Int(fields[2]), let length = Int(fields[3]) else { return nil }
-                self = .set(key: fields[1], seq: seq, length: length)
+                self =
+                    fields[0] == "S"
+                    ? .set(key: fields[1], seq: seq, length: length) : .save(key: fields[1], seq: seq, length: length)
+            case ("W", 3):
+                guard let seq = Int(fields[2]) else { return nil }
+                self = .saved(key: fields[1], seq: seq)
             case ("R", 3):
                 guard let seq = Int(fields[2]) else { return nil }
                 self = .remove(key: fields[1], seq: seq)
@@ -63,6 +74,8 @@ extension CrashWorkload {
         package var line: String {
             switch self {
             case .set(let key, let seq, let length): "S \(key) \(seq) \(length)"
+            case .save(let key, let seq, let length): "V \(key) \(seq) \(length)"
+            case .saved(let key, let seq): "W \(key) \(seq)"
             case .remove(let key, let seq): "R \(key) \(seq)"
             case .removeAll(let seq): "C \(seq)"
             case .clearMemory(let seq): "M \(seq)"
@@ -77,8 +90,8 @@ extension CrashWorkload {
         /// flush): what a test counts to kill the worker after a given number of operations.
         package var startsAnOperation: Bool {
             switch self {
-            case .set, .remove, .removeAll, .clearMemory, .flush: true
-            case .flushed, .mismatch, .end: false
+            case .set, .save, .remove, .removeAll, .clearMemory, .flush: true
+            case .flushed, .saved, .mismatch, .end: false
             }
         }
     }

@@ -65,3 +65,18 @@ import Testing
         #expect(cache["u1"] == nil)
     }
 }
+
+/// A keyed view saves durably too.
+@Suite struct KeyedCacheSaveTests {
+    @Test func aKeyedSaveReturnsWithTheValueOnDisk() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        let byNumber = cache.keyed { (number: Int) in "n\(number)" }
+        try await byNumber.save("one", forKey: 1)
+        try await byNumber.save("two", forKey: 2, expiry: .seconds(60))
+        let blocking = await onPlainThread { Result { try byNumber.saveAndWait("three", forKey: 3) } }
+        #expect((try? blocking.get()) != nil)
+        #expect(Set(folder.entryFiles()) == Set(["n1", "n2", "n3"].map { DiskKey($0).fileName }))
+        withExtendedLifetime((cache, folder)) {}
+    }
+}

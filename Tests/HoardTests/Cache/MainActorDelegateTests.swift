@@ -68,6 +68,8 @@ import Testing
         cache["a"] = "1"
         cache["b"] = "2"  // a notification for a delegate that is gone: nothing happens
         #expect(cache["b"] == "2")
+        await cache.flush()
+        withExtendedLifetime((cache, folder)) {}
     }
 
     @Test func settingAMainActorDelegateLaterWorksToo() async throws {

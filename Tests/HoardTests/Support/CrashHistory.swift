@@ -7,7 +7,8 @@ import HoardTestSupport
 ///
 /// A flush that returned (`D`) confirms every operation before it started (`F`): after the crash,
 /// a key holds what its last operation before that flush left, or what any later operation on it
-/// left (it may have landed). A removal, a clear and no operation at all leave a miss; with fewer
+/// left (it may have landed). A save that returned (`W`) confirms itself the same way for its key:
+/// the key holds that save's value or what a later operation on it left. A removal, a clear and no operation at all leave a miss; with fewer
 /// disk slots than keys a miss is always possible (an eviction).
 struct CrashHistory {
     enum Outcome: Hashable, CustomStringConvertible {
@@ -25,6 +26,7 @@ struct CrashHistory {
     /// The outcomes each key may show, by key.
     private(set) var allowed: [String: Set<Outcome>] = [:]
     private(set) var confirmedFlushes = 0
+    private(set) var confirmedSaves = 0
     private(set) var failures: [String] = []
     private(set) var hasEnded = false
     private(set) var operationCount = 0
@@ -34,12 +36,26 @@ struct CrashHistory {
         let keys = (0..<keyCount).map(CrashWorkload.key)
         var operations: [String: [(position: Int, outcome: Outcome)]] = [:]
         var flushStarts: [Int: Int] = [:]
+        var saveStarts: [String: Int] = [:]
         var confirmedUpTo = -1
+        // For each key, the position of its latest save that returned: confirmed up to and with it.
+        var savedThrough: [String: Int] = [:]
         for (position, line) in records.enumerated() {
             switch CrashWorkload.Record(line: line) {
             case .set(let key, let seq, let length):
                 operations[key, default: []].append((position, .value(seq: seq, length: length)))
                 operationCount += 1
+            case .save(let key, let seq, let length):
+                operations[key, default: []].append((position, .value(seq: seq, length: length)))
+                saveStarts["\(key) \(seq)"] = position
+                operationCount += 1
+            case .saved(let key, let seq):
+                guard let start = saveStarts["\(key) \(seq)"] else {
+                    failures.append("worker: \(line)")
+                    continue
+                }
+                savedThrough[key] = max(savedThrough[key] ?? -1, start)
+                confirmedSaves += 1
             case .remove(let key, _):
                 operations[key, default: []].append((position, .miss))
                 operationCount += 1
@@ -66,8 +82,10 @@ struct CrashHistory {
         }
         for key in keys {
             let history = operations[key] ?? []
-            var outcomes: Set<Outcome> = [history.last { $0.position < confirmedUpTo }?.outcome ?? .miss]
-            for operation in history where operation.position > confirmedUpTo { outcomes.insert(operation.outcome) }
+            // Operations before `cutoff` are confirmed: only the last of them may show, or a later one.
+            let cutoff = max(confirmedUpTo, (savedThrough[key] ?? -2) + 1)
+            var outcomes: Set<Outcome> = [history.last { $0.position < cutoff }?.outcome ?? .miss]
+            for operation in history where operation.position >= cutoff { outcomes.insert(operation.outcome) }
             allowed[key] = outcomes
         }
     }

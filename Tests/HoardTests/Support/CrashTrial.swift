@@ -11,6 +11,7 @@ struct CrashTrial {
         var problems: [String]
         var wasKilled: Bool
         var confirmedFlushes: Int
+        var confirmedSaves: Int
     }
 
     let seed: UInt64
@@ -75,7 +76,8 @@ struct CrashTrial {
             setup: setup,
             problems: problems,
             wasKilled: wasKilled,
-            confirmedFlushes: history.confirmedFlushes
+            confirmedFlushes: history.confirmedFlushes,
+            confirmedSaves: history.confirmedSaves
         )
     }
 

@@ -39,22 +39,25 @@ struct CrashTests {
         }
         let killed = reports.filter(\.wasKilled).count
         let flushes = reports.map(\.confirmedFlushes).reduce(0, +)
+        let saves = reports.map(\.confirmedSaves).reduce(0, +)
         print(
             "Crash trials: \(reports.count) (\(killed) killed, \(reports.count - killed) ran to the end, "
-                + "\(flushes) confirmed flushes), failures: \(failed.count); first seed \(Self.firstSeed)"
+                + "\(flushes) confirmed flushes, \(saves) confirmed saves), failures: \(failed.count); "
+                + "first seed \(Self.firstSeed)"
         )
         #expect(reports.count == Self.trials)
         #expect(failed.isEmpty)
+        #expect(saves > 0, "no save returned before a kill: the trials checked no durable save")
     }
 
     @Test func theWorkersRecordsAndArgumentsReadBackAsWritten() {
         let records: [CrashWorkload.Record] = [
             .set(key: "k3", seq: 7, length: 120), .remove(key: "k0", seq: 8), .removeAll(seq: 9),
             .clearMemory(seq: 10), .flush(seq: 11), .flushed(seq: 11), .mismatch("read k1: nil instead of k1|2|bb"),
-            .end,
+            .save(key: "k2", seq: 12, length: 8), .saved(key: "k2", seq: 12), .end,
         ]
         for record in records { #expect(CrashWorkload.Record(line: record.line) == record) }
-        #expect(records.filter(\.startsAnOperation).count == 5)
+        #expect(records.filter(\.startsAnOperation).count == 6)
         #expect(CrashWorkload.Record(line: "S k1 1") == nil)  // cut short by a kill
         #expect(CrashWorkload.Record(line: "S k1 one 5") == nil)
         for policy in EvictionPolicy.allCases {
@@ -100,5 +103,19 @@ struct CrashTests {
         #expect(
             cleared.problem(key: "k1", value: CrashWorkload.value(key: "k1", seq: 1, length: 5), mayEvict: false) == nil
         )
+    }
+}
+
+/// What the crash verifier allows once a save returned.
+@Suite struct CrashHistoryTests {
+    @Test func aSaveThatReturnedMustSurviveUnlessALaterOperationReplacedIt() {
+        let confirmed = CrashHistory(records: ["S k0 1 4", "V k0 2 8", "W k0 2", "S k1 3 4"], keyCount: 2)
+        #expect(confirmed.allowed["k0"] == [.value(seq: 2, length: 8)])
+        #expect(confirmed.allowed["k1"] == [.miss, .value(seq: 3, length: 4)])
+        #expect(confirmed.confirmedSaves == 1)
+        let overtaken = CrashHistory(records: ["V k0 1 8", "W k0 1", "R k0 2"], keyCount: 1)
+        #expect(overtaken.allowed["k0"] == [.value(seq: 1, length: 8), .miss])
+        let unconfirmed = CrashHistory(records: ["V k0 1 8"], keyCount: 1)
+        #expect(unconfirmed.allowed["k0"] == [.miss, .value(seq: 1, length: 8)])
     }
 }

@@ -1,0 +1,103 @@
+import Dispatch
+import Foundation
+
+extension Cache {
+    /// Stores a value, with the builder's default expiry, and returns once it is in its file on disk.
+    ///
+    /// ```swift
+    /// try await notes.save(note, forKey: "groceries")   // on disk, or an error
+    /// ```
+    /// Like ``set(_:forKey:)``, the value is in memory (and readable) at once; this then waits for the
+    /// background writer. The file is written through a temporary file and renamed into place, so a
+    /// save that returned survives the process being killed. Without `fsync`, a power loss may still
+    /// lose it (it is never torn). A later change of the key (a set, a removal, a clear) that lands
+    /// first also ends the wait: the key's latest state is on disk.
+    ///
+    /// - Throws: ``CacheError`` with code `serializationFailed` when the serializer fails, `io` when
+    ///   the file cannot be written (the value stays in memory), `valueTooLarge` when its entry alone
+    ///   exceeds `maxDiskBytes`, or `invalidConfiguration` when the cache has no disk level
+    ///   (`maxDiskCount(0)`): nothing is stored then. The delegate hears of a failed write too.
+    public func save(_ value: Value, forKey key: String) async throws {
+        try await save(value, forKey: key, expiry: engine.defaultExpiry)
+    }
+
+    /// Stores a value that expires as `expiry` says, and returns once it is in its file on disk.
+    ///
+    /// See ``save(_:forKey:)``.
+    ///
+    /// - Throws: The errors of ``save(_:forKey:)``.
+    public func save(_ value: Value, forKey key: String, expiry: CacheExpiry) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            save(value, forKey: key, expiry: expiry) { continuation.resume(with: $0.mapError { $0 }) }
+        }
+    }
+
+    /// Stores a value with the builder's default expiry, blocking the calling thread until it is in
+    /// its file on disk: ``save(_:forKey:)`` for synchronous code.
+    ///
+    /// Do not call it from a serializer or a disk-eviction callback of the same cache: they run on
+    /// the writer it waits for.
+    ///
+    /// - Throws: The errors of ``save(_:forKey:)``.
+    @available(*, noasync, message: "From async code, use save(_:forKey:).")
+    public func saveAndWait(_ value: Value, forKey key: String) throws {
+        try saveAndWait(value, forKey: key, expiry: engine.defaultExpiry)
+    }
+
+    /// Stores a value that expires as `expiry` says, blocking the calling thread until it is in its
+    /// file on disk; see ``saveAndWait(_:forKey:)``.
+    ///
+    /// - Throws: The errors of ``save(_:forKey:)``.
+    @available(*, noasync, message: "From async code, use save(_:forKey:expiry:).")
+    public func saveAndWait(_ value: Value, forKey key: String, expiry: CacheExpiry) throws {
+        let result = Locked<Result<Void, CacheError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        save(value, forKey: key, expiry: expiry) { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        try result.withLock { $0 }?.get()
+    }
+
+    /// Stores a value with the builder's default expiry, and calls `onComplete` once it is in its
+    /// file on disk: ``save(_:forKey:)`` for code that uses callbacks.
+    ///
+    /// `onComplete` is called once, on a dispatch queue of its own (never the background writer), so
+    /// it may block or call back into the cache.
+    public func save(
+        _ value: Value,
+        forKey key: String,
+        onComplete: @escaping @Sendable (Result<Void, CacheError>) -> Void
+    ) {
+        save(value, forKey: key, expiry: engine.defaultExpiry) { result in
+            DispatchQueue(label: "Hoard.save").async { onComplete(result) }
+        }
+    }
+
+    /// The body of every save: stores the value in both levels and calls `whenOnDisk` once it is in
+    /// its file (from the background writer, or from the caller on an early failure).
+    private func save(
+        _ value: Value,
+        forKey key: String,
+        expiry: CacheExpiry,
+        whenOnDisk: @escaping DiskStore.Completion
+    ) {
+        guard disk != nil else {
+            whenOnDisk(
+                .failure(
+                    .invalidConfiguration(
+                        "save writes through to disk, and this cache has no disk level (maxDiskCount is 0); "
+                            + "use set(_:forKey:) for a memory-only cache."
+                    )
+                )
+            )
+            return
+        }
+        let cached = CachedValue(value, expiresAt: expiry.expiry(storedAt: engine.clock()))
+        let outcome = engine.store(cached, forKey: key, ifUnchangedSince: nil, origin: self, whenOnDisk: whenOnDisk)
+        reporter.deliver(outcome, from: self)
+        // Only a value that was not queued at all (its serializer failed) carries a failure here.
+        if let failure = outcome.storeFailure { whenOnDisk(.failure(failure)) }
+    }
+}
