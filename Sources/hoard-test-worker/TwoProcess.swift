@@ -32,6 +32,21 @@ enum TwoProcess {
         emit("released")
     }
 
+    /// Opens the container as a cache of `Data` values: prints `opened <entry count>`, or
+    /// `invalid <message>` and exits with status 4 when the container holds another type.
+    static func openAsData(arguments: [String]) async throws {
+        do {
+            let cache = try CacheBuilder<Data>(serializer: DataSerializer())
+                .containerName(argument(arguments, 1))
+                .directory(URL(fileURLWithPath: argument(arguments, 0), isDirectory: true))
+                .build()
+            emit("opened \(cache.diskCount)")
+        } catch let error as CacheError where error.code == .invalidConfiguration {
+            emit("invalid \(error.message)")
+            exit(4)
+        }
+    }
+
     /// Tries to open the container: prints `inUse` (exit status 3), or `opened <value of key parent>`,
     /// then stores `child` = `written by the child` and flushes.
     static func tryOpen(arguments: [String]) async throws {

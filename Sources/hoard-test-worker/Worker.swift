@@ -18,6 +18,7 @@ import Musl
 /// hoard-test-worker crash <folder> <container> <seed> <operations> <maxDiskCount> <maxRamCount> <lfu|lru>
 /// hoard-test-worker hold <folder> <container>          # opens, prints "ready", waits for end of input
 /// hoard-test-worker try-open <folder> <container>      # prints "opened <value of key held>" or "inUse"
+/// hoard-test-worker open-data <folder> <container>     # opens a Cache<Data>: "opened <n>" or "invalid <why>"
 /// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
 /// hoard-test-worker faults-descriptors <folder>
 /// ```
@@ -34,6 +35,7 @@ enum Worker {
             case "crash": try await CrashWorkload.run(arguments: rest)
             case "hold": try await TwoProcess.hold(arguments: rest)
             case "try-open": try await TwoProcess.tryOpen(arguments: rest)
+            case "open-data": try await TwoProcess.openAsData(arguments: rest)
             case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()
             case "faults-descriptors": try await FaultScenarios(arguments: rest).descriptors()
             default: usage()

@@ -266,7 +266,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 capacity: maxDiskCount,
                 policy: evictionPolicy,
                 schemaVersion: UInt32(version),
-                byteLimit: maxDiskBytes
+                byteLimit: maxDiskBytes,
+                contents: ContainerContents(Value.self, serializer: serializer)
             )
             disk =
                 sharingStore

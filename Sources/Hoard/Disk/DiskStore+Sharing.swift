@@ -62,6 +62,11 @@ extension DiskStore {
 
     private static func check(_ store: DiskStore, opens path: String, with options: Options) throws {
         guard store.options != options else { return }
+        if let open = store.options.contents, let asked = options.contents, open != asked {
+            throw CacheError.invalidConfiguration(
+                mismatch(at: path, holds: open, opened: asked, version: store.options.schemaVersion)
+            )
+        }
         throw CacheError.invalidConfiguration(
             "The container \(path) is already open in this process with maxDiskCount "
                 + "\(store.options.capacity), byte limit \(describe(store.options.byteLimit)), "

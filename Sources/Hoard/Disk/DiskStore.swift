@@ -73,6 +73,9 @@ final class DiskStore: Sendable {
         ///
         /// An entry larger than the whole limit is not kept.
         var byteLimit: Int? = nil
+        /// What the store's values are, checked against the container's manifest; `nil` for a store
+        /// that does not care (tests of the store itself).
+        var contents: ContainerContents? = nil
 
         /// The options as a store applies them: a capacity of at least 1, a byte limit of at least 0.
         var normalized: Options {
@@ -116,6 +119,7 @@ final class DiskStore: Sendable {
         directory = try Directory(creatingAt: url, log: &log)
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
+        try checkManifest(log: &log)
         let (index, changesSinceSave) = try loadIndex(log: &log)
         withState { state in
             state.index = index

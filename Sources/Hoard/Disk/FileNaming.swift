@@ -45,6 +45,8 @@ struct DiskKey: Sendable {
 enum ContainerFile {
     /// The saved eviction order.
     static let index = ".hoard-index"
+    /// What the container holds: its value type, serializer and schema version.
+    static let manifest = ".hoard-manifest"
     /// The prefix of the store's own temporary files; they are swept when a container is opened.
     static let temporaryPrefix = ".hoard-tmp-"
 

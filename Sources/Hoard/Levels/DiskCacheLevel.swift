@@ -37,7 +37,12 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         keyString: @escaping @Sendable (Key) -> String
     ) {
         precondition(capacity >= 0, "DiskCacheLevel capacity must be 0 or more, not \(capacity).")
-        let options = DiskStore.Options(capacity: capacity, policy: .lfu, byteLimit: byteLimit)
+        let options = DiskStore.Options(
+            capacity: capacity,
+            policy: .lfu,
+            byteLimit: byteLimit,
+            contents: ContainerContents(Value.self, serializer: serializer)
+        )
         store = directory.flatMap { directory in
             do {
                 return .success(try DiskStore.shared(at: directory, options: options))

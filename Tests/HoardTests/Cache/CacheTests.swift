@@ -254,12 +254,14 @@ import Testing
         #expect(second.diskCount == 0)
     }
 
-    @Test func cachesOfDifferentValueTypesOnOneContainerReadEachOthersPendingWrites() async throws {
+    @Test func cachesOfDifferentValueTypesOnOneContainerAreRefused() async throws {
         let folder = TemporaryDirectory()
         let strings = try folder.stringBuilder().build()
-        let data = try folder.dataBuilder().build()
         strings["k"] = "text"
-        #expect(data["k"] == Data("text".utf8))
+        let error = #expect(throws: CacheError.invalidConfiguration) { try folder.dataBuilder().build() }
+        #expect(error?.message.contains("Swift.String") == true)
+        #expect(error?.message.contains("Data") == true)
+        #expect(strings["k"] == "text")
     }
 
     @Test(.timeLimit(.minutes(1)))

@@ -45,7 +45,8 @@ import Testing
         #expect(Set(reopened.disk?.keysInEvictionOrder ?? []) == Set(Self.hostileKeys))
         // Nothing but the container (entries and index) and the sentinel exist below the folder.
         let paths = folder.allPaths()
-        let containerFiles = ["test/.hoard-index", "test/.hoard-lock"] + folder.entryFiles().map { "test/" + $0 }
+        let containerFiles =
+            ["test/.hoard-index", "test/.hoard-lock", "test/.hoard-manifest"] + folder.entryFiles().map { "test/" + $0 }
         let expected = Set(["outside.txt", "test"] + containerFiles)
         #expect(Set(paths) == expected)
         #expect(folder.entryFiles().count == Self.hostileKeys.count)

@@ -113,15 +113,14 @@ import Testing
 
     @Test func undecodableFileIsAMiss() async throws {
         let directory = TemporaryDirectory()
-        let writer = DiskCacheLevel<String, String>(
+        let level = DiskCacheLevel<String, String>(
             directory: directory.container(),
             capacity: 10,
-            serializer: StringSerializer()
+            serializer: PickySerializer(refusingToRead: "not a number")
         )
-        try await writer.set("not a number", forKey: "key")
-        await writer.flush()
-        let reader = DiskCacheLevel<String, Int>(directory: directory.container(), capacity: 10)
-        await #expect(throws: CacheError.notFound) { try await reader.get("key") }
+        try await level.set("not a number", forKey: "key")
+        await level.flush()
+        await #expect(throws: CacheError.notFound) { try await level.get("key") }
     }
 
     // MARK: - Byte limit

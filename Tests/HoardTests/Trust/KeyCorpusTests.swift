@@ -164,7 +164,7 @@ struct KeyCorpusTests {
         let expected = Set(
             [
                 "d1", "d1/d2", "d1/d2/d3", container, container + "/" + ContainerFile.index,
-                container + "/" + ContainerFile.lock,
+                container + "/" + ContainerFile.lock, container + "/" + ContainerFile.manifest,
             ]
                 + folder.entryFiles(in: "d1/d2/d3/test").map { container + "/" + $0 }
         )
@@ -195,7 +195,7 @@ struct KeyCorpusTests {
         #expect(
             Set(folder.allPaths()) == [
                 "d1", "d1/d2", "d1/d2/d3", container, container + "/" + ContainerFile.index,
-                container + "/" + ContainerFile.lock,
+                container + "/" + ContainerFile.lock, container + "/" + ContainerFile.manifest,
             ]
         )
     }

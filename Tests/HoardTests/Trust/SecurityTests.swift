@@ -25,8 +25,8 @@ struct SecurityTests {
         await cache.flush()
         #expect(RawFiles.permissions(folder.container().path) == 0o700)
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.container().path)
-        #expect(Set(names).isSuperset(of: [ContainerFile.index, ContainerFile.lock]))
-        #expect(names.count == 3)
+        #expect(Set(names).isSuperset(of: [ContainerFile.index, ContainerFile.lock, ContainerFile.manifest]))
+        #expect(names.count == 4)
         for name in names {
             #expect(RawFiles.permissions(folder.container().appendingPathComponent(name).path) == 0o600, "\(name)")
         }
@@ -221,6 +221,6 @@ struct SecurityTests {
         #expect(try RawFiles.read(outsideFolder.appendingPathComponent("inside").path) == Array("keep".utf8))
         #expect(!RawFiles.exists(plantedFolder.path))
         let left = try FileManager.default.contentsOfDirectory(atPath: container.path)
-        #expect(Set(left) == [ContainerFile.index, ContainerFile.lock])
+        #expect(Set(left) == [ContainerFile.index, ContainerFile.lock, ContainerFile.manifest])
     }
 }
