@@ -161,6 +161,24 @@ final class DiskStore: Sendable {
     /// The number of entry files.
     var count: Int { withState { $0.index.count } }
 
+    /// The number of values the store holds: entry files, plus writes of new keys not landed yet,
+    /// less removals not landed yet.
+    ///
+    /// - Complexity: O(p) in the number of pending operations.
+    var valueCount: Int {
+        withState { state in
+            var count = state.index.count
+            for (digest, pending) in state.pending {
+                let isIndexed = state.index.contains(digest)
+                switch pending.operation {
+                case .write: if !isIndexed { count += 1 }
+                case .remove: if isIndexed { count -= 1 }
+                }
+            }
+            return count
+        }
+    }
+
     /// The total size in bytes of the entry files (writes not landed yet are not counted).
     var byteCount: Int { withState { $0.index.byteCount } }
 

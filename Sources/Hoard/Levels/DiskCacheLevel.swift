@@ -225,8 +225,14 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         )
     }
 
-    /// The number of values on disk or waiting to be written; 0 when the folder is unusable.
-    public var count: Int { (try? store.get())?.count ?? 0 }
+    /// The number of values the level holds: on disk, or set and waiting to be written (less those
+    /// removed and waiting to be removed); 0 when the folder is unusable.
+    ///
+    /// Right after five sets of new keys it is 5, before any file lands. Until ``flush()`` returns
+    /// it may exceed the capacity: the writer evicts as each write lands.
+    ///
+    /// - Complexity: O(p) in the number of writes not landed yet.
+    public var count: Int { (try? store.get())?.valueCount ?? 0 }
 
     /// The total size in bytes of the level's entry files; 0 when the folder is unusable.
     ///

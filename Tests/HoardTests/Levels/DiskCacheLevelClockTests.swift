@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 
@@ -38,4 +39,38 @@ import Testing
         clock.advance(by: 10)
         await #expect(throws: CacheError.notFound) { try await level.get("k") }
     }
+}
+
+/// A disk level's count is what a user expects: values set, landed or not.
+@Suite struct DiskCacheLevelCountTests {
+    @Test func theCountIncludesWritesNotLandedYetAndExcludesPendingRemovals() async throws {
+        let folder = TemporaryDirectory()
+        let gate = DispatchSemaphore(value: 0)
+        let serializer = GateSerializer(gate: gate)
+        let level = DiskCacheLevel<String, String>(directory: folder.container(), capacity: 100, serializer: serializer)
+        // A cache on the same container holds the writer: it serializes "block" on the writer.
+        let cache = try folder.stringBuilder().serializer(serializer).maxDiskCount(100).build()
+        cache["blocker"] = "block"
+        for index in 0..<5 { try await level.set("v", forKey: "k\(index)") }
+        #expect(level.count == 6)  // nothing has landed: "blocker" and the five
+        try await level.removeValue(forKey: "k0")
+        try await level.set("again", forKey: "k1")  // a replacement: still one value
+        #expect(level.count == 5)
+        gate.signal()
+        await level.flush()
+        #expect(level.count == 5)  // the four, and "blocker"
+        withExtendedLifetime(cache) {}
+    }
+}
+
+/// A string serializer that waits for a gate before encoding "block": holds the writer.
+private struct GateSerializer: CacheSerializer {
+    let gate: DispatchSemaphore
+
+    func serialize(_ value: String) throws -> Data {
+        if value == "block" { gate.wait() }
+        return Data(value.utf8)
+    }
+
+    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
 }
