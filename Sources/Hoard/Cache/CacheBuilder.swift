@@ -39,6 +39,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var maxRamCost: Int?
     var maxRamEntryShare = 0.25
     var delegateBox = WeakDelegate()
+    var isTemporary = false
 
     /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
     public init() where Value: Codable {
@@ -68,6 +69,18 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
 
     /// Sets the folder that holds the container; default ``defaultDirectory``.
     public func directory(_ url: URL) -> Self { with { $0.directory = url } }
+
+    /// Puts each cache this builder builds in a fresh folder of the system's temporary directory,
+    /// removed with everything in it when the last cache on it is released (and its writes have
+    /// landed).
+    ///
+    /// For your own unit tests, and for scratch caches: no ``containerName(_:)`` or
+    /// ``directory(_:)`` is needed, and no test sees another's entries.
+    /// ```swift
+    /// let cache = try CacheBuilder<String>(serializer: StringSerializer()).temporaryContainer().build()
+    /// ```
+    /// It replaces ``directory(_:)``; a ``containerName(_:)`` given is the folder's name inside it.
+    public func temporaryContainer() -> Self { with { $0.isTemporary = true } }
 
     /// Sets how many values memory keeps (default 100); 0 turns the memory level off.
     public func maxRamCount(_ count: Int) -> Self { with { $0.maxRamCount = count } }
@@ -218,7 +231,16 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// open on the container, as a new process would (tests use it to check what survives a restart).
     func build(sharingStore: Bool) throws -> Cache<Value> {
         // A memory-only cache needs no container; a name given is still checked.
-        let url = maxDiskCount != 0 || containerName != nil ? try containerURL() : nil
+        var temporaryRoot: URL?
+        var builder = self
+        if isTemporary && maxDiskCount != 0 {
+            let root = FileManager.default.temporaryDirectory
+                .appendingPathComponent("Hoard-\(UUID().uuidString)", isDirectory: true)
+            builder.directory = root
+            builder.containerName = containerName ?? "cache"
+            temporaryRoot = root
+        }
+        let url = maxDiskCount != 0 || containerName != nil ? try builder.containerURL() : nil
         guard maxRamCount >= 0 else {
             throw CacheError.invalidConfiguration("maxRamCount must be 0 or more, not \(maxRamCount).")
         }
@@ -267,7 +289,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 policy: evictionPolicy,
                 schemaVersion: UInt32(version),
                 byteLimit: maxDiskBytes,
-                contents: ContainerContents(Value.self, serializer: serializer)
+                contents: ContainerContents(Value.self, serializer: serializer),
+                removedWhenClosed: temporaryRoot
             )
             disk =
                 sharingStore

@@ -76,6 +76,8 @@ final class DiskStore: Sendable {
         /// What the store's values are, checked against the container's manifest; `nil` for a store
         /// that does not care (tests of the store itself).
         var contents: ContainerContents? = nil
+        /// A folder to remove, with everything in it, when the store closes: a temporary container's.
+        var removedWhenClosed: URL? = nil
 
         /// The options as a store applies them: a capacity of at least 1, a byte limit of at least 0.
         var normalized: Options {
@@ -129,7 +131,16 @@ final class DiskStore: Sendable {
 
     deinit {
         var messages = DeferredLog()
-        if withState({ $0.changesSinceSave > 0 }) { saveIndex(log: &messages) }
+        if let folder = options.removedWhenClosed {
+            // The writer holds the store while it works, so nothing writes any more.
+            do {
+                try FileManager.default.removeItem(at: folder)
+            } catch {
+                messages.add(.warning, "Cannot remove the temporary container \(folder.path): \(error)")
+            }
+        } else if withState({ $0.changesSinceSave > 0 }) {
+            saveIndex(log: &messages)
+        }
         messages.flush()
     }
 
