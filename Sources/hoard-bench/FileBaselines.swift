@@ -86,7 +86,7 @@ enum PosixFiles {
             defer { close(file) }
             var status = stat()
             guard fstat(file, &status) == 0 else { throw BenchError("fstat \(name): errno \(errno)") }
-            let size = min(Int(status.st_size), capacity)
+            let size = min(Int(clamping: status.st_size), capacity)
             var done = 0
             while done < size {
                 let result = Foundation.read(file, buffer + done, size - done)

@@ -250,7 +250,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         if let maxDiskBytes, maxDiskBytes < 0 {
             throw CacheError.invalidConfiguration("maxDiskBytes must be 0 or more, not \(maxDiskBytes).")
         }
-        guard (0...Int(UInt32.max)).contains(version) else {
+        guard let schemaVersion = UInt32(exactly: version) else {
             throw CacheError.invalidConfiguration("version must be between 0 and \(UInt32.max), not \(version).")
         }
         guard maxRetryCount >= 0 else {
@@ -287,7 +287,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
             let options = DiskStore.Options(
                 capacity: maxDiskCount,
                 policy: evictionPolicy,
-                schemaVersion: UInt32(version),
+                schemaVersion: schemaVersion,
                 byteLimit: maxDiskBytes,
                 contents: ContainerContents(Value.self, serializer: serializer),
                 removedWhenClosed: temporaryRoot

@@ -36,6 +36,13 @@ enum ContainerLock {
     struct Hold: Hashable, Sendable {
         let device: UInt64
         let inode: UInt64
+
+        /// A folder by its `stat` numbers, whatever their types (`dev_t` is a signed 32-bit number
+        /// on Apple platforms): their bit patterns, never a conversion that traps on a negative one.
+        init(device: some BinaryInteger, inode: some BinaryInteger) {
+            self.device = UInt64(truncatingIfNeeded: device)
+            self.inode = UInt64(truncatingIfNeeded: inode)
+        }
     }
 
     private struct Holder {
@@ -56,7 +63,7 @@ enum ContainerLock {
             log.add(.warning, "Cannot lock the container \(path): fstat failed (errno \(errno)).")
             return nil
         }
-        let hold = Hold(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        let hold = Hold(device: status.st_dev, inode: status.st_ino)
         var warning: String?
         defer { if let warning { log.add(.warning, warning) } }
         return try holders.withLock { holders in
@@ -125,7 +132,7 @@ enum ContainerLock {
     static func isHeld(at path: String) -> Bool {
         var status = stat()
         guard stat(path, &status) == 0 else { return false }
-        let hold = Hold(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        let hold = Hold(device: status.st_dev, inode: status.st_ino)
         return holders.withLock { $0[hold] != nil }
     }
 }

@@ -132,7 +132,8 @@ final class Directory: Sendable {
         var status = stat()
         guard fstat(file, &status) == 0 else { throw error("fstat", name) }
         guard status.st_mode & S_IFMT == S_IFREG else { throw error("read", name, EISDIR) }
-        let size = Int(status.st_size)
+        // A file larger than this platform's Int (2 GiB on a 32-bit one) cannot be an entry here.
+        guard let size = Int(exactly: status.st_size) else { throw error("read", name, EFBIG) }
         // An empty file is the empty array: `Array(unsafeUninitializedCapacity: 0)` stores its count
         // into the shared empty-array singleton, a race ThreadSanitizer reports when two threads read
         // empty files at once.
@@ -267,7 +268,7 @@ final class Directory: Sendable {
             #else
             let time = status.st_mtim
             #endif
-            return (name, Double(time.tv_sec) + Double(time.tv_nsec) / 1e9, Int(status.st_size))
+            return (name, Double(time.tv_sec) + Double(time.tv_nsec) / 1e9, Int(clamping: status.st_size))
         }
     }
 }

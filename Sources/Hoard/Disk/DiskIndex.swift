@@ -63,7 +63,8 @@ enum DiskIndexFile {
         guard bytes.loadLittleEndian(at: 4) as UInt16 == version else { return nil }
         let body = UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count - 4])
         guard CRC32.checksum(body) == bytes.loadLittleEndian(at: bytes.count - 4) as UInt32 else { return nil }
-        let count = Int(bytes.loadLittleEndian(at: 8) as UInt32)
+        // Checked: on a 32-bit platform a forged count or length must be damage, not a trap.
+        guard let count = Int(exactly: bytes.loadLittleEndian(at: 8) as UInt32) else { return nil }
         var records: [Record] = []
         records.reserveCapacity(min(count, body.count / recordHeaderSize))
         var offset = 12
@@ -74,14 +75,15 @@ enum DiskIndexFile {
             let accesses: UInt32 = body.loadLittleEndian(at: offset + 32)
             let size: UInt64 = body.loadLittleEndian(at: offset + 36)
             let deadline = Double(bitPattern: body.loadLittleEndian(at: offset + 44))
-            let keyLength = Int(body.loadLittleEndian(at: offset + 52) as UInt32)
             offset += recordHeaderSize
-            guard keyLength <= body.count - offset, size <= UInt64(Int.max), !deadline.isNaN else { return nil }
+            guard let keyLength = Int(exactly: body.loadLittleEndian(at: offset - 4) as UInt32),
+                keyLength <= body.count - offset, let fileSize = Int(exactly: size), !deadline.isNaN
+            else { return nil }
             let keyBytes = body[offset..<offset + keyLength]
             let key = String(decoding: keyBytes, as: UTF8.self)
             guard key.utf8.elementsEqual(keyBytes) else { return nil }
             offset += keyLength
-            let info = DiskEntryInfo(key: key, size: Int(size), expiresAt: .at(deadline))
+            let info = DiskEntryInfo(key: key, size: fileSize, expiresAt: .at(deadline))
             records.append(Record(digest: digest, count: accesses, info: info))
         }
         guard offset == body.count else { return nil }

@@ -41,6 +41,9 @@ enum EntryFormat {
         case checksumMismatch
         case invalidKey
         case invalidExpiry
+        /// A length field larger than this platform's `Int` can hold, or whose sum overflows it: a
+        /// damaged or forged file (on 32-bit platforms, any length above `Int32.max`).
+        case impossibleLength
 
         var description: String {
             switch self {
@@ -52,6 +55,7 @@ enum EntryFormat {
             case .checksumMismatch: "checksum mismatch"
             case .invalidKey: "the stored key is not valid UTF-8"
             case .invalidExpiry: "the stored expiry date is not a number"
+            case .impossibleLength: "a length field is larger than any file this platform can hold"
             }
         }
     }
@@ -75,8 +79,9 @@ enum EntryFormat {
         return bytes
     }
 
-    /// The largest key or payload a file can hold (the length fields are 32-bit).
-    static let maximumFieldSize = Int(UInt32.max)
+    /// The largest key or payload a file can hold: the length fields are 32-bit, and on a 32-bit
+    /// platform (watchOS on arm64_32) no buffer exceeds `Int.max`.
+    static let maximumFieldSize = Int(clamping: UInt32.max)
 
     /// Decodes and checks the bytes of an entry file.
     ///
@@ -97,10 +102,14 @@ enum EntryFormat {
         guard version == Self.version else { throw .unsupportedVersion(version) }
         let flags: UInt16 = bytes.loadLittleEndian(at: 6)
         let schemaVersion: UInt32 = bytes.loadLittleEndian(at: 8)
-        let keyLength = Int(bytes.loadLittleEndian(at: 12) as UInt32)
-        let payloadLength = Int(bytes.loadLittleEndian(at: 16) as UInt32)
+        // Checked conversions and sums: on a 32-bit platform a forged length must be damage, not a trap.
+        guard let keyLength = Int(exactly: bytes.loadLittleEndian(at: 12) as UInt32),
+            let payloadLength = Int(exactly: bytes.loadLittleEndian(at: 16) as UInt32)
+        else { throw .impossibleLength }
         let expiryBits: UInt64 = bytes.loadLittleEndian(at: 20)
-        let expected = headerSize + keyLength + payloadLength + trailerSize
+        let (fields, fieldsOverflow) = keyLength.addingReportingOverflow(payloadLength)
+        let (expected, expectedOverflow) = fields.addingReportingOverflow(headerSize + trailerSize)
+        guard !fieldsOverflow, !expectedOverflow else { throw .impossibleLength }
         guard bytes.count == expected else { throw .lengthMismatch(expected: expected, actual: bytes.count) }
         let body = UnsafeRawBufferPointer(rebasing: bytes[0..<expected - trailerSize])
         let stored: UInt32 = bytes.loadLittleEndian(at: expected - trailerSize)

@@ -45,7 +45,7 @@ struct SlotTable {
 
     /// The home of `tag`: the position of the cell where probing for it starts.
     @inlinable
-    func home(_ tag: UInt32) -> Int { Int(tag) & mask }
+    func home(_ tag: UInt32) -> Int { Int(truncatingIfNeeded: tag) & mask }
 
     /// Adds `slot` under `tag`; the caller knows the key is not in the table.
     @inlinable
