@@ -89,8 +89,7 @@ final class Directory: Sendable {
     /// Opens the folder again at ``path`` if `stale` is the current opening and its folder was
     /// deleted; returns the opening to retry with, or `nil` when the folder was not deleted.
     private func reopenIfDeleted(_ stale: OpenFolder) throws(POSIXFileError) -> OpenFolder? {
-        var status = stat()
-        guard fstat(stale.descriptor, &status) == 0, status.st_nlink == 0 else { return nil }
+        guard isDeleted(stale) else { return nil }
         let result = current.withLock { current -> Result<OpenFolder, POSIXFileError> in
             // Another call may have opened it again already.
             guard current === stale else { return .success(current) }
@@ -112,6 +111,23 @@ final class Directory: Sendable {
             }
         }
         return try result.get()
+    }
+
+    /// Whether the folder this opens is no longer the one at ``path`` (see `isDeleted(_:)`).
+    var isOpenFolderGone: Bool { isDeleted(folder) }
+
+    /// Whether the folder open as `opening` is no longer the one at ``path``: its path is gone
+    /// (`ENOENT`), or names another folder (device or inode differ).
+    ///
+    /// Compares identities rather than reading the open folder's link count: APFS reports a folder's
+    /// entry count there, never 0, even once the folder is deleted.
+    private func isDeleted(_ opening: OpenFolder) -> Bool {
+        var open = stat()
+        guard fstat(opening.descriptor, &open) == 0 else { return false }
+        var named = stat()
+        guard stat(path, &named) == 0 else { return errno == ENOENT }
+        return ContainerLock.Hold(device: open.st_dev, inode: open.st_ino)
+            != ContainerLock.Hold(device: named.st_dev, inode: named.st_ino)
     }
 
     private func error(_ operation: String, _ name: String, _ number: Int32 = errno) -> POSIXFileError {
