@@ -6,7 +6,7 @@
 // disk the article that the first run fetched. Apart from that, every run prints the same text: no
 // timings, no dates, no temporary paths, and events printed in the order they happened.
 //
-// It leaves one folder: the `articles` container in Hoard's default folder (`~/.cache/Hoard` on
+// It leaves one folder: the `articles` container in Hoard's default folder (`~/.cache/hoard-demo/Hoard` on
 // Linux). The other steps' containers live in a temporary folder, removed before the demo ends.
 
 import Foundation

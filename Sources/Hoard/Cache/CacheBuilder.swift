@@ -51,13 +51,31 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         self.serializer = serializer
     }
 
-    /// The default folder that holds containers: `Hoard` inside the platform's caches folder
-    /// (`~/Library/Caches/Hoard` on Apple platforms, `$XDG_CACHE_HOME/Hoard` or `~/.cache/Hoard` on Linux).
+    /// The default folder that holds containers: `<app>/Hoard` inside the platform's caches folder,
+    /// where `<app>` is the main bundle's identifier, or the executable's name when there is none.
+    ///
+    /// - Apple platforms: `~/Library/Caches/<bundle identifier>/Hoard`, as Apple's guidelines ask of
+    ///   every program that writes to `Caches` (outside the sandbox, `~/Library/Caches` is shared by
+    ///   every app and tool of the user, so two programs' containers named "users" would otherwise be
+    ///   one container).
+    /// - Linux: `$XDG_CACHE_HOME/<executable>/Hoard`, or `~/.cache/<executable>/Hoard`.
+    ///
+    /// To share containers between programs (an app and its extensions in an App Group, several
+    /// workers of one service), give each the same ``directory(_:)``.
     public static var defaultDirectory: URL {
         let caches =
             FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? FileManager.default.temporaryDirectory
-        return caches.appendingPathComponent("Hoard", isDirectory: true)
+        return caches.appendingPathComponent(applicationFolderName, isDirectory: true)
+            .appendingPathComponent("Hoard", isDirectory: true)
+    }
+
+    /// The name of this program's folder in the caches folder: its bundle identifier or executable
+    /// name, made a plain folder name.
+    static var applicationFolderName: String {
+        let name = Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        let plain = name.replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "\0", with: "_")
+        return plain.isEmpty || plain == "." || plain == ".." ? "Hoard-program" : plain
     }
 
     /// Sets the name of the cache's folder inside ``directory(_:)``; required unless the disk level

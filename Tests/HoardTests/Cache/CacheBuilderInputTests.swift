@@ -41,3 +41,14 @@ import Testing
         #expect(error?.message.contains("containerName") == true)
     }
 }
+
+/// The default folder is this program's own.
+@Suite struct DefaultDirectoryTests {
+    @Test func theDefaultFolderIsInsideAFolderNamedForThisProgram() {
+        let folder = CacheBuilder<String>.defaultDirectory
+        #expect(folder.lastPathComponent == "Hoard")
+        let program = folder.deletingLastPathComponent().lastPathComponent
+        #expect(program == (Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName))
+        #expect(!program.contains("/") && !program.isEmpty)
+    }
+}
