@@ -40,6 +40,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var maxRamEntryShare = 0.25
     var delegateBox = WeakDelegate()
     var isTemporary = false
+    var fileProtection: FileProtection?
 
     /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
     public init() where Value: Codable {
@@ -99,6 +100,13 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// ```
     /// It replaces ``directory(_:)``; a ``containerName(_:)`` given is the folder's name inside it.
     public func temporaryContainer() -> Self { with { $0.isTemporary = true } }
+
+    /// Sets the data-protection class of the container's files on iOS, tvOS, watchOS and visionOS
+    /// (default: the app's default class); does nothing on macOS and Linux.
+    ///
+    /// See ``FileProtection``. For a cache that background work reads (a widget, a background
+    /// refresh), `.completeUntilFirstUserAuthentication` keeps it readable while the device is locked.
+    public func fileProtection(_ protection: FileProtection) -> Self { with { $0.fileProtection = protection } }
 
     /// Sets how many values memory keeps (default 100); 0 turns the memory level off.
     public func maxRamCount(_ count: Int) -> Self { with { $0.maxRamCount = count } }
@@ -308,7 +316,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 schemaVersion: schemaVersion,
                 byteLimit: maxDiskBytes,
                 contents: ContainerContents(Value.self, serializer: serializer),
-                removedWhenClosed: temporaryRoot
+                removedWhenClosed: temporaryRoot,
+                fileProtection: fileProtection
             )
             disk =
                 sharingStore

@@ -78,6 +78,8 @@ final class DiskStore: Sendable {
         var contents: ContainerContents? = nil
         /// A folder to remove, with everything in it, when the store closes: a temporary container's.
         var removedWhenClosed: URL? = nil
+        /// The data-protection class of the container (Apple's mobile platforms); `nil` for the default.
+        var fileProtection: FileProtection? = nil
 
         /// The options as a store applies them: a capacity of at least 1, a byte limit of at least 0.
         var normalized: Options {
@@ -119,6 +121,16 @@ final class DiskStore: Sendable {
         let options = options.normalized
         self.options = options
         directory = try Directory(creatingAt: url, log: &log)
+        if let protection = options.fileProtection {
+            do {
+                try protection.apply(toFolderAt: directory.path)
+            } catch {
+                throw CacheError.io(
+                    "Cannot set the file protection of the container \(directory.path).",
+                    underlying: error
+                )
+            }
+        }
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
         try checkManifest(log: &log)

@@ -52,3 +52,15 @@ import Testing
         #expect(!program.contains("/") && !program.isEmpty)
     }
 }
+
+/// File protection is a no-op where data protection does not exist; the cache works as without it.
+@Suite struct FileProtectionTests {
+    @Test(arguments: FileProtection.allCases)
+    func aCacheWithAProtectionClassWorks(protection: FileProtection) async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().fileProtection(protection).build()
+        try await cache.save("v", forKey: "k")
+        #expect(folder.entryFiles() == [DiskKey("k").fileName])
+        #expect(cache["k"] == "v")
+    }
+}
