@@ -8,14 +8,6 @@ import Glibc
 import Musl
 #endif
 
-#if canImport(Darwin)
-private let systemRead = Darwin.read
-#elseif canImport(Glibc)
-private let systemRead = Glibc.read
-#elseif canImport(Musl)
-private let systemRead = Musl.read
-#endif
-
 /// An open folder and the POSIX calls the disk store makes inside it.
 ///
 /// Every call is relative to the folder's descriptor (`openat`, `renameat`, `unlinkat`) with names
@@ -158,7 +150,7 @@ final class Directory: Sendable {
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             var done = 0
             while done < size {
-                let result = systemRead(file, buffer.baseAddress! + done, size - done)
+                let result = Platform.read(file, buffer.baseAddress! + done, size - done)
                 if result > 0 {
                     done += result
                 } else if result == 0 {
@@ -279,12 +271,7 @@ final class Directory: Sendable {
         return try names(in: folder.descriptor, path: ".").map { name in
             var status = stat()
             guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return (name, 0, 0) }
-            #if canImport(Darwin)
-            let time = status.st_mtimespec
-            #else
-            let time = status.st_mtim
-            #endif
-            return (name, Double(time.tv_sec) + Double(time.tv_nsec) / 1e9, Int(clamping: status.st_size))
+            return (name, Platform.modificationTime(of: status), Int(clamping: status.st_size))
         }
     }
 }

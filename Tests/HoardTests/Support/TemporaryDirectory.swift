@@ -12,9 +12,17 @@ final class TemporaryDirectory: Sendable {
     let url: URL
 
     init() {
-        url = FileManager.default.temporaryDirectory
+        let made = FileManager.default.temporaryDirectory
             .appendingPathComponent("HoardTests-\(UUID().uuidString)", isDirectory: true)
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(at: made, withIntermediateDirectories: true)
+        // The real path, every symbolic link resolved, as the cache reports it in its messages: on
+        // Apple platforms the temporary folder is under /var, a link to /private/var.
+        if let resolved = realpath(made.path, nil) {
+            url = URL(fileURLWithPath: String(cString: resolved), isDirectory: true)
+            free(resolved)
+        } else {
+            url = made
+        }
         removedAtExit.add(url)
     }
 

@@ -33,25 +33,36 @@ final class WorkerProcess: @unchecked Sendable {
     private var isInputClosed = false
 
     /// The worker executable: `HOARD_TEST_WORKER`, or `hoard-test-worker` in the build products folder
-    /// that holds the test bundle (SwiftPM builds every executable target before it runs the tests).
+    /// that holds the test bundle (SwiftPM and Xcode build every executable target the tests need).
+    ///
+    /// Looked for next to the test bundle (`.xctest`) and above it, never from the test runner's own
+    /// path: in Xcode the runner is Xcode's `xctest`, far from the build products.
     static let executable: String? = {
         if let path = ProcessInfo.processInfo.environment["HOARD_TEST_WORKER"] { return path }
-        var folder = URL(fileURLWithPath: WorkerProcess.testExecutablePath).deletingLastPathComponent()
-        for _ in 0..<5 {
-            let candidate = folder.appendingPathComponent("hoard-test-worker").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            folder = folder.deletingLastPathComponent()
+        for start in testBundleLocations {
+            var folder = URL(fileURLWithPath: start).deletingLastPathComponent()
+            for _ in 0..<5 {
+                let candidate = folder.appendingPathComponent("hoard-test-worker").path
+                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+                folder = folder.deletingLastPathComponent()
+            }
         }
         return nil
     }()
 
     private static let spawning = NSLock()
 
-    private static var testExecutablePath: String {
+    /// Where the tests' code lives: the `.xctest` bundle (Apple platforms), then this process's
+    /// executable (on Linux, the test bundle is the executable).
+    private static var testBundleLocations: [String] {
+        var locations = Bundle.allBundles.map(\.bundlePath).filter { $0.hasSuffix(".xctest") }
         #if os(Linux)
-        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            locations.append(path)
+        }
         #endif
-        return Bundle.main.executablePath ?? CommandLine.arguments[0]
+        locations.append(Bundle.main.executablePath ?? CommandLine.arguments[0])
+        return locations
     }
 
     /// The worker, or a recorded issue saying how to build it.
@@ -87,7 +98,12 @@ final class WorkerProcess: @unchecked Sendable {
         guard Self.makePipe(&toChild), Self.makePipe(&fromChild) else {
             throw POSIXError(.init(rawValue: errno) ?? .EIO)
         }
+        // An opaque pointer on Apple platforms, a struct elsewhere; `init` fills either in.
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t?
+        #else
         var actions = posix_spawn_file_actions_t()
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
