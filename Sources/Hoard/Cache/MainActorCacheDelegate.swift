@@ -4,7 +4,7 @@ import Dispatch
 ///
 /// A ``CacheDelegate`` is called on whatever thread the cache is on (the background writer, the
 /// caller of a set), so a `@MainActor` type cannot conform to it. Conform to this protocol instead
-/// and give it to ``CacheBuilder/mainActorDelegate(_:)`` (or ``Cache/mainActorDelegate``):
+/// and give it to ``CacheBuilder/mainActorDelegate(_:)`` (or ``Cache/setMainActorDelegate(_:)``):
 /// ```swift
 /// @MainActor
 /// final class FeedModel: MainActorCacheDelegate {

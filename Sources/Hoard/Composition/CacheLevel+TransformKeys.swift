@@ -43,7 +43,7 @@ extension CacheLevel {
 
     /// Returns a level whose keys are turned into this level's keys by `transform` first.
     ///
-    /// The same as ``transformKeys(_:)`` with a closure.
+    /// The same as the `transformKeys(_:)` that takes a ``OneWayTransformer``, with a closure.
     ///
     /// - Parameter transform: Turns a new key into a key of this level; may throw.
     /// - Returns: The level with the new keys.

@@ -1,11 +1,11 @@
 /// A level of a cache: something that can get, set and remove values by key, asynchronously.
 ///
 /// Levels compose like Lego: `memory.compose(disk).compose(network)` is a level too. Every adapter in
-/// `Composition/` (``compose(_:)``, ``transformKeys(_:)``,
+/// `Composition/` (``compose(_:)``, `transformKeys(_:)`,
 /// ``pooled()``, …) works on any level and returns a ``BasicCache``.
 ///
 /// A miss is an error: ``get(_:)`` throws ``CacheError/notFound`` when the level holds nothing for the
-/// key. Adapters that look further (``compose(_:)``, ``fallback(with:)``) treat any error other than
+/// key. Adapters that look further (``compose(_:)``, `fallback(with:)`) treat any error other than
 /// `CancellationError` as a miss.
 public protocol CacheLevel<Key, Value>: Sendable {
     /// The type of the keys.

@@ -6,7 +6,7 @@ import UIKit
 import AppKit
 #endif
 
-/// How ``ImageSerializer`` stores an image.
+/// How `ImageSerializer` stores an image (on Apple platforms).
 public enum ImageFormat: Sendable, Hashable {
     /// PNG: lossless, keeps transparency.
     case png
@@ -105,7 +105,7 @@ public struct ImageSerializer: CacheSerializer {
 }
 #endif
 
-/// Why ``ImageSerializer`` could not store or read an image.
+/// Why `ImageSerializer` could not store or read an image.
 public enum ImageSerializerError: Error, Sendable, Hashable {
     /// The image has no bitmap that can be encoded in the chosen format.
     case cannotEncode
