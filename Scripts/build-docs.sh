@@ -9,6 +9,7 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 output="${1:-.build-docs/Hoard.doccarchive}"
+mkdir -p "$(dirname "$output")"
 graphs=$(mktemp -d)
 trap 'rm -rf "$graphs"' EXIT
 swift build --target Hoard -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs"
