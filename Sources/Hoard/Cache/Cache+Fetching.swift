@@ -45,7 +45,7 @@ extension Cache {
 
     private func fetchAfterMemoryMiss(forKey key: String) async throws -> Value {
         if let value = valueAfterMemoryMiss(forKey: key) { return value }
-        guard fetcher != nil else { throw CacheError.noFetcher(key: key) }
+        guard fetcher != nil || engine.shared != nil else { throw CacheError.noFetcher(key: key) }
         // What the fetch did is reported by `settle`, once the flight has left the table, so that a
         // delegate may ask for any key, this one included.
         return try await flights.value(forKey: key) { [self] in
@@ -131,9 +131,30 @@ extension Cache {
             outcome.read = nil
             if let value { return Fetched(result: .success(value), outcome: outcome) }
         }
-        guard let fetcher else { return Fetched(result: .failure(CacheError.noFetcher(key: key)), outcome: outcome) }
-        // A set or removal made while the fetcher runs wins over what it returns.
+        // A set or removal made while the shared level or the fetcher answers wins over what they return.
         let changes = engine.stripes.changes(key.hashValue)
+        switch await engine.readShared(key) {
+        case .hit(let cached, let serialized):
+            // Into disk and memory, not back to the shared level it came from.
+            outcome.merge(
+                engine.store(
+                    cached,
+                    forKey: key,
+                    ifUnchangedSince: changes,
+                    origin: self,
+                    toShared: false,
+                    serialized: serialized
+                )
+            )
+            outcome.stored = nil  // a fill, not a set: no set event
+            outcome.read = .hit(.shared)
+            return Fetched(result: .success(cached.value), outcome: outcome)
+        case .miss:
+            if engine.shared != nil { reporter.didMissShared(key) }
+        case .failed(let error):
+            reporter.didFailOnShared(key, error)
+        }
+        guard let fetcher else { return Fetched(result: .failure(CacheError.noFetcher(key: key)), outcome: outcome) }
         let retries = maxRetryCount
         var lastError: any Error = CacheError.notFound(key: key)
         var attempts = 0

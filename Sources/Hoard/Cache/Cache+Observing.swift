@@ -57,6 +57,7 @@ extension Cache {
     /// can lose the last writes but never tear one (a torn file fails its checksum and is a miss).
     public func flush() async {
         await disk?.flush()
+        await engine.shared?.flush()
     }
 
     /// Blocks the calling thread until every set and removal made before the call is on disk, and
@@ -67,8 +68,8 @@ extension Cache {
     /// or a disk-eviction callback of the same cache: they run on the writer it waits for.
     @available(*, noasync, message: "From async code, use flush().")
     public func flushAndWait() {
-        guard let disk else { return }
-        _ = FetchTask.runAndWait { await disk.flush() }
+        guard disk != nil || engine.shared != nil else { return }
+        _ = FetchTask.runAndWait { [self] in await flush() }
     }
 }
 

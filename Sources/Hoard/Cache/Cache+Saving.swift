@@ -75,16 +75,17 @@ extension Cache {
         }
     }
 
-    /// The body of every save: stores the value in both levels and calls `whenOnDisk` once it is in
-    /// its file (from the background writer, or from the caller on an early failure).
+    /// The body of every save: stores the value in every level and calls `whenStored` once it is in
+    /// its file and on the shared level (from a background writer, or from the caller on an early
+    /// failure); with the first error when either failed.
     private func save(
         _ value: Value,
         forKey key: String,
         expiry: CacheExpiry,
-        whenOnDisk: @escaping DiskStore.Completion
+        whenOnDisk whenStored: @escaping DiskStore.Completion
     ) {
-        guard disk != nil else {
-            whenOnDisk(
+        guard disk != nil || engine.shared != nil else {
+            whenStored(
                 .failure(
                     .invalidConfiguration(
                         "save writes through to disk, and this cache has no disk level (maxDiskCount is 0); "
@@ -94,10 +95,30 @@ extension Cache {
             )
             return
         }
+        // Both levels answer, in any order: the first failure, else success, once both have.
+        let waiting = Locked(
+            (remaining: (disk != nil ? 1 : 0) + (engine.shared != nil ? 1 : 0), failure: CacheError?.none)
+        )
+        let answer: @Sendable (Result<Void, CacheError>) -> Void = { result in
+            let done = waiting.withLock { state -> Result<Void, CacheError>? in
+                if case .failure(let error) = result, state.failure == nil { state.failure = error }
+                state.remaining -= 1
+                guard state.remaining == 0 else { return nil }
+                return state.failure.map { .failure($0) } ?? .success(())
+            }
+            if let done { whenStored(done) }
+        }
         let cached = CachedValue(value, expiresAt: expiry.expiry(storedAt: engine.clock()))
-        let outcome = engine.store(cached, forKey: key, ifUnchangedSince: nil, origin: self, whenOnDisk: whenOnDisk)
+        let outcome = engine.store(
+            cached,
+            forKey: key,
+            ifUnchangedSince: nil,
+            origin: self,
+            whenOnDisk: disk != nil ? answer : nil,
+            whenShared: engine.shared != nil ? answer : nil
+        )
         reporter.deliver(outcome, from: self)
         // Only a value that was not queued at all (its serializer failed) carries a failure here.
-        if let failure = outcome.storeFailure { whenOnDisk(.failure(failure)) }
+        if let failure = outcome.storeFailure { whenStored(.failure(failure)) }
     }
 }

@@ -28,7 +28,7 @@ extension Cache {
     @inlinable
     public func set(_ value: Value, forKey key: String, expiry: CacheExpiry) {
         let cached = CachedValue(value, expiresAt: expiry.expiry(storedAt: engine.clock()))
-        if engine.disk == nil, engine.ramCost == nil, engine.memory != nil {
+        if engine.disk == nil, engine.ramCost == nil, engine.shared == nil, engine.memory != nil {
             // Memory only: specialised in the caller's module, like a hit, and hashing the key once.
             // Optional chaining, not `if let`: binding would retain the store on every set, and two
             // threads would fight over its reference count.
@@ -59,13 +59,15 @@ extension Cache {
         reporter.deliver(engine.removeValue(forKey: key, origin: self), from: self)
     }
 
-    /// Removes every value from both levels; the delegate hears both clear callbacks first.
+    /// Removes every value from both levels, and from the shared level (in the background); the
+    /// delegate hears both clear callbacks first.
     ///
     /// Other caches on the container forget their values too.
     /// - Complexity: O(n) file removals; waits for a disk write in progress.
     public func removeAll() {
         clearMemory()
         clearDisk()
+        engine.clearShared()
         // A read made between the two clears may have copied a disk value back into memory.
         engine.forgetAll()
         reporter.tellPeers(disk?.observers(except: self) ?? [], .cleared)

@@ -46,8 +46,12 @@ public final class Cache<Value: Sendable>: Sendable {
         memory: MemoryStore<String, CachedValue<Value>>?,
         disk: DiskStore?
     ) {
-        engine = CacheEngine(configuration: configuration, memory: memory, disk: disk)
-        reporter = CacheReporter(delegate: configuration.delegateBox, memory: memory)
+        let reporter = CacheReporter(delegate: configuration.delegateBox, memory: memory)
+        self.reporter = reporter
+        let shared = configuration.sharedLevel.map { level in
+            SharedLevel(level) { key, error in reporter.didFailOnShared(key, error) }
+        }
+        engine = CacheEngine(configuration: configuration, memory: memory, disk: disk, shared: shared)
         fetcher = configuration.fetcher
         retryBackoff = configuration.retryBackoff
         retryCount = Locked(configuration.maxRetryCount)

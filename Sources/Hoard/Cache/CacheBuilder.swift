@@ -41,6 +41,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var delegateBox = WeakDelegate()
     var isTemporary = false
     var fileProtection: FileProtection?
+    var sharedLevel: (any CacheLevel<String, Data>)?
 
     /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
     public init() where Value: Codable {
@@ -137,6 +138,29 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     public func fetcher(_ level: some CacheLevel<String, Value>) -> Self {
         with { $0.fetcher = { key in try await level.get(key) } }
     }
+
+    /// Puts a level shared by several processes or machines (a ``RedisCacheLevel``, say) under the
+    /// disk level: a read is memory → disk → shared level → fetcher.
+    ///
+    /// ```swift
+    /// let users = try CacheBuilder<User>()
+    ///     .containerName("users")
+    ///     .sharedLevel(try RedisCacheLevel(url: "redis://127.0.0.1:6379/0", namespace: "users"))
+    ///     .fetcher { id in try await api.user(id: id) }
+    ///     .build()
+    /// ```
+    /// - A shared-level hit fills disk and memory; a fetched value goes to every level.
+    /// - `set`, `removeValue` and `removeAll` reach the shared level in the background, in order per
+    ///   key; ``Cache/save(_:forKey:)`` waits for it too, and ``Cache/flush()`` waits for the writes
+    ///   queued before it.
+    /// - The value is stored as the cache's serializer makes it, inside the same checksummed
+    ///   envelope as on disk, with its expiry: a value of another type or version, a damaged one, or
+    ///   an expired one is a miss.
+    /// - A level that fails (a server down, a timeout) is a miss: the fetcher serves, and the
+    ///   failure is counted in ``CacheStatistics/sharedErrors`` and logged.
+    /// - Concurrent misses for one key share one shared-level read and at most one fetch.
+    /// - The subscript and ``Cache/value(forKey:)`` are synchronous: they read memory and disk only.
+    public func sharedLevel(_ level: some CacheLevel<String, Data>) -> Self { with { $0.sharedLevel = level } }
 
     /// Sets how many times a failed fetch is retried after the first attempt (default 0).
     public func maxRetryCount(_ count: Int) -> Self { with { $0.maxRetryCount = count } }

@@ -26,10 +26,21 @@ struct CacheEngine<Value: Sendable>: Sendable {
     let servesStaleOnFetchFailure: Bool
     /// The memory cost budget and the most one entry may cost, when `maxRamCost` is set.
     @usableFromInline let ramCost: (limit: Int, entryLimit: Int)?
+    /// The shared level under disk (a Redis server several instances use), if there is one.
+    @usableFromInline let shared: SharedLevel?
+    /// The schema version the entries (on disk and on the shared level) are written under.
+    let schemaVersion: UInt32
 
-    init(configuration: CacheBuilder<Value>, memory: MemoryStore<String, CachedValue<Value>>?, disk: DiskStore?) {
+    init(
+        configuration: CacheBuilder<Value>,
+        memory: MemoryStore<String, CachedValue<Value>>?,
+        disk: DiskStore?,
+        shared: SharedLevel?
+    ) {
         self.memory = memory
         self.disk = disk
+        self.shared = shared
+        schemaVersion = UInt32(clamping: max(0, configuration.version))
         serializer = configuration.serializer
         clock = configuration.clock
         defaultExpiry = configuration.expiry
@@ -109,6 +120,10 @@ struct CacheEngine<Value: Sendable>: Sendable {
     ///   - whenOnDisk: For a save: told, from the writer, once the value is in its file (see
     ///     `DiskStore.enqueueWrite(_:value:observer:completion:)`). Not called when the value is not
     ///     stored at all: the outcome then carries the serializer's failure.
+    ///   - toShared: Whether the value also goes to the shared level (not when it came from there).
+    ///   - whenShared: For a save: told once the shared level has the value.
+    ///   - serialized: The value's serialized bytes when the caller has them (a value read from the
+    ///     shared level), so that neither the cost limit nor the disk write serializes it again.
     /// - Returns: What happened: the value stored (or the serializer's failure), the memory
     ///   evictions, the other caches to tell.
     func store(
@@ -116,12 +131,15 @@ struct CacheEngine<Value: Sendable>: Sendable {
         forKey key: String,
         ifUnchangedSince changes: UInt64?,
         origin: (any DiskStoreObserver)?,
-        whenOnDisk: DiskStore.Completion? = nil
+        whenOnDisk: DiskStore.Completion? = nil,
+        toShared: Bool = true,
+        whenShared: SharedLevel.Completion? = nil,
+        serialized: Data? = nil
     ) -> CacheOutcome<Value> {
         let value = cached.value
         let serializer = serializer
-        var data: Data?
-        if ramCost != nil {
+        var data = serialized
+        if ramCost != nil, data == nil {
             // The memory cost is the serialized size: serialize now, and hand the bytes to the writer.
             LockOrder.assertNoneHeld("calling the serializer")
             do {
@@ -154,6 +172,14 @@ struct CacheEngine<Value: Sendable>: Sendable {
                 }
             }
             (outcome.memoryEvictions, isKept) = insertIntoMemory(cached, forKey: key, cost: data?.count)
+            // Under the stripe too, so that two sets of one key reach the shared level in order.
+            if toShared, let shared {
+                shared.enqueue(
+                    sharedWrite(of: cached, forKey: key, serialized: data),
+                    forKey: key,
+                    completion: whenShared
+                )
+            }
         }
         changeKey(key, ifUnchangedSince: changes, update)
         if !isKept { logNotKept(key, cost: data?.count) }
@@ -197,6 +223,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
         stripes.change(key.hashValue) {
             if let diskKey, let disk { outcome.tell(disk.enqueueRemove(diskKey, observer: origin)) }
             memory?.removeValue(forKey: key)
+            shared?.enqueue(.remove, forKey: key)
         }
         return outcome
     }
@@ -211,6 +238,12 @@ struct CacheEngine<Value: Sendable>: Sendable {
     /// - Complexity: O(n) file removals.
     func clearDisk() {
         disk?.removeAll()
+    }
+
+    /// Empties the shared level of this cache's keys, in the background, after the writes queued
+    /// so far are dropped; writes made later wait for it.
+    func clearShared() {
+        shared?.clear()
     }
 
     /// Drops from memory what a read made between two clears may have copied back from disk.

@@ -1,11 +1,13 @@
 import Foundation
 
-/// One of a cache's two storage levels.
+/// One of a cache's storage levels.
 public enum StorageLevel: String, Sendable, Hashable, CaseIterable {
     /// The in-memory level.
     case memory
     /// The on-disk level (an entry file, or a write that has not landed yet).
     case disk
+    /// The shared level (``CacheBuilder/sharedLevel(_:)``), such as a Redis server.
+    case shared
 }
 
 /// A cached value with what the cache knows about it, returned by ``Cache/entry(forKey:)``.

@@ -40,6 +40,11 @@ public enum CacheEvent<Value: Sendable>: Sendable {
     case servedStale(key: String, value: Value, expiredAt: Date)
     /// A value was removed by ``Cache/removeValue(forKey:)``.
     case removed(key: String)
+    /// A read of the shared level found nothing usable for `key`.
+    case sharedMiss(key: String)
+    /// The shared level failed to read or write `key` (a server down, a timeout); a read was served
+    /// as a miss.
+    case sharedFailure(key: String, error: CacheError)
     /// A level was emptied (``Cache/clearMemory()``, ``Cache/clearDisk()``, ``Cache/removeAll()``).
     case cleared(StorageLevel)
 
@@ -47,7 +52,7 @@ public enum CacheEvent<Value: Sendable>: Sendable {
     public var key: String? {
         switch self {
         case .set(let key, _), .hit(let key, _), .miss(let key), .evicted(let key, _, _),
-            .servedStale(let key, _, _), .removed(let key):
+            .servedStale(let key, _, _), .removed(let key), .sharedMiss(let key), .sharedFailure(let key, _):
             key
         case .cleared:
             nil

@@ -144,6 +144,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
             for eviction in outcome.memoryEvictions { state.countEvictions(eviction.reason, fromMemory: true) }
             switch outcome.read {
             case .hit(.disk): state.statistics.diskHits += 1
+            case .hit(.shared): state.statistics.sharedHits += 1
             case .miss: state.statistics.misses += 1
             case .hit(.memory), nil: break
             }
@@ -205,7 +206,29 @@ struct CacheReporter<Value: Sendable>: Sendable {
         switch level {
         case .memory: delegate.cacheWillClearMemory(cache)
         case .disk: delegate.cacheWillClearDisk(cache)
+        case .shared: break
         }
+    }
+
+    // MARK: - The shared level
+
+    /// Counts a read of the shared level that found nothing usable.
+    func didMissShared(_ key: String) {
+        let isObserved = state.withLock {
+            $0.statistics.sharedMisses += 1
+            return $0.isObserved
+        }
+        if isObserved { hub.emit(.sharedMiss(key: key)) }
+    }
+
+    /// Counts, logs and tells the event stream of a failed read or write of the shared level.
+    func didFailOnShared(_ key: String, _ error: CacheError) {
+        let isObserved = state.withLock {
+            $0.statistics.sharedErrors += 1
+            return $0.isObserved
+        }
+        HoardLogger.log(.warning, "The shared level failed for \"\(key.prefix(100))\": \(error.message)")
+        if isObserved { hub.emit(.sharedFailure(key: key, error: error)) }
     }
 
     /// Tells the event stream that a level was emptied.

@@ -8,8 +8,16 @@ public struct CacheStatistics: Sendable, Hashable {
     public var memoryHits = 0
     /// Reads served by the disk level (an entry file or a write still pending).
     public var diskHits = 0
-    /// Reads that found no live value in either level (an expired value is a miss).
+    /// Reads that found no live value in memory or on disk (an expired value is a miss).
     public var misses = 0
+    /// Values read from the shared level (``CacheBuilder/sharedLevel(_:)``) after memory and disk
+    /// missed.
+    public var sharedHits = 0
+    /// Reads of the shared level that found nothing usable (absent, expired, or not this cache's).
+    public var sharedMisses = 0
+    /// Reads and writes the shared level failed (a server down, a timeout); each read that failed was
+    /// served as a miss.
+    public var sharedErrors = 0
     /// Calls made to the fetcher: every attempt counts, retries included.
     public var fetches = 0
     /// Fetches that failed after every attempt (before any delegate fallback).

@@ -15,11 +15,12 @@ import Musl
 ///
 /// | family | guards | may take, while held |
 /// |---|---|---|
-/// | key stripes (`KeyStripes`, 16 per cache) | a change to one key across memory and disk | a memory shard; the disk store's state lock |
+/// | key stripes (`KeyStripes`, 16 per cache) | a change to one key across memory, disk and the shared level | a memory shard; the disk store's state lock; the shared level's state lock |
 /// | all key stripes (`KeyStripes.changeAll`) | a clear | the same, taking stripes in index order |
 /// | reporter state (`CacheReporter.state`) | counters, the delegate, who listens | the event hub's lock; memory shards, one at a time |
 /// | disk store I/O (`DiskStore` `ioLock`) | changes to files: the writer's rename, clears, repairs | the disk store's state lock; the folder's opening |
 /// | disk store state (`DiskStore` state lock) | the index, the pending writes, the queue | nothing |
+/// | shared level state (`SharedLevel.state`) | the shared level's pending writes, in key order | nothing (the writes run on their own tasks, after unlocking) |
 /// | memory shard (`MemoryStore.locks`) | one shard's index and counters | the store's room lock |
 /// | memory room (`MemoryStore.roomLock`, the last of `locks`) | the spare room a sharded store shares | nothing |
 /// | the registry of open disk stores (`DiskStore` registry) | which containers are open or opening | nothing (no I/O: an opening is published, then done outside) |

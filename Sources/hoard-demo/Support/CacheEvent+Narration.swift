@@ -17,6 +17,9 @@ extension CacheEvent {
             "event: served stale \"\(key)\" (expired \(Int(now.timeIntervalSince(expiredAt).rounded())) s ago)"
         case .removed(let key): "event: removed \"\(key)\""
         case .cleared(let level): "event: cleared \(level)"
+        case .sharedMiss(let key): "event: shared level miss \"\(key)\""
+        case .sharedFailure(let key, let error): "event: shared level failed for \"\(key)\": \(error.code)"
+        @unknown default: "event: \(self)"
         }
     }
 }

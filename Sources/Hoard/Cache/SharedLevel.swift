@@ -1,0 +1,271 @@
+import Foundation
+
+/// A cache level that can store a value with an expiry date, so that a shared level forgets what
+/// the caches in front of it would no longer serve.
+///
+/// ``CacheBuilder/sharedLevel(_:)`` takes any `CacheLevel<String, Data>`; when it also conforms to
+/// this protocol, each value goes with its expiry (as `PX` milliseconds on Redis). Either way the
+/// expiry also travels inside the stored bytes, so an expired value is a miss even on a level that
+/// keeps it.
+public protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
+    /// Stores a value that the level may forget from `expiresAt` on (`nil`: never).
+    func set(_ value: Value, forKey key: Key, expiresAt: Date?) async throws
+}
+
+/// A cache's shared level (for example a Redis server several instances use), with the writes it has
+/// yet to make, in order for each key.
+///
+/// Reads go straight to the level. Writes are queued and made in the background by a few workers:
+/// the latest operation of each key only, one at a time per key, so that two sets of one key never
+/// land out of order. A clear is a barrier: what was queued before it is dropped, what is under way
+/// finishes first, and what is queued after it waits for it. ``flush()`` waits for every write (and
+/// clear) queued before it. A failed write is counted and reported, never retried: the shared level
+/// is a cache too.
+@usableFromInline
+final class SharedLevel: Sendable {
+    /// One queued change.
+    enum Operation: Sendable {
+        /// Store the bytes `encode` makes (the envelope around the serialized value), until `expiresAt`.
+        case set(encode: @Sendable () throws -> Data, expiresAt: Date?)
+        case remove
+    }
+
+    /// What the reporter hears of a write that failed.
+    typealias FailureHandler = @Sendable (_ key: String, _ error: CacheError) -> Void
+    /// Told, outside every lock, whether a queued write was made: for `save`.
+    typealias Completion = @Sendable (Result<Void, CacheError>) -> Void
+
+    private struct Pending: Sendable {
+        var generation: UInt64
+        var operation: Operation
+        /// The saves waiting for this operation, with those of the operations it replaced.
+        var waiters: [Completion] = []
+    }
+
+    private struct State: Sendable {
+        var pending: [String: Pending] = [:]
+        /// Keys whose latest operation waits for a worker, in order.
+        var queue: [String] = []
+        var inFlight: Set<String> = []
+        var workers = 0
+        var generation: UInt64 = 0
+        /// The generations of the clears asked for and not done; writes wait while there is one.
+        var clears: [UInt64] = []
+        var isClearing = false
+        /// The generations still queued or under way, clears included.
+        var outstanding: Set<UInt64> = []
+        /// Each flush, with the generation it waits for.
+        var flushes: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Resumed when no write is under way, for the clear that waits for that.
+        var idleWaiter: CheckedContinuation<Void, Never>?
+    }
+
+    let level: any CacheLevel<String, Data>
+    /// The most writes under way at once.
+    static let workerLimit = 8
+    private let state = Locked(State())
+    private let onFailure: FailureHandler
+
+    init(_ level: any CacheLevel<String, Data>, onFailure: @escaping FailureHandler) {
+        self.level = level
+        self.onFailure = onFailure
+    }
+
+    // MARK: - Reading
+
+    /// The bytes stored for `key`: `nil` on a miss, the error when the level failed.
+    func read(_ key: String) async -> Result<Data?, CacheError> {
+        do {
+            return .success(try await level.get(key))
+        } catch let error as CacheError where error.code == .notFound {
+            return .success(nil)
+        } catch let error as CacheError {
+            return .failure(error)
+        } catch {
+            return .failure(.io("The shared level failed to read \"\(key.prefix(100))\".", key: key, underlying: error))
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Queues `operation` as the latest change of `key`; it is made in the background.
+    ///
+    /// - Parameters:
+    ///   - operation: The write or removal to make.
+    ///   - key: The key it changes.
+    ///   - waiter: Told once the level has the operation, or once a later change of the key replaced
+    ///     it before it was made (for `save`).
+    func enqueue(_ operation: Operation, forKey key: String, completion waiter: Completion? = nil) {
+        let starts = state.withLock { state -> Int in
+            state.generation &+= 1
+            var latest = Pending(generation: state.generation, operation: operation)
+            if let replaced = state.pending[key] {
+                state.outstanding.remove(replaced.generation)
+                latest.waiters = replaced.waiters
+            } else if !state.inFlight.contains(key) {
+                state.queue.append(key)
+            }
+            if let waiter { latest.waiters.append(waiter) }
+            state.pending[key] = latest
+            state.outstanding.insert(state.generation)
+            return Self.workersToStart(&state)
+        }
+        startWorkers(starts)
+    }
+
+    /// Drops the writes queued so far and clears the level; writes queued later wait for the clear.
+    ///
+    /// Returns at once; ``flush()`` waits for the clear.
+    func clear() {
+        let (dropped, startsClear) = state.withLock { state -> ([Pending], Bool) in
+            state.generation &+= 1
+            for pending in state.pending.values { state.outstanding.remove(pending.generation) }
+            defer { state.pending = [:] }
+            state.queue = []
+            state.clears.append(state.generation)
+            state.outstanding.insert(state.generation)
+            defer { state.isClearing = true }
+            return (Array(state.pending.values), !state.isClearing)
+        }
+        // A save the clear overtook returns: the key's latest state (none) is what the level gets.
+        for waiter in dropped.flatMap(\.waiters) { waiter(.success(())) }
+        if startsClear { FetchTask.run { [self] in await runClears() } }
+    }
+
+    /// Waits until every write and clear queued before the call has been made (or has failed).
+    func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isDone = state.withLock { state -> Bool in
+                if state.outstanding.isEmpty { return true }
+                state.flushes.append((state.generation, continuation))
+                return false
+            }
+            if isDone { continuation.resume() }
+        }
+    }
+
+    /// How many workers to start: one per key waiting, up to the limit, none during a clear.
+    private static func workersToStart(_ state: inout State) -> Int {
+        guard !state.isClearing else { return 0 }
+        let starts = max(0, min(workerLimit - state.workers, state.queue.count))
+        state.workers += starts
+        return starts
+    }
+
+    private func startWorkers(_ count: Int) {
+        for _ in 0..<count { FetchTask.run { [self] in await work() } }
+    }
+
+    /// A worker: makes the latest write of one key after another until none waits (or a clear
+    /// comes).
+    private func work() async {
+        while true {
+            let next = state.withLock { state -> (String, Pending)? in
+                while !state.isClearing, let key = state.queue.first {
+                    state.queue.removeFirst()
+                    guard let pending = state.pending.removeValue(forKey: key) else { continue }
+                    state.inFlight.insert(key)
+                    return (key, pending)
+                }
+                state.workers -= 1
+                return nil
+            }
+            guard let (key, pending) = next else {
+                resumeIdleWaiter()
+                return
+            }
+            let result = await apply(pending.operation, forKey: key)
+            if case .failure(let error) = result { onFailure(key, error) }
+            for waiter in pending.waiters { waiter(result) }
+            let resumed = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.inFlight.remove(key)
+                state.outstanding.remove(pending.generation)
+                // A newer change of the key waited for this one: its turn now.
+                if state.pending[key] != nil { state.queue.append(key) }
+                return Self.takeDoneFlushes(&state)
+            }
+            for continuation in resumed { continuation.resume() }
+        }
+    }
+
+    /// Resumes the clear waiting for the workers to stop, once none is left.
+    private func resumeIdleWaiter() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.workers == 0 else { return nil }
+            defer { state.idleWaiter = nil }
+            return state.idleWaiter
+        }
+        waiter?.resume()
+    }
+
+    /// Makes the clears asked for, one after another, once no write is under way; then lets the
+    /// writes queued meanwhile go.
+    private func runClears() async {
+        while true {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let isIdle = state.withLock { state -> Bool in
+                    if state.workers == 0 { return true }
+                    state.idleWaiter = continuation
+                    return false
+                }
+                if isIdle { continuation.resume() }
+            }
+            let through = state.withLock { $0.clears.last ?? 0 }
+            await level.clear()
+            let (starts, resumed, isDone) = state.withLock {
+                state -> (Int, [CheckedContinuation<Void, Never>], Bool) in
+                for clear in state.clears where clear <= through { state.outstanding.remove(clear) }
+                state.clears.removeAll { $0 <= through }
+                guard state.clears.isEmpty else { return (0, [], false) }
+                state.isClearing = false
+                return (Self.workersToStart(&state), Self.takeDoneFlushes(&state), true)
+            }
+            for continuation in resumed { continuation.resume() }
+            startWorkers(starts)
+            if isDone { return }
+        }
+    }
+
+    /// The flushes whose writes are all made; called holding the lock.
+    private static func takeDoneFlushes(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        guard !state.flushes.isEmpty else { return [] }
+        let oldest = state.outstanding.min() ?? .max
+        var done: [CheckedContinuation<Void, Never>] = []
+        state.flushes.removeAll { flush in
+            guard flush.generation < oldest else { return false }
+            done.append(flush.continuation)
+            return true
+        }
+        return done
+    }
+
+    /// Makes one write; runs the serializer, so holds no lock.
+    private func apply(_ operation: Operation, forKey key: String) async -> Result<Void, CacheError> {
+        do {
+            switch operation {
+            case .set(let encode, let expiresAt):
+                let bytes: Data
+                do {
+                    LockOrder.assertNoneHeld("calling the serializer")
+                    bytes = try encode()
+                } catch {
+                    return .failure(.serializationFailed(key: key, underlying: error))
+                }
+                if let expiring = level as? any ExpiringCacheLevel<String, Data> {
+                    try await expiring.set(bytes, forKey: key, expiresAt: expiresAt)
+                } else {
+                    try await level.set(bytes, forKey: key)
+                }
+            case .remove:
+                try await level.removeValue(forKey: key)
+            }
+            return .success(())
+        } catch let error as CacheError {
+            return .failure(error)
+        } catch {
+            return .failure(
+                .io("The shared level failed to write \"\(key.prefix(100))\".", key: key, underlying: error)
+            )
+        }
+    }
+}
