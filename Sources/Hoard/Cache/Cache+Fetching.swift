@@ -65,11 +65,22 @@ extension Cache {
     ///   fetch). A completion on that queue that asks again, and waits for the answer, gets it on a
     ///   queue of its own, so it cannot wait for itself.
     /// - otherwise, on a dispatch queue of its own, once the disk read or the fetch is done.
+    @inlinable
     public func asyncGet(forKey key: String, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        // Inlinable, like a subscript hit: the memory read is specialized for the caller's type.
         if let value = valueFromMemory(forKey: key) {
             CallbackQueue.deliver { onComplete(.success(value)) }
             return
         }
+        asyncGetAfterMemoryMiss(forKey: key, onComplete: onComplete)
+    }
+
+    /// The rest of ``asyncGet(forKey:onComplete:)`` once memory missed: disk, then the fetcher.
+    @usableFromInline
+    func asyncGetAfterMemoryMiss(
+        forKey key: String,
+        onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void
+    ) {
         // Unstructured on purpose: a callback API has no task to attach the work to.
         FetchTask.run { [self] in
             let result: Result<Value, any Error>

@@ -75,6 +75,7 @@ enum FetchTask {
 /// A completion running on the queue that asks for another value and blocks until its own
 /// completion runs would wait for itself, so a completion asked for from the queue goes to a queue
 /// of its own.
+@usableFromInline
 enum CallbackQueue {
     private struct Pending {
         var completions: [@Sendable () -> Void] = []
@@ -90,6 +91,7 @@ enum CallbackQueue {
     }()
 
     /// Runs `completion` on the shared queue, or on a queue of its own when called from it.
+    @usableFromInline
     static func deliver(_ completion: @escaping @Sendable () -> Void) {
         if DispatchQueue.getSpecific(key: key) == true {
             DispatchQueue(label: "Hoard.asyncGet").async(execute: completion)
