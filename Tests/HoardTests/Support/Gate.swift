@@ -45,7 +45,10 @@ func onPlainThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T 
 
 /// Suspends until `condition` holds, yielding between checks; gives up after `seconds` so that a
 /// broken test fails instead of hanging.
-nonisolated(nonsending) func waitUntil(seconds: Int = 30, _ condition: () -> Bool) async -> Bool {
+///
+/// The limit is generous: it only guards against a hang, and a loaded machine running every suite
+/// at once (with sanitizers) can take tens of seconds to schedule a few threads.
+nonisolated(nonsending) func waitUntil(seconds: Int = 120, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         if condition() { return true }
