@@ -4,7 +4,7 @@ import Testing
 
 @testable import Hoard
 
-/// Issue 5, item 5 (stress): 16 tasks hammering one cache with every kind of operation on a domain
+/// Stress: 16 tasks hammering one cache with every kind of operation on a domain
 /// of one to four keys, memory and disk both on and both small enough to evict, for each policy.
 ///
 /// Every value read must be one written (or fetched) for the key that was asked for; afterwards the
