@@ -14,7 +14,7 @@ import Testing
 struct KeyCorpusTests {
     init() { TestLog.install() }
 
-    /// Keys named by the issue and their relatives.
+    /// Keys known to break naive caches (paths, empty and huge keys, control characters) and their relatives.
     static let namedKeys: [String] = {
         var keys = [
             "", ".", "..", "...", "../../x", "../../../../../../x", "./x", "x/..", "/", "//", "/x", "/etc/passwd",

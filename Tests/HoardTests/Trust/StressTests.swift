@@ -11,7 +11,7 @@ import Testing
 /// two levels agree on every key they both hold, and a restart serves only such values too.
 ///
 /// `HOARD_STRESS_ROUNDS=n` multiplies the operations per task (default 1 000, which keeps `swift test`
-/// quick; the 10 000 is `HOARD_STRESS_ROUNDS=10`).
+/// quick; 10 000 per task is `HOARD_STRESS_ROUNDS=10`).
 @Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
 struct StressTests {
     init() { TestLog.install() }
