@@ -340,7 +340,7 @@ func makeKeys(_ count: Int) -> [String] {
 /// Fresh folders for the runs of one scenario, under one folder in the system's temporary folder.
 ///
 /// Every run takes a fresh folder, and all of them are removed together when the scenario ends,
-/// not after each run: on ext4 without a journal (this machine's file system), creating a file gets
+/// not after each run: on ext4 without a journal, creating a file gets
 /// slower the more files were deleted in the last few minutes (the kernel skips recently freed
 /// inodes), so removing run n's 10 000 files would slow run n + 1 down. The root follows `TMPDIR`.
 final class ScratchFolders {

@@ -9,7 +9,7 @@ import Hoard
 /// every 100k requests (the ranks are shifted by a random offset), where plain LFU collapses because
 /// yesterday's popular keys keep their counts. Cache sizes are 1 %, 5 % and 10 % of the keys.
 ///
-/// Each row checks issue 6's targets: W-TinyLFU within 1 point of the better of LRU and LFU
+/// Each row checks the hit-rate targets: W-TinyLFU within 1 point of the better of LRU and LFU
 /// everywhere, and on the static traces at least half of the way from LRU to the optimum.
 enum HitRate {
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
@@ -89,7 +89,7 @@ enum HitRate {
         return report
     }
 
-    /// Whether a row meets issue 6's targets, and a short text saying so.
+    /// Whether a row meets the hit-rate targets, and a short text saying so.
     static func targets(
         _ rates: [EvictionPolicy: Double],
         optimum: Double,

@@ -3,7 +3,7 @@ import Foundation
 /// The benchmark's entry point: `swift run -c release hoard-bench [scenario …] [--quick]`.
 ///
 /// Runs the named scenarios (all of them when none is named), prints a table per scenario and, at
-/// the end, a summary block that can be pasted into the README.
+/// the end, a summary block that can be pasted into the Performance article.
 @main
 struct HoardBench {
     static func main() async throws {

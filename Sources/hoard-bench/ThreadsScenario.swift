@@ -143,7 +143,7 @@ enum ThreadsMixed {
             [1, 2].map { threads in ("2 threads 90/10: \(label(name, threads: threads))", label(name, threads: threads))
             }
         }
-        // What two threads that share nothing reach on this machine, now.
+        // What two threads that share nothing reach on the host, now.
         var ceiling = ""
         if let two = report.row(label(privateDictionaries, threads: 2)),
             let one = report.row(label(privateDictionaries, threads: 1))

@@ -139,7 +139,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         with { $0.fetcher = { key in try await level.get(key) } }
     }
 
-    /// Puts a level shared by several processes or machines (a ``RedisCacheLevel``, say) under the
+    /// Puts a level shared by several processes or machines (a Redis server, say) under the
     /// disk level: a read is memory → disk → shared level → fetcher.
     ///
     /// ```swift

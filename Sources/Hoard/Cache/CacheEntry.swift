@@ -1,6 +1,8 @@
 import Foundation
 
 /// One of a cache's storage levels.
+///
+/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
 public enum StorageLevel: String, Sendable, Hashable, CaseIterable {
     /// The in-memory level.
     case memory

@@ -1,6 +1,8 @@
 import Foundation
 
 /// Why a level removed an entry on its own.
+///
+/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
 public enum EvictionReason: String, Sendable, Hashable, CaseIterable {
     /// The level was at its count limit (`maxRamCount`, `maxDiskCount`).
     case capacity
@@ -27,6 +29,8 @@ public enum EvictionReason: String, Sendable, Hashable, CaseIterable {
 ///
 /// Events from one thread arrive in the order they happened; events from different threads may
 /// interleave.
+///
+/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
 public enum CacheEvent<Value: Sendable>: Sendable {
     /// A value was stored (by a set or by a fetch).
     case set(key: String, value: Value)

@@ -11,6 +11,8 @@ import Foundation
 /// An entry is live while "now" (from ``CacheBuilder/clock(_:)``) is before its expiry date, and
 /// expired from that instant on: `.seconds(0)` stores a value that is already expired. The date is
 /// stored with the entry, in memory and on disk, so it survives a restart.
+///
+/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
 public enum CacheExpiry: Sendable, Hashable {
     /// The entry never expires (the default).
     case never

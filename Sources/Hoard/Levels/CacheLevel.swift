@@ -51,7 +51,7 @@ public enum CacheLevelSwitchResult: Sendable, Hashable {
 
 /// A level that can answer some gets at once, without suspending: what it holds in memory.
 ///
-/// An addition to the design's API. ``MemoryCacheLevel`` is one, and so is a ``BasicCache`` made by
+/// ``MemoryCacheLevel`` is one, and so is a ``BasicCache`` made by
 /// ``compose(_:)`` from one. A composition whose first level is synchronous serves that level's hits
 /// without an async hop, which keeps a hit through `memory.compose(disk)` close to a direct memory
 /// hit.

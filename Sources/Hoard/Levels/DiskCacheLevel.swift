@@ -18,7 +18,7 @@ import Foundation
 /// ```swift
 /// let disk = DiskCacheLevel<String, User>(directory: folder, capacity: 1_000)
 /// try await disk.set(user, forKey: "42")
-/// await disk.flush()   // an addition to the contract: wait until every write is on disk
+/// await disk.flush()   // waits until every write is on disk
 /// ```
 public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     private let store: Result<DiskStore, CacheError>
@@ -236,8 +236,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
 
     /// The total size in bytes of the level's entry files; 0 when the folder is unusable.
     ///
-    /// Writes not landed yet are not counted: ``flush()`` first for an exact figure. An addition to
-    /// the contract.
+    /// Writes not landed yet are not counted: ``flush()`` first for an exact figure.
     public var byteCount: Int { (try? store.get())?.byteCount ?? 0 }
 
     /// Returns the value for a key: a pending write, else the file.
@@ -309,7 +308,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
 
     /// Waits until every write and removal made before the call is on disk.
     ///
-    /// An addition to the contract, for tests and for shutdown.
+    /// For tests and for shutdown.
     public func flush() async {
         guard case .success(let store) = store else { return }
         await store.flush()

@@ -58,16 +58,8 @@ struct AdmissionState {
     /// the simulated LRU answers it for the far end directly. Both see the same requests, so the
     /// difference is measured with little noise.
     ///
-    /// The climber it replaces compared hits per entry in the window and in main. That measured where
-    /// the hot keys lived rather than what more room would earn: once the window was large the hot
-    /// keys lived in it and main only got its cold leftovers, so a window that had grown stayed at
-    /// its largest even on a static trace (shifting trace at 1 % on some hash seeds: 50.6 % instead
-    /// of 55.3 %; started at the largest window, every static trace stayed at plain LRU's rate).
-    ///
-    /// Comparing with the simulated LRU within one sample, rather than the hit rate of successive
-    /// samples as Caffeine's climber does, is immune to the hit rate's drift (warming up, a workload
-    /// that changes) and needs no decaying step: on `hoard-bench hitrate` the successive-sample
-    /// climber wandered by ±1 point from run to run and grew the window during warm-up.
+    /// Why the window is sized this way, and what was measured against it, is recorded in
+    /// `Documentation/Decisions/0002-window-sizing-against-a-sampled-lru.md`.
     ///
     /// - Parameter count: The number of entries now; it sizes the next sample.
     @usableFromInline

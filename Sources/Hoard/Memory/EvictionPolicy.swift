@@ -1,6 +1,8 @@
 /// Which entry a full cache level removes to make room.
 ///
 /// Every policy is O(1) per operation (amortised for `.lfu` and `.wTinyLFU`).
+///
+/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
 public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Least frequently used: removes the entry with the fewest accesses and, among equals, the least
     /// recently used one.

@@ -30,8 +30,7 @@ struct FrequencySketch {
     /// Caffeine uses 10. Longer memory separates the warm keys of a static skew better: on
     /// `hoard-bench hitrate` 30 gained 0.1 to 0.3 points on every static row over 20 (Zipf 0.8 at
     /// 5 %: 47.8 → 48.1). It lets a moved hot set wait longer behind stale counts, which the window
-    /// climber answers by growing the window; before the climber measured against plain LRU, that
-    /// growth could stick and 30 lost the shifting trace on some hash seeds.
+    /// climber answers by growing the window.
     @usableFromInline static var resetMultiplier: Int { 30 }
     /// The largest table, in keys tracked (one 64-bit word each): 8 MiB.
     @usableFromInline static var largestCapacity: Int { 1 << 20 }

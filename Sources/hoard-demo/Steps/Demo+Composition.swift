@@ -14,7 +14,7 @@ extension Demo {
             directory: folder.appendingPathComponent("composition", isDirectory: true),
             capacity: 100
         )
-        // Each level is traced, to show which one answers; without that, it reads as in the README.
+        // Each level is traced, to show which one answers; without that, it reads as in the Composing Levels article.
         func articles(memory: MemoryCacheLevel<String, Article>) -> BasicCache<ArticleID, Article> {
             memory.traced(as: "memory", into: trace)
                 .compose(disk.traced(as: "disk", into: trace))

@@ -2,7 +2,7 @@ import Foundation
 
 /// A new temporary folder for the containers the demo does not keep, removed when the demo is done.
 ///
-/// Only the `articles` container stays between runs (the README says so). The other steps build
+/// Only the `articles` container stays between runs (CONTRIBUTING.md says so). The other steps build
 /// their caches in here, and each step flushes its caches before it returns, so that no background
 /// write can create a container again once the folder is gone. The path is never printed: it
 /// differs on every run.

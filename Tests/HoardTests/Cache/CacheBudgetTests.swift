@@ -4,7 +4,7 @@ import Testing
 
 @testable import Hoard
 
-/// `maxRamCost` and the share one entry may take (DESIGN §3), next to the disk limits.
+/// `maxRamCost` and the share one entry may take, next to the disk limits.
 @Suite(.validatesCacheInvariants) struct CacheBudgetTests {
     @Test(arguments: EvictionPolicy.allCases)
     func theMemoryCostLimitHoldsAfterEverySetWithValuesOfMixedSizes(policy: EvictionPolicy) async throws {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Hoard
 
-/// The event stream (DESIGN §3): every subscriber gets every event, and none can block the cache.
+/// The event stream: every subscriber gets every event, and none can block the cache.
 @Suite(.validatesCacheInvariants) struct CacheEventsTests {
     @Test func twoSubscribersEachReceiveEveryEventInOrder() async throws {
         let folder = TemporaryDirectory()

@@ -6,7 +6,7 @@ import Testing
 
 private struct Offline: Error {}
 
-/// Expiry (DESIGN §3), driven by a manual clock: nothing here sleeps.
+/// Expiry, driven by a manual clock: nothing here sleeps.
 @Suite(.validatesCacheInvariants) struct CacheExpiryTests {
     @Test(arguments: [0, 1_000])
     func aValueIsLiveUntilItsExpiryInstantAndExpiredFromThen(ramCount: Int) async throws {

@@ -374,7 +374,7 @@ struct CacheFetchingTests {
             await Task.yield()
             return key
         }.build()
-        // Block every cooperative thread (2 on this machine) and more: the fetch runs elsewhere.
+        // Block every cooperative thread (as many as there are cores) and more: the fetch runs elsewhere.
         try await withThrowingTaskGroup(of: String.self) { group in
             for index in 0..<4 {
                 group.addTask { try blockingGet(cache, "key \(index)") }

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Hoard
 
-/// `contains`, `allKeys`, `maxDiskBytes` and `version` (the first pieces of DESIGN §3).
+/// `contains`, `allKeys`, `maxDiskBytes` and `version`.
 @Suite(.validatesCacheInvariants) struct CacheVisibilityTests {
     @Test func containsSeesBothLevelsAndPendingWritesWithoutCountingAnAccess() async throws {
         let folder = TemporaryDirectory()

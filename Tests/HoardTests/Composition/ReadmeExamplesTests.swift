@@ -4,9 +4,10 @@ import Testing
 
 @testable import Hoard
 
-/// The examples of the README's "Composing levels" section, run against local levels and servers.
+/// The examples of the "Composing Levels" article (`Sources/Hoard/Hoard.docc/ComposingLevels.md`),
+/// run against local levels and servers.
 ///
-/// Between the `// README` markers, each test holds the README's code as it is printed there.
+/// Between the `// README` markers, each test holds the article's code as it is printed there.
 @Suite struct ReadmeExamplesTests {
     struct User: Codable, Sendable, Equatable {
         let id: Int

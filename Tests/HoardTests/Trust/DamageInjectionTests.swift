@@ -10,7 +10,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Issue 5, item 2: damage injected into well over 100 entry files at a time, or into the index.
+/// Damage injected into well over 100 entry files at a time, or into the index.
 ///
 /// Whatever the damage, and whether it is found by a cache that has the container open, by a cache
 /// that reopens it with its index, or while a cache rebuilds a lost index: no crash, no wrong value,
@@ -45,7 +45,7 @@ struct DamageInjectionTests {
     ///
     /// A cache reopening the container with its index finds damage the way an open cache does (by
     /// reading the file on a lookup), so it is left out: removing files costs about 2 ms each on
-    /// this machine's disk, and the matrix removes thousands.
+    /// a slow disk, and the matrix removes thousands.
     enum Discovery: String, CaseIterable, Sendable {
         /// The cache that wrote the entries, its memory cleared: finds damage when it reads a file.
         case openCache

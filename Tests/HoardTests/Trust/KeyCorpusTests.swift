@@ -4,7 +4,7 @@ import Testing
 
 @testable import Hoard
 
-/// Issue 5, item 3: a corpus of well over 200 hostile, strange and random keys.
+/// A corpus of well over 200 hostile, strange and random keys.
 ///
 /// Every key is set, read (from memory, from disk, after a restart), listed and removed. No file
 /// appears outside the container, two different keys never share a file, and the two levels agree
@@ -14,7 +14,7 @@ import Testing
 struct KeyCorpusTests {
     init() { TestLog.install() }
 
-    /// Keys named by the issue and their relatives.
+    /// Keys known to break naive caches (paths, empty and huge keys, control characters) and their relatives.
     static let namedKeys: [String] = {
         var keys = [
             "", ".", "..", "...", "../../x", "../../../../../../x", "./x", "x/..", "/", "//", "/x", "/etc/passwd",

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Hoard
 
-/// Issue 5, item 5 (linearizability): many short random concurrent histories on a cache with memory
+/// Linearizability: many short random concurrent histories on a cache with memory
 /// and disk, each checked against a sequential dictionary by searching for a valid linearization.
 ///
 /// A history has 2–4 plain threads, each making 2–6 operations (set, get, remove, and `clearMemory`,

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Hoard
 
-/// Issue 5, item 9: every delegate callback calling every public cache method, as a matrix.
+/// Every delegate callback calling every public cache method, as a matrix.
 ///
 /// Each cell builds a cache whose delegate, the first time the cell's callback arrives, calls the
 /// cell's method on the cache (async ones are started, never waited on inside the callback). The

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Hoard
 
-/// Issue 5, item 8: every way out of a pooled fetch, for every burst size from 2 to 64 callers.
+/// Every way out of a pooled fetch, for every burst size from 2 to 64 callers.
 ///
 /// Extends the single-size tests of `CacheFetchingTests`: exactly one fetch per burst (callers of
 /// the async, callback and blocking forms mixed), a thrown error reaching every waiter, one

@@ -9,7 +9,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Issue 5, item 11: the container is private, links planted in it are never followed, and
+/// The container is private, links planted in it are never followed, and
 /// temporary files never clobber what is already there.
 ///
 /// The planted files hold content the cache would accept if it followed the link (a valid entry for

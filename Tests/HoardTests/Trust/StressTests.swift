@@ -4,14 +4,14 @@ import Testing
 
 @testable import Hoard
 
-/// Issue 5, item 5 (stress): 16 tasks hammering one cache with every kind of operation on a domain
+/// Stress: 16 tasks hammering one cache with every kind of operation on a domain
 /// of one to four keys, memory and disk both on and both small enough to evict, for each policy.
 ///
 /// Every value read must be one written (or fetched) for the key that was asked for; afterwards the
 /// two levels agree on every key they both hold, and a restart serves only such values too.
 ///
 /// `HOARD_STRESS_ROUNDS=n` multiplies the operations per task (default 1 000, which keeps `swift test`
-/// quick; the issue's 10 000 is `HOARD_STRESS_ROUNDS=10`).
+/// quick; 10 000 per task is `HOARD_STRESS_ROUNDS=10`).
 @Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
 struct StressTests {
     init() { TestLog.install() }
