@@ -8,7 +8,7 @@ private struct FetchError: Error, Equatable {
     let attempt: Int
 }
 
-@Suite(.timeLimit(.minutes(1)), .validatesCacheInvariants)
+@Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
 struct CacheFetchingTests {
     @Test func fetchesOnAMissAndStoresInBothLevels() async throws {
         let folder = TemporaryDirectory()
@@ -271,7 +271,7 @@ struct CacheFetchingTests {
         #expect(cache["k"] == (change == "set" ? "new" : nil))
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func anEvictionCallbackMayFetchTheEvictedKey() async throws {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
