@@ -44,9 +44,10 @@ extension EvictionIndex {
         precondition(lastBucket == previousBucket, "last bucket")
     }
 
-    /// Checks the regions' links and sizes; traps on the first inconsistency.
+    /// Checks the regions' links and sizes, the targets, the sketch and the experts; traps on the
+    /// first inconsistency.
     ///
-    /// - Complexity: O(n).
+    /// - Complexity: O(n) in the entries and the experts' entries.
     func checkAdmissionInvariants() {
         precondition(firstBucket == -1 && lastBucket == -1 && lists.count == 3, "W-TinyLFU regions")
         var seen = 0
@@ -61,6 +62,10 @@ extension EvictionIndex {
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
                 precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
                 precondition(metas[Int(slot)].spread == FrequencySketch.spread(key.hashValue), "key hash")
+                precondition(
+                    region != Self.windowRegion || !metas[Int(slot)].isIncumbent,
+                    "an incumbent in the window: only main hits make one"
+                )
                 sizes[Int(region)] += 1
                 seen += 1
                 previous = slot
@@ -72,6 +77,7 @@ extension EvictionIndex {
         precondition(sizes[0] == admission.windowCount, "window size")
         precondition(sizes[2] == admission.protectedCount, "protected size")
         checkBufferCounts(seen: seen)
+        admission.checkInvariants()
     }
 
     /// Checks that every buffer holds one element per entry and that the costs add up.

@@ -55,10 +55,11 @@ struct EvictionIndex<Key: Hashable, Payload> {
         @usableFromInline var next: Int32 = -1
         /// The list the entry is in: its frequency bucket (LRU, LFU) or its region (W-TinyLFU).
         @usableFromInline var list: Int32 = -1
-        /// The index clock at the entry's last access (LFU; 0 under the other policies).
+        /// The index clock at the entry's last access (LFU and W-TinyLFU; 0 under LRU).
         ///
-        /// Orders the entries of two frequency buckets that aging merges. See ``nextStamp()`` for
-        /// why 32 bits never wrap.
+        /// Under LFU it orders the entries of two frequency buckets that aging merges (see
+        /// ``nextStamp()`` for why 32 bits never wrap there); under W-TinyLFU it is the request clock
+        /// `AdmissionState.now` at the last request, which tells idle victims, and wraps.
         @usableFromInline var stamp: UInt32 = 0
 
         @inlinable
@@ -73,11 +74,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// What finds an entry in the table, and W-TinyLFU's hash of its key.
+    /// What finds an entry in the table, and W-TinyLFU's hash of its key and incumbency.
     @usableFromInline
     struct Meta {
         /// The low 32 bits of the key's hash value, which finds its entry in `table`.
         @usableFromInline var tag: UInt32
+        /// Whether the entry was hit in W-TinyLFU's probation or protected region since it was stored.
+        ///
+        /// False under the other policies. It fills what would be padding before `spread`.
+        @usableFromInline var isIncumbent = false
         /// The key's spread hash, which indexes W-TinyLFU's frequency sketch (see
         /// `FrequencySketch.spread(_:)`); 0 under the other policies, which never read it.
         @usableFromInline var spread: UInt64
@@ -131,7 +136,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var agingCountdown: Int
     /// The sum of every entry's cost.
     @usableFromInline var totalCost = 0
-    /// W-TinyLFU's region sizes, frequency sketch and window climber; unused by the other policies.
+    /// W-TinyLFU's region sizes, frequency sketch, clock and window experts; unused by the other
+    /// policies.
     @usableFromInline var admission: AdmissionState
 
     /// Creates an empty index.
@@ -145,7 +151,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         let (product, overflow) = capacity.multipliedReportingOverflow(by: 10)
         agingPeriod = overflow ? Int.max : max(1_024, product)
         agingCountdown = agingPeriod
-        admission = AdmissionState(capacity: policy == .wTinyLFU ? capacity : 0)
+        admission = policy == .wTinyLFU ? AdmissionState(capacity: capacity) : .unused
         table = SlotTable(capacity: capacity > 0 && capacity < 1 << 20 ? capacity : 0)
         if policy == .wTinyLFU { makeRegions() }
     }
@@ -231,7 +237,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline
     var victim: (key: Key, payload: Payload)? {
         if policy == .wTinyLFU {
-            let slot = admissionVictim()
+            let slot = admissionChoice().victim
             return slot >= 0 ? (entries[Int(slot)].key, entries[Int(slot)].payload) : nil
         }
         guard firstBucket >= 0 else { return nil }
@@ -260,12 +266,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     /// Removes and returns the entry the policy chooses.
+    ///
+    /// Under W-TinyLFU, a window candidate that wins its duel moves to probation.
     @inlinable
     mutating func popVictim() -> (key: Key, payload: Payload)? {
         if policy == .wTinyLFU {
-            let slot = admissionVictim()
-            guard slot >= 0 else { return nil }
-            let node = remove(slot: slot)
+            guard let node = popAdmissionVictim() else { return nil }
             return (node.key, node.payload)
         }
         guard firstBucket >= 0 else { return nil }

@@ -14,33 +14,37 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     case lfu
     /// Least recently used: removes the entry that was set or read the longest time ago.
     case lru
-    /// Window TinyLFU with an adaptive window: recency for newcomers, frequency for admission.
+    /// Window TinyLFU with an adaptive window: recency for newcomers, frequency for admission, and
+    /// a window sized by what would have hit on this workload.
     ///
-    /// The entries live in three least-recently-used lists: a small *window* that every new entry
-    /// enters, and a main region split into *probation* and *protected* (80 % of the main region). A
-    /// read of a probation entry promotes it to protected; protected's oldest entry falls back to
-    /// probation. How often each key was used lately, stored or not, is estimated by a count-min sketch
-    /// of 4-bit counters (about 8 bytes per entry) that halves every thirty accesses per entry, so
-    /// old popularity fades.
+    /// The entries live in three least-recently-used lists: a *window* that every new entry enters,
+    /// and a main region split into *probation* and *protected* (80 % of the main region). A read of
+    /// a probation entry promotes it to protected; protected's oldest entry falls back to probation.
+    /// How often each key was used lately, stored or not, is estimated by a count-min sketch of 4-bit
+    /// counters (8 bytes per entry, at least 16 KiB) that halves periodically, so old popularity
+    /// fades: every 30 increments per entry while the window is small, every 10 once it is large.
+    /// Reads of window entries are not counted: repeated reads of a new entry in quick succession
+    /// say little about whether it will be used again.
     ///
     /// When the level is full and the window holds its share, the window's oldest entry (the
     /// candidate) meets the main region's next victim (probation's oldest, else protected's): the
-    /// candidate is admitted, and the victim removed, only if its estimated frequency is higher;
-    /// otherwise the candidate is removed. A
-    /// burst of keys used once therefore passes through the window without flushing the entries
-    /// that are used often. The entry being set always stays.
+    /// candidate is admitted, and the victim removed, only if its estimated frequency is higher, by
+    /// two if the victim was read while in the main region; otherwise the candidate is removed. A
+    /// victim not read for 30 × the capacity requests loses to any candidate. A burst of keys used
+    /// once therefore passes through the window without flushing the entries that are used often.
+    /// The entry being set always stays.
     ///
-    /// The window's share is *adaptive*: it starts at 1 % of the entries and may grow to all of
-    /// them (pure LRU). After every sample of requests (hits and new entries, as many as the level
-    /// holds, at least 512) the climber compares the level with a plain LRU of the same size,
-    /// simulated on a sample of the keys (at most 1 024 of them, about 32 KiB): if the LRU hit more
-    /// often, the share grows by 10 % of the entries, otherwise it shrinks by as much. A workload
-    /// whose hot set keeps moving, where recency beats stale frequencies, grows the window towards
-    /// LRU; a stable skewed one, or a scan, keeps it at 1 %, and brings it back there after a phase
-    /// that grew it.
+    /// The window's share is *adaptive*. Five small simulations of the level with fixed windows (one
+    /// entry, 5 %, 20 %, 100 % — plain LRU — and a 30 % window that admits every candidate) run on a
+    /// sample of the keys. Every 256 sampled requests the window moves towards the best of them (by
+    /// at most ×2) when it beats the one nearest to the level's own window on the same requests by a
+    /// significant margin. It starts at 1 %. A stable skewed workload, or one with scans or loops,
+    /// keeps a small window; a workload whose hot set keeps moving grows it towards LRU; and a
+    /// workload in between finds the window in between.
     ///
-    /// - Complexity: O(1) amortised per access, set and eviction (halving the sketch and growing it
-    ///   are O(capacity) once per O(capacity) operations).
+    /// - Complexity: O(1) per access, set and eviction: at most a few list moves each, and the
+    ///   sampled requests' simulations are O(1) too (halving the sketch and growing it are
+    ///   O(capacity) once per O(capacity) operations).
     case wTinyLFU
 
     /// `"lfu"`, `"lru"` or `"w-tinylfu"`.

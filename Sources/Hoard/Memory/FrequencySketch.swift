@@ -3,9 +3,11 @@
 ///
 /// Each key maps to four counters (in up to four 64-bit words of 16 counters each); an increment raises
 /// only the smallest of them (a conservative update), and the estimate is the smallest. Counters stop
-/// at 15. After `resetPeriod` increments every counter is halved, so the estimate follows what is
-/// popular now rather than what was popular long ago. The table holds at least one word (16 counters)
-/// per key tracked and grows with the number of entries of its owner, up to `maximumCapacity`.
+/// at 15. After ``resetPeriod`` increments every counter is halved, so the estimate follows what is
+/// popular now rather than what was popular long ago; the owner sets the period (W-TinyLFU ties it to
+/// its window, see `AdmissionState`). The table holds one word (16 counters) per key tracked, at
+/// least `minimumSize` words, and grows with the number of entries of its owner up to
+/// `maximumCapacity` keys.
 ///
 /// The hash it takes is ``spread(_:)`` of the key's `hashValue`, computed once per entry.
 ///
@@ -16,31 +18,45 @@ struct FrequencySketch {
     @usableFromInline var table: [UInt64] = []
     /// `64 - log2(table.count)`: a word index is the top bits of a hash.
     @usableFromInline var shift: UInt64 = 64
-    /// How many keys the table is sized for.
-    @usableFromInline var capacity = 0
-    /// The most keys the table will ever be sized for.
-    @usableFromInline let maximumCapacity: Int
+    /// The most words the table will ever have: a power of two.
+    @usableFromInline let maximumSize: Int
+    /// The fewest words the table has once it exists: a power of two.
+    @usableFromInline let minimumSize: Int
     /// Increments since the last halving.
     @usableFromInline var additions = 0
     /// Increments between two halvings.
-    @usableFromInline var resetPeriod = Int.max
+    @usableFromInline private(set) var resetPeriod = Int.max
 
-    /// How many increments per tracked key pass between two halvings.
-    ///
-    /// Caffeine uses 10. Longer memory separates the warm keys of a static skew better: on
-    /// `hoard-bench hitrate` 30 gained 0.1 to 0.3 points on every static row over 20 (Zipf 0.8 at
-    /// 5 %: 47.8 → 48.1). It lets a moved hot set wait longer behind stale counts, which the window
-    /// climber answers by growing the window.
-    @usableFromInline static var resetMultiplier: Int { 30 }
     /// The largest table, in keys tracked (one 64-bit word each): 8 MiB.
     @usableFromInline static var largestCapacity: Int { 1 << 20 }
 
     /// Creates an empty sketch that allocates nothing until ``ensureCapacity(_:)``.
     ///
-    /// - Parameter maximumCapacity: The most keys worth tracking (the owner's count limit).
+    /// - Parameters:
+    ///   - maximumCapacity: The most keys worth tracking (the owner's count limit).
+    ///   - minimumSize: The fewest words of the table, rounded up to a power of two: with fewer, the
+    ///     keys that a small owner sees in one reset period collide too often.
     @usableFromInline
-    init(maximumCapacity: Int) {
-        self.maximumCapacity = min(max(1, maximumCapacity), Self.largestCapacity)
+    init(maximumCapacity: Int, minimumSize: Int = 16) {
+        self.minimumSize = Self.powerOfTwo(atLeast: min(max(16, minimumSize), Self.largestCapacity))
+        maximumSize = max(
+            self.minimumSize,
+            Self.powerOfTwo(atLeast: min(max(1, maximumCapacity), Self.largestCapacity))
+        )
+    }
+
+    /// Creates a sketch of a fixed size: the smallest power of two of at least `words` words (and 16).
+    @usableFromInline
+    init(words: Int) {
+        self.init(maximumCapacity: words, minimumSize: words)
+        ensureCapacity(words)
+    }
+
+    /// The smallest power of two that is at least `count`.
+    static func powerOfTwo(atLeast count: Int) -> Int {
+        var size = 1
+        while size < count { size <<= 1 }
+        return size
     }
 
     /// Mixes a key's `hashValue` into the 64 bits the sketch indexes with.
@@ -58,14 +74,14 @@ struct FrequencySketch {
     /// - Complexity: O(table size) when it grows, which doubling makes O(1) amortised.
     @inlinable
     mutating func ensureCapacity(_ keys: Int) {
-        guard keys > capacity && capacity < maximumCapacity else { return }
+        guard keys > table.count && table.count < maximumSize else { return }
         grow(toward: keys)
     }
 
     @usableFromInline
     mutating func grow(toward keys: Int) {
-        var size = max(16, table.count)
-        let wanted = min(max(keys, 16), maximumCapacity)
+        var size = max(minimumSize, table.count)
+        let wanted = min(keys, maximumSize)
         while size < wanted { size <<= 1 }
         if table.isEmpty {
             table = [UInt64](repeating: 0, count: size)
@@ -80,9 +96,14 @@ struct FrequencySketch {
             table = grown
         }
         shift = UInt64(64 - size.trailingZeroBitCount)
-        capacity = min(size, maximumCapacity)
-        let (period, overflow) = capacity.multipliedReportingOverflow(by: Self.resetMultiplier)
-        resetPeriod = overflow ? Int.max : max(period, 16 * Self.resetMultiplier)
+    }
+
+    /// Sets the number of increments between two halvings (at least 1); if more have passed since the
+    /// last one, the next increment halves.
+    @usableFromInline
+    mutating func setResetPeriod(_ period: Int) {
+        resetPeriod = max(1, period)
+        additions = min(additions, resetPeriod)
     }
 
     /// The word and bit offset of the key's `which`-th counter (0 to 3).

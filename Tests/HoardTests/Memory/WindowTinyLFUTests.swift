@@ -160,77 +160,19 @@ import Testing
         #expect(sketch.frequency(cold) == 0)
     }
 
-    @Test func theClimberGrowsTheWindowWhilePlainLRUWouldHitMoreAndShrinksItOtherwise() {
-        // Samples fed by hand.
-        var state = AdmissionState(capacity: 100)
-        #expect(state.windowShare == AdmissionState.minimumWindowShare)
-        state.sampleRequests = 1_000
-        state.recencyAdvantage = 30  // plain LRU hit 30 more of the sampled requests
-        state.climb(count: 100)
-        let grown = state.windowShare
-        #expect(grown > AdmissionState.minimumWindowShare)
-        #expect(state.recencyAdvantage == 0 && state.sampleRequests == 0)
-        state.sampleRequests = 1_000
-        state.recencyAdvantage = -5
-        state.climb(count: 100)
-        #expect(state.windowShare < grown)
-        // A tie (at the largest window the cache is plain LRU) shrinks: recency has to keep paying.
-        for _ in 0..<20 {
-            state.sampleRequests = 1_000
-            state.climb(count: 100)
-        }
-        #expect(state.windowShare == AdmissionState.minimumWindowShare)
-        for _ in 0..<20 {
-            state.sampleRequests = 1_000
-            state.recencyAdvantage = 1
-            state.climb(count: 100)
-        }
-        #expect(state.windowShare == AdmissionState.maximumWindowShare)
-        #expect(state.climbs == 42)
-    }
-
     @Test func aWindowThatGrewComesBackWhenTheTraceTurnsStatic() {
         // The climber that compared hits per entry kept a full window for good: the hot keys lived in
         // the window and main only got its leftovers. Start there, on a static trace.
         let capacity = 200
         var generator = SplitMix64(seed: 23)
         var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
-        index.admission.windowShare = AdmissionState.maximumWindowShare
+        index.admission.setWindowSize(Double(capacity))
         for _ in 0..<40_000 {
             let key = generator.next() % 2 == 0 ? Int(generator.next() % 100) : 10_000 + Int(generator.next() % 100_000)
             request(&index, key, capacity: capacity)
         }
-        #expect(index.admission.windowShare <= 0.2)
+        #expect(index.admission.windowTarget <= capacity / 5)
         index.checkInvariants()
-    }
-
-    @Test func theRecencyShadowIsAnLRUOfTheSampledKeys() {
-        // Small enough to sample every key: an exact LRU of `count` hashes.
-        var shadow = RecencyShadow(capacity: 3)
-        #expect(shadow.rateShift == 0 && shadow.samples(12_345))
-        // 4 evicts 2, the least recently used; then a count of 1 shrinks it to 5 alone.
-        let small: [(hash: UInt64, count: Int)] = [
-            (1, 3), (2, 3), (3, 3), (1, 3), (4, 3), (2, 3), (1, 3), (4, 3), (5, 1),
-        ]
-        let smallHits = small.map { shadow.access($0.hash, count: $0.count) }
-        #expect(smallHits == [false, false, false, true, false, false, true, true, false])
-        #expect(shadow.nodes.count == 1 && shadow.hashes.count <= 3)
-        // Large: 1 key in 2^rateShift, in an LRU of `count >> rateShift` nodes.
-        var sampled = RecencyShadow(capacity: 1 << 20)
-        #expect(sampled.rateShift == 10)
-        var hits = 0
-        var requests = 0
-        var generator = SplitMix64(seed: 5)
-        for _ in 0..<400_000 {
-            let hash = FrequencySketch.spread(Int(generator.next() % 200_000))
-            guard sampled.samples(hash) else { continue }
-            requests += 1
-            if sampled.access(hash, count: 100_000) { hits += 1 }
-        }
-        // Uniform keys: an LRU holding half of them hits about half the time once warm.
-        #expect(requests > 200 && requests < 600)
-        #expect(sampled.nodes.count <= 100_000 >> 10)
-        #expect(Double(hits) / Double(requests) > 0.3 && Double(hits) / Double(requests) < 0.6)
     }
 
     @Test func aMovingHotSetGrowsTheWindowAndAStaticOneKeepsItSmall() {
@@ -242,14 +184,14 @@ import Testing
             let key = generator.next() % 2 == 0 ? Int(generator.next() % 100) : 10_000 + Int(generator.next() % 100_000)
             request(&steady, key, capacity: capacity)
         }
-        #expect(steady.admission.windowShare <= 0.2)
+        #expect(steady.admission.windowTarget <= capacity / 5)
         // Moving: a new set of 150 keys every 1 000 requests, each key used a few times in a row.
         var moving = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
         for step in 0..<40_000 {
             let base = (step / 1_000) * 1_000
             request(&moving, base + Int(generator.next() % 150), capacity: capacity)
         }
-        #expect(moving.admission.windowShare >= 0.5)
+        #expect(moving.admission.windowTarget >= capacity / 2)
         steady.checkInvariants()
         moving.checkInvariants()
     }

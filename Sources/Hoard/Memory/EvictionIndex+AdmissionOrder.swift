@@ -1,0 +1,148 @@
+// The W-TinyLFU eviction order of an `EvictionIndex`: which entry `popVictim()` removes, and the
+// sequence it would follow if called until the index is empty.
+//
+// Every decision reads the region heads, the window's size against its target, the sketch, the
+// victim's incumbency and last request, and the admission mode, none of which a pop changes but
+// for the entries it moves. So `victim`, `popVictim()` and `entriesInEvictionOrder` agree, and a
+// walk follows the pops with a cursor: a candidate that wins its duel goes to probation's tail,
+// which the walk reaches after probation's own entries.
+
+/// Where a walk through the W-TinyLFU eviction order stands.
+@usableFromInline
+struct AdmissionCursor {
+    /// The next window entry, probation entry and protected entry, or -1.
+    @usableFromInline var window: Int32
+    @usableFromInline var probation: Int32
+    @usableFromInline var protected: Int32
+    /// The window's size once the entries before the cursor are gone.
+    @usableFromInline var windowCount: Int
+    /// The candidates that won their duels, which `popVictim()` moves to probation's tail, in order.
+    @usableFromInline var admitted: [Int32] = []
+    /// How many of `admitted` are gone.
+    @usableFromInline var admittedRemoved = 0
+
+    @inlinable
+    init(window: Int32, probation: Int32, protected: Int32, windowCount: Int) {
+        self.window = window
+        self.probation = probation
+        self.protected = protected
+        self.windowCount = windowCount
+    }
+
+    /// Main's next victim: probation's oldest entry, counting the candidates moved to its tail, else
+    /// protected's; -1 when main is empty.
+    @inlinable
+    var mainVictim: Int32 {
+        if probation >= 0 { return probation }
+        if admittedRemoved < admitted.count { return admitted[admittedRemoved] }
+        return protected
+    }
+}
+
+extension EvictionIndex {
+    /// What ``popVictim()`` does to the index as it stands: the slot it removes, and the window
+    /// candidate it moves to probation (-1 if none).
+    @inlinable
+    func admissionChoice() -> (victim: Int32, admitted: Int32) {
+        let probation = lists[Int(Self.probationRegion)].head
+        let main = probation >= 0 ? probation : lists[Int(Self.protectedRegion)].head
+        return admissionChoice(
+            window: lists[Int(Self.windowRegion)].head,
+            main: main,
+            windowCount: admission.windowCount
+        )
+    }
+
+    /// The eviction rule, for a window whose oldest entry is `window` (or -1) and holds `windowCount`
+    /// entries, and main's victim `main` (or -1).
+    ///
+    /// While the window holds less than its target, main's victim goes and the window grows. Once it
+    /// holds its target, its oldest entry (the candidate) meets main's victim: if the candidate is
+    /// admitted (see `AdmissionState.admits`), the victim goes and the candidate moves to probation;
+    /// otherwise the candidate goes.
+    @inlinable
+    func admissionChoice(window: Int32, main: Int32, windowCount: Int) -> (victim: Int32, admitted: Int32) {
+        if main < 0 { return (window, -1) }
+        if window < 0 || windowCount < admission.windowTarget { return (main, -1) }
+        return admits(window, over: main) ? (main, window) : (window, -1)
+    }
+
+    /// Whether the window entry `candidate` replaces the main entry `victim`.
+    @inlinable
+    func admits(_ candidate: Int32, over victim: Int32) -> Bool {
+        if admission.admitsAll { return true }
+        return AdmissionState.admits(
+            candidateFrequency: admission.sketch.frequency(metas[Int(candidate)].spread),
+            victimFrequency: admission.sketch.frequency(metas[Int(victim)].spread),
+            victimIsIncumbent: metas[Int(victim)].isIncumbent,
+            victimIdleTime: admission.now &- links[Int(victim)].stamp,
+            idleThreshold: admission.idleThreshold
+        )
+    }
+
+    /// A walk through the eviction order from its start.
+    @usableFromInline
+    var admissionCursor: AdmissionCursor {
+        AdmissionCursor(
+            window: lists[Int(Self.windowRegion)].head,
+            probation: lists[Int(Self.probationRegion)].head,
+            protected: lists[Int(Self.protectedRegion)].head,
+            windowCount: admission.windowCount
+        )
+    }
+
+    /// The next slot in the eviction order after `cursor`, which it advances; -1 at the end.
+    ///
+    /// It is the slot `popVictim()` would remove if it had removed the entries before `cursor`.
+    @usableFromInline
+    func nextAdmissionVictim(_ cursor: inout AdmissionCursor) -> Int32 {
+        let main = cursor.mainVictim
+        let (victim, admitted) = admissionChoice(window: cursor.window, main: main, windowCount: cursor.windowCount)
+        guard victim >= 0 else { return -1 }
+        if victim == cursor.window {
+            cursor.window = links[Int(victim)].next
+            cursor.windowCount -= 1
+        } else if victim == cursor.probation {
+            cursor.probation = links[Int(victim)].next
+        } else if cursor.admittedRemoved < cursor.admitted.count {
+            cursor.admittedRemoved += 1
+        } else {
+            cursor.protected = links[Int(victim)].next
+        }
+        if admitted >= 0 {
+            cursor.admitted.append(admitted)
+            cursor.window = links[Int(admitted)].next
+            cursor.windowCount -= 1
+        }
+        return victim
+    }
+
+    /// The key removed next other than `key`.
+    @usableFromInline
+    func admissionVictim(excluding key: Key) -> Key? {
+        var cursor = admissionCursor
+        let first = nextAdmissionVictim(&cursor)
+        guard first >= 0 else { return nil }
+        if entries[Int(first)].key != key { return entries[Int(first)].key }
+        let second = nextAdmissionVictim(&cursor)
+        return second >= 0 ? entries[Int(second)].key : nil
+    }
+
+    /// Every entry in the order `popVictim()` would remove them, with its estimated frequency (at
+    /// least 1) as its count.
+    ///
+    /// - Complexity: O(n).
+    @usableFromInline
+    var admissionEntriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
+        var result: [(key: Key, payload: Payload, count: UInt32)] = []
+        result.reserveCapacity(entries.count)
+        var cursor = admissionCursor
+        while true {
+            let slot = nextAdmissionVictim(&cursor)
+            guard slot >= 0 else { break }
+            let frequency = admission.sketch.frequency(metas[Int(slot)].spread)
+            result.append((entries[Int(slot)].key, entries[Int(slot)].payload, UInt32(max(1, frequency))))
+        }
+        return result
+    }
+}
