@@ -20,6 +20,7 @@ enum MemoryPerEntry {
     enum Subject: String, CaseIterable {
         case hoardLRU = "hoard-lru"
         case hoardLFU = "hoard-lfu"
+        case hoardWTinyLFU = "hoard-w-tinylfu"
         case dictionary
         case plainLRU = "plain-lru"
 
@@ -27,8 +28,19 @@ enum MemoryPerEntry {
             switch self {
             case .hoardLRU: "Hoard Cache<Int> lru"
             case .hoardLFU: "Hoard Cache<Int> lfu"
+            case .hoardWTinyLFU: "Hoard Cache<Int> w-tinylfu"
             case .dictionary: "Dictionary<String, Int>"
             case .plainLRU: "plain LRU behind one lock"
+            }
+        }
+
+        /// The eviction policy of a Hoard subject.
+        var policy: EvictionPolicy? {
+            switch self {
+            case .hoardLRU: .lru
+            case .hoardLFU: .lfu
+            case .hoardWTinyLFU: .wTinyLFU
+            case .dictionary, .plainLRU: nil
             }
         }
     }
@@ -89,10 +101,11 @@ enum MemoryPerEntry {
                         median - payload
                     )
             )
-            if subject == .hoardLRU || subject == .hoardLFU {
+            if let policy = subject.policy {
                 report.targets.append(
                     TargetCheck(
-                        target: "memory overhead (\(subject == .hoardLRU ? "lru" : "lfu")) ≤ 100 B per entry",
+                        target:
+                            "memory overhead (\(policy)\(policy == .wTinyLFU ? ", the default" : "")) ≤ 100 B per entry",
                         measured: String(format: "%.1f B", median - payload),
                         holds: median - payload <= 100
                     )
@@ -170,8 +183,9 @@ enum MemoryPerEntry {
         }
         var checksum = 0
         switch subject {
-        case .hoardLRU, .hoardLFU:
-            guard let cache = try? memoryOnlyCache(capacity: roomFor(count), policy: subject == .hoardLRU ? .lru : .lfu)
+        case .hoardLRU, .hoardLFU, .hoardWTinyLFU:
+            guard let policy = subject.policy,
+                let cache = try? memoryOnlyCache(capacity: roomFor(count), policy: policy)
             else {
                 progress("cannot build the cache")
                 return 1

@@ -18,6 +18,7 @@ enum ThreadsMixed {
 
     static let hoardLRU = "Hoard Cache<Int> lru"
     static let hoardLFU = "Hoard Cache<Int> lfu"
+    static let hoardWTinyLFU = "Hoard Cache<Int> w-tinylfu"
     static let mutexDictionary = "Mutex<[String: Int]>"
     static let plainLRU = "plain LRU behind one lock"
     static let shardedLRU = "plain LRU, 16 shards (experiment)"
@@ -81,11 +82,11 @@ enum ThreadsMixed {
             }
         }
 
-        for policy in [EvictionPolicy.lru, .lfu] {
+        for (policy, name) in [(EvictionPolicy.lru, hoardLRU), (.lfu, hoardLFU), (.wTinyLFU, hoardWTinyLFU)] {
             let cache = try memoryOnlyCache(capacity: roomFor(keyCount), policy: policy)
             for (value, key) in keys.enumerated() { cache[key] = value }
             addRows(
-                policy == .lru ? hoardLRU : hoardLFU,
+                name,
                 get: { key, _ in cache[key] },
                 set: { value, key, _ in cache[key] = value }
             )
@@ -132,14 +133,14 @@ enum ThreadsMixed {
         )
         report.rows = try await measureInterleaved(rows, plan: context.plan)
         report.reference = label(hoardLRU, threads: 1)
-        for name in [hoardLRU, hoardLFU, mutexDictionary, plainLRU, shardedLRU, privateDictionaries] {
+        for name in [hoardLRU, hoardLFU, hoardWTinyLFU, mutexDictionary, plainLRU, shardedLRU, privateDictionaries] {
             report.comparisons.append((label(name, threads: 2), label(name, threads: 1)))
         }
         report.comparisons.append((label(hoardLRU, threads: 2), label(plainLRU, threads: 2)))
         report.notes.append(
             "the ratio column divides by \(label(hoardLRU, threads: 1)); 2-thread rows count both threads' operations"
         )
-        report.summary = [hoardLRU, hoardLFU, mutexDictionary, plainLRU].flatMap { name in
+        report.summary = [hoardLRU, hoardLFU, hoardWTinyLFU, mutexDictionary, plainLRU].flatMap { name in
             [1, 2].map { threads in ("2 threads 90/10: \(label(name, threads: threads))", label(name, threads: threads))
             }
         }
@@ -160,7 +161,7 @@ enum ThreadsMixed {
                 )
             }
         }
-        for (policy, name) in [("lru", hoardLRU), ("lfu", hoardLFU)] {
+        for (policy, name) in [("lru", hoardLRU), ("lfu", hoardLFU), ("w-tinylfu, the default", hoardWTinyLFU)] {
             let check = TargetCheck.ratio(
                 "2 threads 90/10 (\(policy)) ≥ 1.2× Hoard's own 1-thread rate",
                 report.row(label(name, threads: 2)),

@@ -28,15 +28,35 @@ struct AdmissionState {
     /// Whether every candidate is admitted (an SLRU with a window), as the SLRU expert does; the
     /// duel and the sketch are then not read.
     @usableFromInline private(set) var admitsAll = false
-    /// The request clock, +1 on every hit and every new entry; it wraps.
+    /// The request clock, +1 on every hit and every new entry; 31 bits, and it wraps.
     ///
-    /// `Link.stamp` holds each entry's last request, so `now &- stamp` is how long it has been idle.
+    /// `Link.stamp` holds each entry's last request below its incumbent bit, so
+    /// ``idleTime(since:)`` tells how long the entry has been idle.
     @usableFromInline var now: UInt32 = 0
     /// A main victim idle for longer than this (30 × `capacity` requests) loses its duel to any
     /// candidate seen at least once.
     @usableFromInline let idleThreshold: UInt32
     /// The experts and the climber that follows them.
     @usableFromInline var experts: WindowExperts
+
+    /// The bit of `Link.stamp` that marks an incumbent.
+    ///
+    /// An incumbent is an entry hit while in probation or protected since it was stored. The clock is
+    /// the other 31 bits.
+    @usableFromInline static var incumbentBit: UInt32 { 1 << 31 }
+    /// The clock's bits in a stamp.
+    @usableFromInline static var clockMask: UInt32 { incumbentBit - 1 }
+
+    /// Advances the request clock; returns the new time.
+    @inlinable
+    mutating func tick() -> UInt32 {
+        now = (now &+ 1) & Self.clockMask
+        return now
+    }
+
+    /// The requests since the one that wrote `stamp`.
+    @inlinable
+    func idleTime(since stamp: UInt32) -> UInt32 { (now &- stamp) & Self.clockMask }
 
     /// The protected region's share of the main region.
     @usableFromInline static var protectedShare: Double { 0.8 }
@@ -65,7 +85,7 @@ struct AdmissionState {
         self.capacity = capacity
         sketch = FrequencySketch(maximumCapacity: capacity, minimumSize: Self.minimumSketchWords)
         let (idle, overflow) = capacity.multipliedReportingOverflow(by: Self.idleRequestsPerEntry)
-        idleThreshold = UInt32(clamping: overflow ? Int.max : idle)
+        idleThreshold = UInt32(clamping: min(overflow ? Int.max : idle, Int(Self.clockMask)))
         experts = WindowExperts(capacity: capacity)
         windowSize = 1
         windowTarget = 1

@@ -74,8 +74,8 @@ extension EvictionIndex {
         return AdmissionState.admits(
             candidateFrequency: admission.sketch.frequency(metas[Int(candidate)].spread),
             victimFrequency: admission.sketch.frequency(metas[Int(victim)].spread),
-            victimIsIncumbent: metas[Int(victim)].isIncumbent,
-            victimIdleTime: admission.now &- links[Int(victim)].stamp,
+            victimIsIncumbent: links[Int(victim)].stamp & AdmissionState.incumbentBit != 0,
+            victimIdleTime: admission.idleTime(since: links[Int(victim)].stamp),
             idleThreshold: admission.idleThreshold
         )
     }

@@ -63,7 +63,7 @@ extension EvictionIndex {
                 precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
                 precondition(metas[Int(slot)].spread == FrequencySketch.spread(key.hashValue), "key hash")
                 precondition(
-                    region != Self.windowRegion || !metas[Int(slot)].isIncumbent,
+                    region != Self.windowRegion || link.stamp & AdmissionState.incumbentBit == 0,
                     "an incumbent in the window: only main hits make one"
                 )
                 sizes[Int(region)] += 1

@@ -4,15 +4,15 @@
 // The buckets form a chain in increasing count, from `firstBucket` to `lastBucket`, linked by their
 // `NodeList.prev` and `next`; the victim is the head of the first bucket. Under LRU every node stays
 // in the one count-1 bucket. W-TinyLFU never reaches this file's functions but
-// ``recordAccess(_:)``, which hands it on.
+// ``recordAccess(_:hash:)``, which hands it on.
 
 extension EvictionIndex {
     // MARK: - Accesses
 
-    /// Counts an access to `slot`: moves it to the tail of its frequency bucket (LRU) or of the
-    /// bucket for one access more (LFU), or hands it to W-TinyLFU.
+    /// Counts an access to `slot`, whose key's hash value is `hash`: moves it to the tail of its
+    /// frequency bucket (LRU) or of the bucket for one access more (LFU), or hands it to W-TinyLFU.
     @inlinable
-    mutating func recordAccess(_ slot: Int32) {
+    mutating func recordAccess(_ slot: Int32, hash: Int) {
         if policy == .lru {
             // LRU keeps every entry in its one bucket, the first: the slot's bucket is not even read.
             // Stamps only order LFU merges: LRU needs none.
@@ -20,7 +20,7 @@ extension EvictionIndex {
             return
         }
         if policy == .wTinyLFU {
-            recordAdmissionAccess(slot)
+            recordAdmissionAccess(slot, hash: hash)
             return
         }
         let link = links[Int(slot)]

@@ -3,11 +3,12 @@
 //
 // The index's lists 0, 1 and 2 are the window, probation and protected regions, each from least to
 // most recently used; there are no frequency buckets (`firstBucket` stays -1). A node's `Meta.spread`
-// holds its key's spread hash, so the sketch never hashes a key twice, and its `Meta.isIncumbent`
-// whether it was hit in main; its `Link.stamp` is the request clock at its last request. The state
-// besides the links is `AdmissionState`; the experts that size the window are `WindowExperts`. The
-// eviction order, which `victim` and `entriesInEvictionOrder` read, is in
-// `EvictionIndex+AdmissionOrder.swift`.
+// holds its key's spread hash for the duels, which read other entries than the one requested; a hit
+// mixes it again from the key's hash value it has at hand. A node's `Link.stamp` holds the request
+// clock at its last request and whether it was hit in main (see `AdmissionState.incumbentBit`), so
+// a hit writes nothing outside the links. The state besides the links is `AdmissionState`; the
+// experts that size the window are `WindowExperts`. The eviction order, which `victim` and
+// `entriesInEvictionOrder` read, is in `EvictionIndex+AdmissionOrder.swift`.
 //
 // Every request moves at most a few nodes between regions (two from an over-full window to
 // probation, three from an over-full protected region to probation), so every operation is O(1);
@@ -38,7 +39,7 @@ extension EvictionIndex {
         if region == Self.protectedRegion { admission.protectedCount += 1 }
     }
 
-    /// Moves `slot` to the tail of `region`, keeping its last request.
+    /// Moves `slot` to the tail of `region`, keeping its stamp (last request and incumbency).
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32) {
         move(slot, to: region, stamp: links[Int(slot)].stamp)
@@ -68,10 +69,10 @@ extension EvictionIndex {
     /// capacity only when the owner allows it.
     @inlinable
     mutating func insertIntoWindow(key: Key, hash keyHash: Int, payload: Payload, cost: Int) {
-        admission.now &+= 1
+        let now = admission.tick()
         let hash = FrequencySketch.spread(keyHash)
         let slot = appendEntry(key: key, hash: keyHash, payload: payload, spread: hash, cost: cost)
-        appendNode(slot, to: Self.windowRegion, stamp: admission.now)
+        appendNode(slot, to: Self.windowRegion, stamp: now)
         admission.windowCount += 1
         admission.sketch.ensureCapacity(entries.count)
         admission.sketch.increment(hash)
@@ -97,31 +98,50 @@ extension EvictionIndex {
         admission.sketch.raise(hash, to: Int(min(count, 15)))
     }
 
-    /// Counts a request (a hit) to `slot` and moves it as its region says.
+    /// ``access(_:hash:)`` under W-TinyLFU.
+    ///
+    /// The sketch's four words are read before the table is: the key's hash gives them, so their
+    /// memory misses overlap those of the table and the entry instead of following them.
+    @inlinable
+    mutating func admissionAccess(_ key: Key, hash keyHash: Int) -> Payload? {
+        let hash = FrequencySketch.spread(keyHash)
+        let smallest = admission.sketch.smallestCounter(hash)
+        guard let slot = slot(for: key, hash: keyHash) else { return nil }
+        recordAdmissionAccess(slot, spread: hash, smallestCounter: smallest)
+        return entries[Int(slot)].payload
+    }
+
+    /// Counts a request (a hit) to `slot`, whose key's hash value is `keyHash`, and moves it as its
+    /// region says.
     ///
     /// A window hit is not counted in the sketch: it is a correlated re-reference (LRU-K's
     /// "correlated reference period"), and counting it let bursty keys beat keys that are reused
     /// (`multi2` at 250, 500 and 2 000 entries lost 3.8, 6.1 and 1.9 points).
     @inlinable
-    mutating func recordAdmissionAccess(_ slot: Int32) {
-        admission.now &+= 1
-        let now = admission.now
-        let hash = metas[Int(slot)].spread
+    mutating func recordAdmissionAccess(_ slot: Int32, hash keyHash: Int) {
+        let hash = FrequencySketch.spread(keyHash)
+        recordAdmissionAccess(slot, spread: hash, smallestCounter: admission.sketch.smallestCounter(hash))
+    }
+
+    /// ``recordAdmissionAccess(_:hash:)`` given the key's spread hash and the smallest of its counters
+    /// in the sketch.
+    @inlinable
+    mutating func recordAdmissionAccess(_ slot: Int32, spread hash: UInt64, smallestCounter: UInt64) {
+        let now = admission.tick()
         let region = links[Int(slot)].list
-        if region != Self.windowRegion {
-            admission.sketch.increment(hash)
-            if !metas[Int(slot)].isIncumbent { metas[Int(slot)].isIncumbent = true }
-        }
+        // A window entry is never an incumbent; a main hit makes one.
+        let stamp = region == Self.windowRegion ? now : now | AdmissionState.incumbentBit
+        if region != Self.windowRegion { admission.sketch.increment(hash, smallest: smallestCounter) }
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on; protected's oldest steps down.
-            move(slot, to: Self.protectedRegion, stamp: now)
+            move(slot, to: Self.protectedRegion, stamp: stamp)
             if admission.protectedCount > admission.protectedTarget {
                 move(lists[Int(Self.protectedRegion)].head, to: Self.probationRegion)
             }
         } else if links[Int(slot)].next >= 0 {
-            relink(slot, from: region, to: region, stamp: now)
+            relink(slot, from: region, to: region, stamp: stamp)
         } else {
-            links[Int(slot)].stamp = now
+            links[Int(slot)].stamp = stamp
         }
         rebalanceProtected()
         if admission.experts.samples(hash) { admission.observe(hash, isFull: entries.count >= admission.capacity) }

@@ -58,8 +58,11 @@ struct EvictionIndex<Key: Hashable, Payload> {
         /// The index clock at the entry's last access (LFU and W-TinyLFU; 0 under LRU).
         ///
         /// Under LFU it orders the entries of two frequency buckets that aging merges (see
-        /// ``nextStamp()`` for why 32 bits never wrap there); under W-TinyLFU it is the request clock
-        /// `AdmissionState.now` at the last request, which tells idle victims, and wraps.
+        /// ``nextStamp()`` for why 32 bits never wrap there). Under W-TinyLFU its low 31 bits are the
+        /// request clock `AdmissionState.now` at the last request, which tells idle victims, and its
+        /// top bit whether the entry was hit in probation or protected since it was stored (an
+        /// incumbent; see `AdmissionState.incumbentBit`): a hit writes both, and reads nothing else
+        /// of the entry.
         @usableFromInline var stamp: UInt32 = 0
 
         @inlinable
@@ -74,15 +77,11 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// What finds an entry in the table, and W-TinyLFU's hash of its key and incumbency.
+    /// What finds an entry in the table, and W-TinyLFU's hash of its key.
     @usableFromInline
     struct Meta {
         /// The low 32 bits of the key's hash value, which finds its entry in `table`.
         @usableFromInline var tag: UInt32
-        /// Whether the entry was hit in W-TinyLFU's probation or protected region since it was stored.
-        ///
-        /// False under the other policies. It fills what would be padding before `spread`.
-        @usableFromInline var isIncumbent = false
         /// The key's spread hash, which indexes W-TinyLFU's frequency sketch (see
         /// `FrequencySketch.spread(_:)`); 0 under the other policies, which never read it.
         @usableFromInline var spread: UInt64
@@ -161,7 +160,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     var count: Int { entries.count }
 
     /// The slot of the node for `key`, whose hash value is `hash`.
-    @inlinable
+    ///
+    /// Always inlined: called without inlining from a mutating method, it would be handed a copy of
+    /// the whole index (300 bytes and more) on every hit.
+    @inlinable @inline(__always)
     func slot(for key: Key, hash: Int) -> Int32? {
         let tag = SlotTable.tag(hash)
         var probe = table.home(tag)
@@ -195,8 +197,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// - Returns: The payload, or `nil` when no entry exists for `key`.
     @inlinable
     mutating func access(_ key: Key, hash: Int? = nil) -> Payload? {
-        guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
-        recordAccess(slot)
+        let hash = hash ?? key.hashValue
+        if policy == .wTinyLFU { return admissionAccess(key, hash: hash) }
+        guard let slot = slot(for: key, hash: hash) else { return nil }
+        recordAccess(slot, hash: hash)
         return entries[Int(slot)].payload
     }
 
@@ -213,7 +217,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
             entries[Int(slot)].payload = payload
             totalCost += cost - costs[Int(slot)]
             costs[Int(slot)] = cost
-            recordAccess(slot)
+            recordAccess(slot, hash: hash)
             return old
         }
         if policy == .wTinyLFU {

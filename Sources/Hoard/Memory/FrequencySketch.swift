@@ -114,6 +114,15 @@ struct FrequencySketch {
         return (Int(truncatingIfNeeded: probe >> shift), ((hash >> (which << 2)) & 15) << 2)
     }
 
+    /// The four words and bit offsets of the key's counters: ``position(_:_:)`` for 0 to 3.
+    @inlinable @inline(__always)
+    func positions(_ hash: UInt64) -> (words: SIMD4<Int>, offsets: SIMD4<UInt64>) {
+        let step = (hash << 32) | (hash >> 32) | 1
+        let probes = SIMD4(hash, hash &+ step, hash &+ 2 &* step, hash &+ 3 &* step) &>> shift
+        let nibbles = SIMD4(hash, hash >> 4, hash >> 8, hash >> 12) & 15
+        return (SIMD4(truncatingIfNeeded: probes), nibbles &<< 2)
+    }
+
     @inlinable
     func counter(_ hash: UInt64, _ which: UInt64) -> UInt64 {
         let (word, offset) = position(hash, which)
@@ -121,22 +130,46 @@ struct FrequencySketch {
     }
 
     /// The estimated number of increments of the key (0 to 15) since it was last forgotten.
-    @inlinable
+    @inlinable @inline(__always)
     func frequency(_ hash: UInt64) -> Int {
         guard !table.isEmpty else { return 0 }
-        return Int(min(min(counter(hash, 0), counter(hash, 1)), min(counter(hash, 2), counter(hash, 3))))
+        let (words, offsets) = positions(hash)
+        var first = (table[words[0]] >> offsets[0]) & 15
+        first = min(first, (table[words[1]] >> offsets[1]) & 15)
+        var second = (table[words[2]] >> offsets[2]) & 15
+        second = min(second, (table[words[3]] >> offsets[3]) & 15)
+        return Int(min(first, second))
+    }
+
+    /// The smallest of the key's four counters: ``frequency(_:)``, as the counters' type.
+    @inlinable @inline(__always)
+    func smallestCounter(_ hash: UInt64) -> UInt64 {
+        UInt64(frequency(hash))
     }
 
     /// Counts one more occurrence of the key; halves every counter once per reset period.
     @inlinable
     mutating func increment(_ hash: UInt64) {
-        guard !table.isEmpty else { return }
-        let smallest = UInt64(frequency(hash))
-        guard smallest < 15 else { return }
-        for which in 0..<UInt64(4) {
-            let (word, offset) = position(hash, which)
-            // Re-reads the counter, so two probes landing on the same counter raise it once.
-            if (table[word] >> offset) & 15 == smallest { table[word] &+= 1 << offset }
+        increment(hash, smallest: smallestCounter(hash))
+    }
+
+    /// Counts one more occurrence of the key whose smallest counter is `smallest` (its
+    /// ``smallestCounter(_:)`` now).
+    ///
+    /// On the hit path: the positions are computed once more, and the table is checked for
+    /// uniqueness once.
+    @inlinable @inline(__always)
+    mutating func increment(_ hash: UInt64, smallest: UInt64) {
+        guard !table.isEmpty && smallest < 15 else { return }
+        let (words, offsets) = positions(hash)
+        table.withUnsafeMutableBufferPointer { table in
+            // `positions` gives words below `table.count`: the top bits of a hash.
+            for which in 0..<4 {
+                // Re-reads the counter, so two probes landing on the same counter raise it once.
+                if (table[words[which]] >> offsets[which]) & 15 == smallest {
+                    table[words[which]] &+= 1 << offsets[which]
+                }
+            }
         }
         additions += 1
         if additions >= resetPeriod { halve() }

@@ -44,12 +44,12 @@ import Testing
         index.upsert(8, forKey: 8)
         let slot = try #require(index.slot(for: 7, hash: 7.hashValue))
         #expect(index.links[Int(slot)].list == EvictionIndex<Int, Int>.probationRegion)
-        #expect(!index.metas[Int(slot)].isIncumbent)
+        #expect(index.links[Int(slot)].stamp & AdmissionState.incumbentBit == 0)
         _ = index.access(7)
         #expect(index.admission.sketch.frequency(hash) == 2)
         let moved = try #require(index.slot(for: 7, hash: 7.hashValue))
         #expect(index.links[Int(moved)].list == EvictionIndex<Int, Int>.protectedRegion)
-        #expect(index.metas[Int(moved)].isIncumbent)
+        #expect(index.links[Int(moved)].stamp & AdmissionState.incumbentBit != 0)
         index.checkInvariants()
     }
 
