@@ -7,7 +7,7 @@ import Foundation
 ///     .containerName("users")                   // required: the cache's folder inside `directory`
 ///     .maxRamCount(100)                         // objects kept in memory (0 turns memory off)
 ///     .maxDiskCount(1_000)                      // objects kept on disk (0 turns disk off)
-///     .evictionPolicy(.lfu)
+///     .evictionPolicy(.wTinyLFU)                // the default; .lru and .lfu on request
 ///     .fetcher { id in try await api.user(id: id) }
 ///     .maxRetryCount(3)
 ///     .delegate(observer)                       // held weakly
@@ -26,7 +26,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var directory: URL?
     var maxRamCount = 100
     var maxDiskCount = 1_000
-    var evictionPolicy = EvictionPolicy.lfu
+    var evictionPolicy = EvictionPolicy.wTinyLFU
     var serializer: any CacheSerializer<Value>
     var fetcher: (@Sendable (String) async throws -> Value)?
     var maxRetryCount = 0
@@ -115,7 +115,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// Sets how many values disk keeps (default 1 000); 0 turns the disk level off.
     public func maxDiskCount(_ count: Int) -> Self { with { $0.maxDiskCount = count } }
 
-    /// Sets which value a full level removes (default ``EvictionPolicy/lfu``).
+    /// Sets which value a full level removes, in memory and on disk (default
+    /// ``EvictionPolicy/wTinyLFU``, which adapts to the workload).
     public func evictionPolicy(_ policy: EvictionPolicy) -> Self { with { $0.evictionPolicy = policy } }
 
     /// Replaces the serializer that turns values into bytes for disk.

@@ -11,8 +11,8 @@ import Foundation
 /// error met while opening it.
 ///
 /// With a byte limit, the entry files (each holds its key, the serialized value and a small header)
-/// take at most that many bytes together once ``flush()`` returns: each write evicts values in LFU
-/// order, never the value just written, until both limits hold. A value whose entry file alone is
+/// take at most that many bytes together once ``flush()`` returns: each write evicts values in the
+/// order of ``EvictionPolicy/wTinyLFU`` (a ``Cache``'s default), never the value just written, until both limits hold. A value whose entry file alone is
 /// larger than the limit is not kept (it evicts nothing, and an older value for its key is removed).
 ///
 /// ```swift
@@ -39,7 +39,8 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         precondition(capacity >= 0, "DiskCacheLevel capacity must be 0 or more, not \(capacity).")
         let options = DiskStore.Options(
             capacity: capacity,
-            policy: .lfu,
+            // A Cache's default, so that both open one container with the same settings.
+            policy: .wTinyLFU,
             byteLimit: byteLimit,
             contents: ContainerContents(Value.self, serializer: serializer)
         )

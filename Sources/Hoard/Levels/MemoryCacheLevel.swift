@@ -1,4 +1,4 @@
-/// A cache level in memory, with a count limit and LFU or LRU eviction.
+/// A cache level in memory, with a count limit and adaptive (W-TinyLFU), LFU or LRU eviction.
 ///
 /// It runs on the same engine as the memory level of ``Cache``. Every operation is O(1) and never
 /// suspends; the level is safe from any thread. ``onMemoryWarning()`` empties it.
@@ -30,13 +30,14 @@ public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: 
     ///     programming error: it stops the program with a message.
     ///   - costLimit: The most the costs of the stored values may add up to; `nil` (the default) for
     ///     a count limit only. A value whose cost alone exceeds it is not kept.
-    ///   - policy: Which value to remove when a new one needs room.
+    ///   - policy: Which value to remove when a new one needs room (default
+    ///     ``EvictionPolicy/wTinyLFU``, as a ``Cache``'s).
     ///   - cost: The cost of a value, for the cost limit; negative costs count as 0. Without it, every
     ///     value costs 1. Called outside the level's lock, once per set.
     public init(
         capacity: Int = 100,
         costLimit: Int? = nil,
-        policy: EvictionPolicy = .lfu,
+        policy: EvictionPolicy = .wTinyLFU,
         cost: (@Sendable (Value) -> Int)? = nil
     ) {
         precondition(capacity >= 0, "MemoryCacheLevel capacity must be 0 or more, not \(capacity).")

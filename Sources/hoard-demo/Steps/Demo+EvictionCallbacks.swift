@@ -14,7 +14,8 @@ extension Demo {
             .containerName("eviction")
             .directory(folder)
             .maxRamCount(3)
-            .maxDiskCount(5)  // default policy .lfu: every post is set once, so the oldest goes first
+            .maxDiskCount(5)
+            .evictionPolicy(.lfu)  // every post is set once, so the oldest goes first
             .delegate(delegate)
             .build()
         explain("Setting 8 articles; memory keeps 3, so each set past the third evicts one from memory:")

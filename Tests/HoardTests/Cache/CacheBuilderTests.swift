@@ -24,7 +24,7 @@ private struct User: Codable, Sendable, Equatable {
         let builder = CacheBuilder<User>()
         #expect(builder.maxRamCount == 100)
         #expect(builder.maxDiskCount == 1_000)
-        #expect(builder.evictionPolicy == .lfu)
+        #expect(builder.evictionPolicy == .wTinyLFU)
         #expect(builder.maxRetryCount == 0)
         #expect(builder.serializer is CodableSerializer<User>)
         #expect(builder.containerName == nil)

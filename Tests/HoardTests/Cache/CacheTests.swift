@@ -268,7 +268,9 @@ import Testing
     func aDelegateMayReenterTheCacheDuringEviction() async throws {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
-        let cache = try folder.stringBuilder().maxRamCount(2).maxDiskCount(10).delegate(delegate).build()
+        // LFU: every key is set once, so memory evicts them oldest first, which the checks below need.
+        let cache = try folder.stringBuilder().maxRamCount(2).maxDiskCount(10).evictionPolicy(.lfu)
+            .delegate(delegate).build()
         let seen = Protected<[(key: String, value: String?)]>([])
         delegate.onEvent = { cache, event in
             switch event {

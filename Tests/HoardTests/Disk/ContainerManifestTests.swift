@@ -89,7 +89,8 @@ import Testing
 
     @Test func aDiskLevelAndACacheOfOneTypeShareTheContainerAndOfAnotherTypeDoNot() async throws {
         let folder = TemporaryDirectory()
-        let cache = try folder.stringBuilder().evictionPolicy(.lfu).build()
+        // Both with their default policy: they must agree on it to share the store.
+        let cache = try folder.stringBuilder().build()
         let same = DiskCacheLevel<String, String>(
             directory: folder.container(),
             capacity: 1_000,
