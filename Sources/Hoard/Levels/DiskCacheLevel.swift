@@ -12,8 +12,9 @@ import Foundation
 ///
 /// With a byte limit, the entry files (each holds its key, the serialized value and a small header)
 /// take at most that many bytes together once ``flush()`` returns: each write evicts values in the
-/// order of ``EvictionPolicy/wTinyLFU`` (a ``Cache``'s default), never the value just written, until both limits hold. A value whose entry file alone is
-/// larger than the limit is not kept (it evicts nothing, and an older value for its key is removed).
+/// order of ``EvictionPolicy/wTinyLFU`` (a ``Cache``'s default), never the value just written, until
+/// both limits hold. A value whose entry file alone is larger than the limit is not kept (it evicts
+/// nothing, and an older value for its key is removed).
 ///
 /// ```swift
 /// let disk = DiskCacheLevel<String, User>(directory: folder, capacity: 1_000)
