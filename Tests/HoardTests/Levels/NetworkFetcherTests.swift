@@ -15,6 +15,8 @@ import FoundationNetworking
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
+        // A local server on a machine slowed by sanitizers can take a while; only a hang should fail.
+        configuration.timeoutIntervalForRequest = 600
         return URLSession(configuration: configuration)
     }
 

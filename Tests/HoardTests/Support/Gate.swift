@@ -43,16 +43,27 @@ func onPlainThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T 
     }
 }
 
-/// Suspends until `condition` holds, yielding between checks; gives up after `seconds` so that a
+/// Suspends until `condition` holds, checking it again and again; gives up after `seconds` so that a
 /// broken test fails instead of hanging.
+///
+/// The first checks only yield, so a condition that holds soon is seen at once. After that each
+/// check waits a millisecond first: a test that spins on a cooperative thread for long would take
+/// that core from the threads it waits for (a local server's, the sanitizers' slowed ones), and
+/// with every suite running at once on a small machine, spinning tests starve each other.
 ///
 /// The limit is generous: it only guards against a hang, and a loaded machine running every suite
 /// at once (with sanitizers) can take tens of seconds to schedule a few threads.
 nonisolated(nonsending) func waitUntil(seconds: Int = 120, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
+    var checks = 0
     while ContinuousClock.now < deadline {
         if condition() { return true }
-        await Task.yield()
+        checks += 1
+        if checks < 1_000 {
+            await Task.yield()
+        } else {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
     }
     return condition()
 }
