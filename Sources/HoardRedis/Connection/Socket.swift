@@ -174,15 +174,11 @@ final class WakePipe: Sendable {
     /// Creates the pipe, non-blocking and close-on-exec; `nil` when the process is out of descriptors.
     init?() {
         var ends: [Int32] = [-1, -1]
-        #if os(Linux)
-        guard pipe2(&ends, O_CLOEXEC | O_NONBLOCK) == 0 else { return nil }
-        #else
         guard pipe(&ends) == 0 else { return nil }
         for end in ends {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
         }
-        #endif
         readEnd = ends[0]
         writeEnd = ends[1]
     }

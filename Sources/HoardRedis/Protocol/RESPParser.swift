@@ -3,8 +3,9 @@ import Foundation
 /// How much one reply may hold, so that a server (or anything pretending to be one) cannot make
 /// the client allocate without bound.
 struct RESPLimits: Sendable {
-    /// The most a reply may cost: the bytes of its strings and lines, plus ``costPerValue`` for every
-    /// value in it. The memory a parsed reply takes is about this cost.
+    /// The most a reply may cost: the bytes of its strings and lines, plus ``costPerValue`` each value.
+    ///
+    /// The memory a parsed reply takes is about this cost.
     var maximumReplyCost: Int = 64 << 20
     /// The most aggregates (arrays, maps, sets, pushes, attributes) nested in one another.
     var maximumDepth: Int = 16
@@ -119,14 +120,24 @@ struct RESPParser: Sendable {
             let next = index + newline + 1
             var used = 0
             if line.isEmpty {
-                used = try handleLine(UnsafeRawBufferPointer(rebasing: rest[..<newline]), input, after: next, emit: emit)
+                used = try handleLine(
+                    UnsafeRawBufferPointer(rebasing: rest[..<newline]),
+                    input,
+                    after: next,
+                    emit: emit
+                )
             } else {
                 line.append(contentsOf: rest[..<newline])
                 let whole = line
                 line.removeAll(keepingCapacity: true)
-                used = try whole.withUnsafeBytes { (bytes) throws(RESPParseError) in
-                    try handleLine(bytes, input, after: next, emit: emit)
+                let outcome = whole.withUnsafeBytes { bytes -> Result<Int, RESPParseError> in
+                    do throws(RESPParseError) {
+                        return .success(try handleLine(bytes, input, after: next, emit: emit))
+                    } catch {
+                        return .failure(error)
+                    }
                 }
+                used = try outcome.get()
             }
             index = next + used
         }
