@@ -276,6 +276,11 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         _ = try await pool.send(RESPCommand("PING", []), key: nil)
     }
 
+    /// Sends any command (for the tests and the benchmark).
+    func send(_ command: RESPCommand, key: String? = nil) async throws -> RESPValue {
+        try await pool.send(command, key: key)
+    }
+
     private func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {
         RedisFailure(.protocolViolation, "an unexpected reply \(reply)")
             .error(server: configuration.server, command: command, key: key)

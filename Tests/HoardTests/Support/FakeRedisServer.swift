@@ -9,8 +9,8 @@ import Musl
 #endif
 
 /// A listening socket on 127.0.0.1 that plays a script instead of being a Redis server: for each
-/// chunk a connection sends, the next answer of the script (`nil` closes the connection); once the
-/// script is played, it reads and never answers.
+/// chunk a connection sends, the next answer of the script (`nil` closes the connection, at once
+/// when it follows an answer); once the script is played, it reads and never answers.
 final class FakeRedisServer: Sendable {
     let port: UInt16
     var url: String { "redis://127.0.0.1:\(port)" }
@@ -73,6 +73,8 @@ final class FakeRedisServer: Sendable {
             let flags = Int32(MSG_NOSIGNAL)
             #endif
             _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, flags) }
+            // A `nil` right after an answer closes the connection at once, cutting what was sent.
+            if step < script.count, script[step] == nil { return }
         }
     }
 }
