@@ -83,6 +83,7 @@ final class RedisTestServer: Sendable {
         process.standardOutput = output
         process.standardError = output
         try process.run()
+        killedAtExit.add(process.processIdentifier)
         let server = RedisTestServer(port: port, process: process, folder: folder)
         // Waits on the condition itself: the log line the server prints once it accepts connections.
         var log = Data()
@@ -99,6 +100,26 @@ final class RedisTestServer: Sendable {
             while !reader.availableData.isEmpty {}
         }
         return server
+    }
+}
+
+/// Every server this process started, killed when it exits: the shared one lives as long as the
+/// process, and a test's own may outlive its test when Swift keeps the value longer than its scope.
+private let killedAtExit = ServersKilledAtExit()
+
+private final class ServersKilledAtExit: @unchecked Sendable {
+    // Safe because `identifiers` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var identifiers: [Int32] = []
+
+    init() {
+        atexit { killedAtExit.killAll() }
+    }
+
+    func add(_ identifier: Int32) { lock.withLock { identifiers.append(identifier) } }
+
+    func killAll() {
+        for identifier in lock.withLock({ identifiers }) { _ = kill(identifier, SIGKILL) }
     }
 }
 
