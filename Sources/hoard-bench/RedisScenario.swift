@@ -8,7 +8,8 @@ import Darwin
 import Glibc
 #endif
 
-/// Measures the Redis level against the server's own benchmark, `redis-benchmark`, in the same run:
+/// Measures the Redis level against the server's own benchmark, `redis-benchmark`, in the same run.
+///
 /// `GET` and `SET` of 1 KiB values at 16 and 64 requests in flight (redis-benchmark: that many
 /// connections, no pipelining; Hoard: that many concurrent callers on a pool of 4 connections).
 /// Then a memory hit of a cache in front of the shared level against a shared-level hit.
