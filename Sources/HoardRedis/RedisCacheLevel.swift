@@ -281,6 +281,15 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         try await pool.send(command, key: key)
     }
 
+    /// Sends any command and tells `completion` on the I/O thread (for the tests that time the
+    /// level itself, whatever the cooperative pool is doing).
+    func send(
+        _ command: RESPCommand,
+        completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
+    ) {
+        pool.send(command, key: nil, completion: completion)
+    }
+
     private func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {
         RedisFailure(.protocolViolation, "an unexpected reply \(reply)")
             .error(server: configuration.server, command: command, key: key)

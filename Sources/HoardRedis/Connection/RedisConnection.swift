@@ -98,7 +98,7 @@ final class RedisConnection: Sendable {
             }
             return shared.queue[shared.head...]
         }
-        for request in failed { request.finish(.failure(failure), server: configuration.server) }
+        for request in failed { request.finish(.failure(failure)) }
     }
 
     /// Finishes the requests whose deadline passed with a timeout; they stay queued for their replies.
@@ -124,10 +124,7 @@ final class RedisConnection: Sendable {
         }
         let timeout = configuration.commandTimeout
         for request in expired {
-            request.finish(
-                .failure(RedisFailure(.timeout, "no reply within \(timeout) (timeout)")),
-                server: configuration.server
-            )
+            request.finish(.failure(RedisFailure(.timeout, "no reply within \(timeout) (timeout)")))
         }
         return (next, oldest)
     }
@@ -152,12 +149,9 @@ final class RedisConnection: Sendable {
         }
         for (request, reply) in zip(requests, replies) {
             if case .error(let message) = reply {
-                request.finish(
-                    .failure(RedisFailure(.server, "the server answered \(message)")),
-                    server: configuration.server
-                )
+                request.finish(.failure(RedisFailure(.server, "the server answered \(message)")))
             } else {
-                request.finish(.success(reply), server: configuration.server)
+                request.finish(.success(reply))
             }
         }
         return inStep

@@ -42,12 +42,36 @@ final class RedisPool: Sendable {
         let server = configuration.server
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                request.wait(with: continuation, server: server)
+                request.wait { result in
+                    continuation.resume(
+                        with: result.mapError { $0.error(server: server, command: command.name, key: key) }
+                    )
+                }
                 dispatch(request)
             }
         } onCancel: {
-            request.finish(.failure(RedisFailure(.cancelled, "cancelled")), server: server)
+            request.finish(.failure(RedisFailure(.cancelled, "cancelled")))
         }
+    }
+
+    /// Sends `command` and tells `completion` the reply or the error, on the connection's I/O
+    /// thread (or the caller's, when it fails at once).
+    ///
+    /// - Parameters:
+    ///   - command: The command.
+    ///   - key: The caller's key, for the error message.
+    ///   - completion: Told once.
+    func send(
+        _ command: RESPCommand,
+        key: String?,
+        completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
+    ) {
+        let request = RedisRequest(command, key: key, deadline: .now + configuration.commandTimeout)
+        let server = configuration.server
+        request.wait { result in
+            completion(result.mapError { $0.error(server: server, command: command.name, key: key) })
+        }
+        dispatch(request)
     }
 
     private func dispatch(_ request: RedisRequest) {
@@ -62,6 +86,6 @@ final class RedisPool: Sendable {
             guard let refusal = connections[index].submit(request) else { return }
             if first == nil { first = refusal }
         }
-        request.finish(.failure(first ?? RedisFailure(.closed, "no connection")), server: configuration.server)
+        request.finish(.failure(first ?? RedisFailure(.closed, "no connection")))
     }
 }

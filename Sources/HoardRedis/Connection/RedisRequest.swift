@@ -8,10 +8,13 @@ import Hoard
 /// stays in its connection's queue until its reply arrives (and is dropped), so that the replies
 /// behind it still meet their own requests.
 final class RedisRequest: Sendable {
+    /// Told the outcome, once, on whichever thread finished the request.
+    typealias Completion = @Sendable (Result<RESPValue, RedisFailure>) -> Void
+
     private enum State: Sendable {
         /// Neither a waiter nor a result yet.
         case idle
-        case waiting(CheckedContinuation<RESPValue, any Error>)
+        case waiting(Completion)
         /// Finished before the waiter arrived.
         case finished(Result<RESPValue, RedisFailure>)
         case done
@@ -43,50 +46,38 @@ final class RedisRequest: Sendable {
         }
     }
 
-    /// Hands over the waiting caller; resumes it at once when the request finished already.
-    func wait(with continuation: CheckedContinuation<RESPValue, any Error>, server: String) {
+    /// Hands over the waiting caller; tells it at once when the request finished already.
+    func wait(_ completion: @escaping Completion) {
         let early = state.withLock { state -> Result<RESPValue, RedisFailure>? in
             if case .finished(let result) = state {
                 state = .done
                 return result
             }
-            state = .waiting(continuation)
+            state = .waiting(completion)
             return nil
         }
-        if let early { resume(continuation, early, server: server) }
+        if let early { completion(early) }
     }
 
     /// Finishes the request; does nothing when it is finished already.
     ///
     /// - Returns: Whether this call finished it.
     @discardableResult
-    func finish(_ result: Result<RESPValue, RedisFailure>, server: String) -> Bool {
-        let continuation = state.withLock { state -> CheckedContinuation<RESPValue, any Error>?? in
+    func finish(_ result: Result<RESPValue, RedisFailure>) -> Bool {
+        let completion = state.withLock { state -> Completion?? in
             switch state {
             case .idle:
                 state = .finished(result)
                 return .some(nil)
-            case .waiting(let continuation):
+            case .waiting(let completion):
                 state = .done
-                return continuation
+                return completion
             case .finished, .done:
                 return nil
             }
         }
-        guard let continuation else { return false }
-        if let continuation { resume(continuation, result, server: server) }
+        guard let completion else { return false }
+        completion?(result)
         return true
-    }
-
-    private func resume(
-        _ continuation: CheckedContinuation<RESPValue, any Error>,
-        _ result: Result<RESPValue, RedisFailure>,
-        server: String
-    ) {
-        switch result {
-        case .success(let value): continuation.resume(returning: value)
-        case .failure(let failure):
-            continuation.resume(throwing: failure.error(server: server, command: name, key: key))
-        }
     }
 }

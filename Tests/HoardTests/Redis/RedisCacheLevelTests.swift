@@ -49,15 +49,22 @@ struct RedisCacheLevelTests {
 
     @Test func expiryIsKeptToTheMillisecond() async throws {
         let level = try Self.level()
-        try await level.set(Data("v".utf8), forKey: "ttl", timeToLive: .milliseconds(12_345))
+        try await level.set(Data("v".utf8), forKey: "ttl", timeToLive: .milliseconds(600_345))
         let left = try #require(try await level.timeToLive(forKey: "ttl"))
-        #expect(left <= .milliseconds(12_345) && left > .milliseconds(12_000))
-        // Not a whole number of seconds: the server kept the milliseconds.
-        #expect(left.components.attoseconds != 0 || left.components.seconds != 12)
+        #expect(left <= .milliseconds(600_345) && left > .seconds(540))
 
-        try await level.set(Data("v".utf8), forKey: "date", expiresAt: Date().addingTimeInterval(2.5))
-        let fromDate = try #require(try await level.timeToLive(forKey: "date"))
-        #expect(fromDate <= .milliseconds(2_500) && fromDate > .milliseconds(2_000))
+        // The server's expiry time is the date asked for, to the millisecond: a half second is
+        // neither dropped nor rounded to a whole one.
+        let expiresAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 600).rounded(.down) + 0.5)
+        try await level.set(Data("v".utf8), forKey: "date", expiresAt: expiresAt)
+        var command = RESPCommand("PEXPIRETIME", arguments: 1)
+        command.append(level.namespace + ":date")
+        guard case .integer(let milliseconds) = try await level.send(command) else {
+            Issue.record("PEXPIRETIME did not answer a number")
+            return
+        }
+        let expected = Int64(expiresAt.timeIntervalSince1970 * 1000)
+        #expect(abs(milliseconds - expected) < 200, "\(milliseconds) for \(expected)")
 
         try await level.set(Data("v".utf8), forKey: "forever")
         #expect(try await level.timeToLive(forKey: "forever") == nil)
@@ -78,10 +85,10 @@ struct RedisCacheLevelTests {
 
     @Test func theDefaultTTLAppliesToValuesSetWithoutOne() async throws {
         let server = try RedisTestServer.required()
-        let level = try RedisCacheLevel(url: server.url, namespace: "ttl-\(UUID())", defaultTTL: .seconds(60))
+        let level = try RedisCacheLevel(url: server.url, namespace: "ttl-\(UUID())", defaultTTL: .seconds(3_600))
         try await level.set(Data("v".utf8), forKey: "k")
         let left = try #require(try await level.timeToLive(forKey: "k"))
-        #expect(left > .seconds(59) && left <= .seconds(60))
+        #expect(left > .seconds(3_000) && left <= .seconds(3_600))
         try await level.set(Data("v".utf8), forKey: "k2", expiresAt: nil)
         #expect(try await level.timeToLive(forKey: "k2") != nil)
     }
