@@ -37,6 +37,13 @@ struct RedisSharedCacheTests {
         let third = try instance("c")
         #expect(try await third.getOrFetch(forKey: "user 1") == "fetched user 1")
         #expect(fetches.value == 2)
+
+        // A value set (not fetched) by one instance is a shared hit for another, with no fetch.
+        first.set("set by the first", forKey: "user 2", expiry: .seconds(60))
+        await first.flush()
+        #expect(try await second.getOrFetch(forKey: "user 2") == "set by the first")
+        #expect(fetches.value == 2)
+        #expect(second.statistics.sharedHits == 2)
     }
 
     @Test func aCacheWhoseServerIsDownStillServesFromTheFetcher() async throws {
