@@ -41,7 +41,15 @@ struct RESPCommand: Sendable {
         missing -= 1
         bytes.append(UInt8(ascii: "$"))
         appendDecimal(argument.count)
-        bytes.append(contentsOf: argument)
+        // One copy for contiguous bytes and `Data` (the generic append may go byte by byte).
+        let copied: Void? = argument.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+        if copied == nil {
+            if let data = argument as? Data {
+                data.withUnsafeBytes { bytes.append(contentsOf: $0) }
+            } else {
+                bytes.append(contentsOf: argument)
+            }
+        }
         bytes.append(13)
         bytes.append(10)
     }

@@ -300,7 +300,10 @@ struct RESPParser: Sendable {
         var index = index
         if current.remaining > 0 {
             let take = min(current.remaining, input.count - index)
-            current.data.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[index..<(index + take)]))
+            // One copy of the whole piece (the generic `append(contentsOf:)` may go byte by byte).
+            if take > 0, let base = input.baseAddress {
+                current.data.append(base.advanced(by: index).assumingMemoryBound(to: UInt8.self), count: take)
+            }
             current.remaining -= take
             index += take
         }
