@@ -9,20 +9,24 @@ let package = Package(
     ],
     products: [
         .library(name: "Hoard", targets: ["Hoard"]),
+        // The shared level for fleets (RedisCacheLevel): a product of its own, so that apps that do not
+        // use it neither compile nor link a network client.
+        .library(name: "HoardRedis", targets: ["HoardRedis"]),
         .executable(name: "hoard-demo", targets: ["hoard-demo"]),
         .executable(name: "hoard-bench", targets: ["hoard-bench"]),
     ],
     targets: [
         .target(name: "Hoard"),
+        .target(name: "HoardRedis", dependencies: ["Hoard"]),
         // What the tests, the benchmark and the test worker share: seeded random numbers, the Zipf
         // sampler, thread helpers and the crash workload's format. In no product, and its API is
         // `package`, so it never ships with Hoard.
         .target(name: "HoardTestSupport", dependencies: ["Hoard"]),
         .executableTarget(name: "hoard-demo", dependencies: ["Hoard"]),
-        .executableTarget(name: "hoard-bench", dependencies: ["Hoard", "HoardTestSupport"]),
+        .executableTarget(name: "hoard-bench", dependencies: ["Hoard", "HoardRedis", "HoardTestSupport"]),
         // A child process for the crash, two-process and file-system fault tests (Tests/HoardTests/Trust).
         .executableTarget(name: "hoard-test-worker", dependencies: ["Hoard", "HoardTestSupport"]),
-        .testTarget(name: "HoardTests", dependencies: ["Hoard", "HoardTestSupport"]),
+        .testTarget(name: "HoardTests", dependencies: ["Hoard", "HoardRedis", "HoardTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Fuzzes the two parsers of bytes read from disk: the entry decoder (EntryFormat.decode) and the index
-# parser (DiskIndexFile.decode), with libFuzzer and AddressSanitizer.
+# Fuzzes the parsers of untrusted bytes with libFuzzer and AddressSanitizer: the two of bytes read from
+# disk, the entry decoder (EntryFormat.decode) and the index parser (DiskIndexFile.decode), and the
+# RESP reply parser of the Redis level (HoardRedis's RESPParser), which reads what a server sends.
 #
 #   bash Fuzz/run.sh [seconds per target]   # default 30; exits non-zero on any crash or failed check
 #   bash Fuzz/run.sh --make-seeds           # rewrites the checked-in seed corpus in Fuzz/corpus
 #
-# The parsers are internal to Hoard, so each fuzzer is compiled from the library files they need
+# The parsers are internal to their modules, so each fuzzer is compiled from the library files they need
 # (listed below) plus its target file; nothing here is part of the package build. New inputs that
 # libFuzzer finds go to .build-fuzz/, never into the checked-in corpus; a crashing input is saved as
 # .build-fuzz/crash-* (reproduce it with: .build-fuzz/entry-fuzzer .build-fuzz/crash-…).
@@ -16,7 +17,11 @@ if ! command -v swiftc >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swiftc ]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 
-# The library files the parsers depend on.
+# The library files the disk parsers depend on; the RESP parser needs only its own two files.
+resp_sources=(
+    Sources/HoardRedis/Protocol/RESPValue.swift
+    Sources/HoardRedis/Protocol/RESPParser.swift
+)
 sources=(
     Sources/Hoard/Disk/EntryFormat.swift
     Sources/Hoard/Disk/DiskIndex.swift
@@ -31,6 +36,7 @@ export SWIFT_BACKTRACE=enable=no
 
 if [ "${1:-}" = "--make-seeds" ]; then
     swiftc -O -parse-as-library -module-name Seeds "${sources[@]}" Fuzz/MakeSeeds.swift -o "$out/make-seeds"
+    # Fuzz/corpus/resp is written by hand (short replies, one per file), not by make-seeds.
     rm -rf Fuzz/corpus/entry Fuzz/corpus/index
     "$out/make-seeds" Fuzz/corpus
     exit 0
@@ -38,12 +44,13 @@ fi
 
 seconds="${1:-30}"
 status=0
-for target in entry index; do
+for target in entry index resp; do
     name="$(tr '[:lower:]' '[:upper:]' <<<"${target:0:1}")${target:1}Fuzzer"
     echo "== fuzz $target ($seconds s)"
+    if [ "$target" = resp ]; then target_sources=("${resp_sources[@]}"); else target_sources=("${sources[@]}"); fi
     # The linker's "cannot export local symbol __asan_…" warnings are noise: show the log on failure only.
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -module-name "${name}" -g \
-        "${sources[@]}" "Fuzz/$name.swift" -o "$out/$target-fuzzer" >"$out/$target-build.log" 2>&1; then
+        "${target_sources[@]}" "Fuzz/$name.swift" -o "$out/$target-fuzzer" >"$out/$target-build.log" 2>&1; then
         grep -v "Cannot export local symbol" "$out/$target-build.log" >&2
         exit 1
     fi

@@ -77,7 +77,7 @@ with open(os.path.join(package, "Package.swift"), "w") as manifest:
     manifest.write('    dependencies: [.package(name: "Hoard", path: "%s")],\n' % os.getcwd())
     manifest.write('    targets: [\n')
     for name in targets:
-        manifest.write('        .executableTarget(name: "%s", dependencies: [.product(name: "Hoard", package: "Hoard")]),\n' % name)
+        manifest.write('        .executableTarget(name: "%s", dependencies: [.product(name: "Hoard", package: "Hoard"), .product(name: "HoardRedis", package: "Hoard")]),\n' % name)
     manifest.write('    ],\n    swiftLanguageModes: [.v6]\n)\n')
 for failure in failures:
     print("FAIL", failure)

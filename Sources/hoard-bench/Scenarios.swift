@@ -74,6 +74,12 @@ enum ScenarioRegistry {
             run: ComposeGet.run
         ),
         Scenario(
+            name: "redis",
+            help:
+                "RedisCacheLevel GET/SET of 1 KiB at 16 and 64 in flight vs redis-benchmark; memory hit vs shared hit",
+            run: RedisBench.run
+        ),
+        Scenario(
             name: "hitrate",
             help: "hit rates of every policy next to Belady's optimum: static Zipf, scans, a moving hot set",
             run: HitRate.run

@@ -44,6 +44,9 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         public static let containerInUse = Code("containerInUse")
         /// A value's entry file is larger than the disk level's byte limit, so it is not kept on disk.
         public static let valueTooLarge = Code("valueTooLarge")
+        /// A shared level's server (Redis, Valkey) could not be reached, did not answer in time, broke
+        /// the connection or answered with an error; the message names the server and the cause.
+        public static let network = Code("network")
     }
 
     /// What kind of failure this is.
@@ -104,6 +107,8 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         code: .containerInUse,
         message: "Another process has the container open."
     )
+    /// A shared level's server failed; matches any error with that code (`catch CacheError.network`).
+    public static let network = CacheError(code: .network, message: "A shared level's server failed.")
 
     /// No value is stored for `key`.
     public static func notFound(key: String) -> CacheError {

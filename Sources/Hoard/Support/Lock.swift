@@ -183,20 +183,23 @@ struct LockArray: ~Copyable, @unchecked Sendable {
 /// Sendable only when its state is: the lock serializes access, but a non-Sendable value handed out
 /// by `withLock` could still be shared by two threads. For the few states that hold non-Sendable
 /// values, see ``UnsafeLocked``.
+///
+/// `package`, so that HoardRedis shares it and the debug check that no user code runs under a
+/// Hoard lock (``LockOrder``).
 @usableFromInline
-final class Locked<State> {
+package final class Locked<State> {
     @usableFromInline let lock = Lock()
     @usableFromInline var state: State
 
     /// Wraps an initial state.
     @usableFromInline
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
     }
 
     /// Runs `body` with exclusive access to the state.
     @inlinable
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&state)

@@ -53,7 +53,7 @@ public enum HoardLogger {
     }
 
     /// Sends a message to ``output``; the message is only built when someone listens.
-    static func log(_ level: Level, _ message: @autoclosure () -> String) {
+    package static func log(_ level: Level, _ message: @autoclosure () -> String) {
         LockOrder.assertNoneHeld("logging")
         guard let output = output else { return }
         output(message(), level)

@@ -1,0 +1,324 @@
+import Foundation
+import Hoard
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What a connection's I/O thread does: connect, handshake, serve, and again after a failure.
+///
+/// Only that thread uses it; what it shares with callers is in ``RedisConnection/shared``.
+final class ConnectionLoop {
+    private let connection: RedisConnection
+    private var configuration: RedisCacheLevel.Configuration { connection.configuration }
+    private var parser: RESPParser
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    /// Whether the handshake settled on RESP3, where pushes can arrive between replies.
+    private var isRESP3 = false
+
+    init(_ connection: RedisConnection) {
+        self.connection = connection
+        parser = RESPParser(limits: Self.limits(connection.configuration))
+        readBuffer = .allocate(byteCount: 64 << 10, alignment: 8)
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    private static func limits(_ configuration: RedisCacheLevel.Configuration) -> RESPLimits {
+        var limits = RESPLimits()
+        limits.maximumReplyCost = configuration.maximumReplySize
+        return limits
+    }
+
+    /// Runs until the connection is stopped.
+    func run() {
+        var attempt = 0
+        while !connection.isStopped {
+            let failure: RedisFailure
+            switch establish() {
+            case .failure(let failed):
+                failure = failed
+                attempt += 1
+            case .success(let socket):
+                attempt = 0
+                // Requests that queued during the handshake: their bytes go first.
+                failure = connection.setStatus(.ready) ? RedisFailure(.closed, "the level was released") : serve(socket)
+                socket.shutdown()
+            }
+            connection.failAll(failure)
+            if connection.isStopped { break }
+            guard attempt > 0 else {
+                // A connection that served and broke is retried at once; the next failure waits.
+                if connection.setStatus(.connecting) { break }
+                continue
+            }
+            if connection.setStatus(.down(failure)) { break }
+            HoardLogger.log(.warning, "Redis at \(configuration.server): \(failure.description); retrying")
+            let end = ContinuousClock.now + ReconnectBackoff.delay(beforeAttempt: attempt)
+            while ContinuousClock.now < end && !connection.isStopped {
+                _ = waitForEvents(on: nil, 0, wake: connection.wake, until: end)
+            }
+            if connection.setStatus(.connecting) { break }
+        }
+        connection.failAll(RedisFailure(.closed, "the level was released"))
+    }
+
+    // MARK: - Waiting
+
+    /// Waits for `events` on `socket` until `deadline`, waking earlier for a request's deadline or a
+    /// wake-up, and times out the requests whose deadline passed.
+    ///
+    /// - Returns: The socket's events, or a failure when the connection was stopped or the oldest
+    ///   request has waited twice its timeout (the server stopped answering).
+    private func wait(
+        _ socket: Socket?,
+        _ events: Int16,
+        until deadline: ContinuousClock.Instant?
+    ) -> Result<Int16, RedisFailure> {
+        let (next, _) = connection.expireRequests(now: .now)
+        let until = [deadline, next].compactMap { $0 }.min()
+        let revents = waitForEvents(on: socket, events, wake: connection.wake, until: until)
+        if connection.isStopped { return .failure(RedisFailure(.closed, "the level was released")) }
+        let now = ContinuousClock.now
+        let (_, oldest) = connection.expireRequests(now: now)
+        if let oldest, now > oldest + configuration.commandTimeout {
+            return .failure(RedisFailure(.timeout, "the server sent no reply for \(configuration.commandTimeout * 2)"))
+        }
+        return .success(revents)
+    }
+
+    // MARK: - Connecting
+
+    private func establish() -> Result<Socket, RedisFailure> {
+        let deadline = ContinuousClock.now + configuration.connectTimeout
+        parser = RESPParser(limits: Self.limits(configuration))
+        let addresses: [SocketAddress]
+        switch resolve(until: deadline) {
+        case .success(let found): addresses = found
+        case .failure(let failure): return .failure(failure)
+        }
+        var lastFailure = RedisFailure(.connect, "no address to connect to")
+        for address in addresses {
+            switch connect(to: address, until: deadline) {
+            case .success(let socket):
+                return handshake(socket, until: deadline).map { socket }
+            case .failure(let failure):
+                if failure.kind == .closed { return .failure(failure) }
+                lastFailure = failure
+            }
+        }
+        return .failure(lastFailure)
+    }
+
+    /// The host's addresses; a name is looked up on a thread of its own so that the lookup cannot
+    /// outlast the connect timeout.
+    private func resolve(until deadline: ContinuousClock.Instant) -> Result<[SocketAddress], RedisFailure> {
+        let host = configuration.host
+        let port = configuration.port
+        if SocketAddress.isNumeric(host) { return SocketAddress.resolve(host: host, port: port) }
+        let result = Locked<Result<[SocketAddress], RedisFailure>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let found = SocketAddress.resolve(host: host, port: port)
+            result.withLock { $0 = found }
+            done.signal()
+        }
+        // This is the I/O thread, not a cooperative one: blocking here is what it is for.
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18
+        guard done.wait(timeout: .now() + max(0, seconds)) == .success, let found = result.withLock({ $0 }) else {
+            return .failure(
+                RedisFailure(.connect, "looking up \(host) took longer than \(configuration.connectTimeout)")
+            )
+        }
+        return found
+    }
+
+    private func connect(
+        to address: SocketAddress,
+        until deadline: ContinuousClock.Instant
+    ) -> Result<Socket, RedisFailure> {
+        let (socket, isConnected): (Socket, Bool)
+        switch Socket.startConnecting(to: address) {
+        case .success(let started): (socket, isConnected) = started
+        case .failure(let failure): return .failure(failure)
+        }
+        if isConnected { return .success(socket) }
+        while true {
+            if ContinuousClock.now >= deadline {
+                return .failure(RedisFailure(.connect, "no connection within \(configuration.connectTimeout)"))
+            }
+            switch wait(socket, Int16(POLLOUT), until: deadline) {
+            case .failure(let failure): return .failure(failure)
+            case .success(let revents) where revents != 0:
+                let error = socket.connectionError()
+                if error != 0 { return .failure(.system(.connect, "connect", errno: error)) }
+                return .success(socket)
+            case .success: continue
+            }
+        }
+    }
+
+    /// Logs in: `HELLO 3` with the credentials and name, or RESP2's `AUTH` when `HELLO` is refused.
+    ///
+    /// Then `SELECT` when a database other than 0 is asked for.
+    private func handshake(_ socket: Socket, until deadline: ContinuousClock.Instant) -> Result<Void, RedisFailure> {
+        var hello = ["3"]
+        if let password = configuration.password {
+            hello += ["AUTH", configuration.username ?? "default", password]
+        }
+        if let name = configuration.clientName { hello += ["SETNAME", name] }
+        let helloReply: RESPValue
+        switch exchange(socket, [RESPCommand("HELLO", hello)], until: deadline) {
+        case .success(let replies): helloReply = replies[0]
+        case .failure(let failure): return .failure(failure)
+        }
+        var commands: [RESPCommand] = []
+        if case .error(let message) = helloReply {
+            // Redis 5 and older, or a HELLO renamed away: unknown command. Anything else (a wrong
+            // password, an unknown user) is the answer.
+            let refused = message.hasPrefix("NOPROTO") || message.lowercased().contains("unknown command")
+            guard refused else { return .failure(RedisFailure(.handshake, "the server refused the login: \(message)")) }
+            isRESP3 = false
+            if let password = configuration.password {
+                let credentials = configuration.username.map { [$0, password] } ?? [password]
+                commands.append(RESPCommand("AUTH", credentials))
+            }
+            if let name = configuration.clientName { commands.append(RESPCommand("CLIENT", ["SETNAME", name])) }
+        } else {
+            isRESP3 = true
+        }
+        if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
+        guard !commands.isEmpty else { return .success(()) }
+        switch exchange(socket, commands, until: deadline) {
+        case .failure(let failure): return .failure(failure)
+        case .success(let replies):
+            for (command, reply) in zip(commands, replies) {
+                if case .error(let message) = reply {
+                    return .failure(RedisFailure(.handshake, "\(command.name) was refused: \(message)"))
+                }
+            }
+            return .success(())
+        }
+    }
+
+    /// Writes `commands` and reads one reply for each, before `deadline`.
+    private func exchange(
+        _ socket: Socket,
+        _ commands: [RESPCommand],
+        until deadline: ContinuousClock.Instant
+    ) -> Result<[RESPValue], RedisFailure> {
+        var output = commands.flatMap(\.bytes)
+        var offset = 0
+        var replies: [RESPValue] = []
+        while replies.count < commands.count {
+            if ContinuousClock.now >= deadline {
+                return .failure(
+                    RedisFailure(.handshake, "no answer to \(commands[0].name) within \(configuration.connectTimeout)")
+                )
+            }
+            if offset < output.count {
+                switch send(socket, &output, &offset) {
+                case .failure(let failure): return .failure(failure)
+                case .success: break
+                }
+            }
+            let events = Int16(POLLIN) | (offset < output.count ? Int16(POLLOUT) : 0)
+            switch wait(socket, events, until: deadline) {
+            case .failure(let failure): return .failure(failure)
+            case .success(let revents) where revents & Int16(POLLIN | POLLHUP | POLLERR) != 0:
+                switch receive(socket) {
+                case .failure(let failure): return .failure(failure)
+                case .success(let received): replies += received
+                }
+            case .success: continue
+            }
+        }
+        return .success(replies)
+    }
+
+    // MARK: - Serving
+
+    /// Writes requests and delivers replies until the connection breaks or is stopped.
+    private func serve(_ socket: Socket) -> RedisFailure {
+        var output: [UInt8] = []
+        var offset = 0
+        while true {
+            let taken = connection.takeOutgoing()
+            if !taken.isEmpty {
+                if offset == output.count {
+                    output = taken
+                    offset = 0
+                } else {
+                    output += taken
+                }
+            }
+            if offset < output.count, case .failure(let failure) = send(socket, &output, &offset) { return failure }
+            let events = Int16(POLLIN) | (offset < output.count ? Int16(POLLOUT) : 0)
+            switch wait(socket, events, until: nil) {
+            case .failure(let failure): return failure
+            case .success(let revents):
+                guard revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
+                switch receive(socket) {
+                case .failure(let failure): return failure
+                case .success(let replies):
+                    guard connection.deliver(replies) else {
+                        return RedisFailure(.protocolViolation, "the server sent a reply nobody asked for")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends what the socket takes of `output` from `offset`.
+    private func send(_ socket: Socket, _ output: inout [UInt8], _ offset: inout Int) -> Result<Void, RedisFailure> {
+        while offset < output.count {
+            let start = offset
+            let transfer = output.withUnsafeBytes { socket.send(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            switch transfer {
+            case .done(let count): offset += count
+            case .wouldBlock: return .success(())
+            case .closed: return .failure(RedisFailure(.connectionLost, "the server closed the connection"))
+            case .failed(let error): return .failure(.system(.connectionLost, "send", errno: error))
+            }
+        }
+        output.removeAll(keepingCapacity: output.capacity <= 1 << 20)
+        offset = 0
+        return .success(())
+    }
+
+    /// Reads what has arrived and parses it: the whole replies it completes, pushes left out.
+    private func receive(_ socket: Socket) -> Result<[RESPValue], RedisFailure> {
+        var replies: [RESPValue] = []
+        while true {
+            switch socket.receive(into: readBuffer) {
+            case .done(let count):
+                do {
+                    try parser.parse(UnsafeRawBufferPointer(rebasing: readBuffer[..<count])) { value in
+                        if case .push = value { return }
+                        replies.append(value)
+                    }
+                } catch {
+                    return .failure(
+                        RedisFailure(.protocolViolation, "the reply is not valid RESP: \(error.description)")
+                    )
+                }
+                if count < readBuffer.count { return .success(replies) }
+            case .wouldBlock:
+                return .success(replies)
+            case .closed:
+                // What came before the close is delivered first; the next read sees the close again.
+                if !replies.isEmpty { return .success(replies) }
+                let cut = parser.isInsideReply ? " in the middle of a reply" : ""
+                return .failure(RedisFailure(.connectionLost, "the server closed the connection\(cut)"))
+            case .failed(let error):
+                if !replies.isEmpty { return .success(replies) }
+                return .failure(.system(.connectionLost, "recv", errno: error))
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Hoard
+
+/// One connection to the server, with its own I/O thread: the requests given to it are written in
+/// order, pipelined, and each reply finishes the oldest request still waiting for one.
+///
+/// The thread connects, runs the handshake, then serves; when the connection breaks it fails the
+/// requests that were on it (and only those), waits a capped, jittered, exponentially growing delay,
+/// and connects again. While it waits, ``submit(_:)`` refuses requests at once with the last
+/// failure, so a caller never waits on a server that is known to be down. Callers are resumed from
+/// the I/O thread; nothing here blocks a cooperative thread.
+final class RedisConnection: Sendable {
+    enum Status: Sendable {
+        /// Connecting or running the handshake: requests queue and are written once it is done.
+        case connecting
+        case ready
+        /// Waiting before the next attempt: requests are refused with this failure.
+        case down(RedisFailure)
+        case stopped
+    }
+
+    struct Shared: Sendable {
+        var status = Status.connecting
+        /// Every request accepted and not yet answered, oldest first, from `head` on.
+        var queue: [RedisRequest] = []
+        var head = 0
+        /// The encoded requests the thread has not taken yet.
+        var outgoing: [UInt8] = []
+        /// Whether a wake-up is on its way to the thread.
+        var isWakePending = false
+    }
+
+    let configuration: RedisCacheLevel.Configuration
+    let shared = Locked(Shared())
+    let wake: WakePipe
+
+    /// Creates the connection and starts its thread, which connects at once.
+    ///
+    /// - Returns: `nil` when the process is out of file descriptors or threads.
+    init?(_ configuration: RedisCacheLevel.Configuration) {
+        guard let wake = WakePipe() else { return nil }
+        self.configuration = configuration
+        self.wake = wake
+        let thread = Thread { [self] in ConnectionLoop(self).run() }
+        thread.name = "Hoard Redis \(configuration.server)"
+        thread.start()
+    }
+
+    /// Queues `request` to be written; `nil` when accepted, else why it was refused.
+    func submit(_ request: RedisRequest) -> RedisFailure? {
+        let (refusal, wakes) = shared.withLock { shared -> (RedisFailure?, Bool) in
+            switch shared.status {
+            case .down(let failure): return (failure, false)
+            case .stopped: return (RedisFailure(.closed, "the level was released"), false)
+            case .connecting, .ready:
+                shared.queue.append(request)
+                shared.outgoing.append(contentsOf: request.bytes)
+                guard !shared.isWakePending, case .ready = shared.status else { return (nil, false) }
+                shared.isWakePending = true
+                return (nil, true)
+            }
+        }
+        if wakes { wake.wake() }
+        return refusal
+    }
+
+    /// Whether the connection is serving (for choosing one in the pool).
+    var isReady: Bool {
+        shared.withLock { if case .ready = $0.status { true } else { false } }
+    }
+
+    /// Stops the thread; the requests still waiting fail with `closed`.
+    func stop() {
+        shared.withLock { $0.status = .stopped }
+        wake.wake()
+    }
+
+    /// Sets the status, unless the connection was stopped; returns whether it was.
+    func setStatus(_ status: Status) -> Bool {
+        shared.withLock { shared in
+            if case .stopped = shared.status { return true }
+            shared.status = status
+            return false
+        }
+    }
+
+    var isStopped: Bool {
+        shared.withLock { if case .stopped = $0.status { true } else { false } }
+    }
+
+    /// Fails every request accepted so far, written or not.
+    func failAll(_ failure: RedisFailure) {
+        let failed = shared.withLock { shared -> ArraySlice<RedisRequest> in
+            defer {
+                shared.queue = []
+                shared.head = 0
+                shared.outgoing = []
+            }
+            return shared.queue[shared.head...]
+        }
+        for request in failed { request.finish(.failure(failure)) }
+    }
+
+    /// Finishes the requests whose deadline passed with a timeout; they stay queued for their replies.
+    ///
+    /// - Returns: The earliest deadline of a request still waiting, and the oldest request's deadline.
+    func expireRequests(
+        now: ContinuousClock.Instant
+    ) -> (next: ContinuousClock.Instant?, oldest: ContinuousClock.Instant?) {
+        let (expired, next, oldest) = shared.withLock {
+            shared -> ([RedisRequest], ContinuousClock.Instant?, ContinuousClock.Instant?) in
+            var expired: [RedisRequest] = []
+            var next: ContinuousClock.Instant?
+            for request in shared.queue[shared.head...] where !request.isFinished {
+                if request.deadline <= now {
+                    expired.append(request)
+                } else if next.map({ request.deadline < $0 }) ?? true {
+                    next = request.deadline
+                }
+            }
+            return (
+                expired, next, shared.queue.indices.contains(shared.head) ? shared.queue[shared.head].deadline : nil
+            )
+        }
+        let timeout = configuration.commandTimeout
+        for request in expired {
+            request.finish(.failure(RedisFailure(.timeout, "no reply within \(timeout) (timeout)")))
+        }
+        return (next, oldest)
+    }
+
+    /// Finishes the oldest waiting requests with `replies`, in order.
+    ///
+    /// - Returns: `false` when a reply came with no request to match: the stream is out of step.
+    func deliver(_ replies: [RESPValue]) -> Bool {
+        let (requests, inStep) = shared.withLock { shared -> ([RedisRequest], Bool) in
+            let available = shared.queue.count - shared.head
+            let count = min(available, replies.count)
+            let requests = Array(shared.queue[shared.head..<(shared.head + count)])
+            shared.head += count
+            if shared.head == shared.queue.count {
+                shared.queue.removeAll(keepingCapacity: true)
+                shared.head = 0
+            } else if shared.head > 1024 && shared.head * 2 > shared.queue.count {
+                shared.queue.removeFirst(shared.head)
+                shared.head = 0
+            }
+            return (requests, count == replies.count)
+        }
+        for (request, reply) in zip(requests, replies) {
+            if case .error(let message) = reply {
+                request.finish(.failure(RedisFailure(.server, "the server answered \(message)")))
+            } else {
+                request.finish(.success(reply))
+            }
+        }
+        return inStep
+    }
+
+    /// The bytes of the requests accepted since the last call, once the connection is ready.
+    func takeOutgoing() -> [UInt8] {
+        shared.withLock { shared in
+            shared.isWakePending = false
+            defer { shared.outgoing = [] }
+            return shared.outgoing
+        }
+    }
+}
+
+/// The capped, jittered exponential delay between two connection attempts.
+enum ReconnectBackoff {
+    static let initial = Duration.milliseconds(20)
+    static let maximum = Duration.seconds(1)
+
+    /// The wait before attempt number `attempt` (1 for the first retry): between half and all of
+    /// `initial × 2^(attempt − 1)`, never more than ``maximum``.
+    static func delay(beforeAttempt attempt: Int) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 16)
+        let full = min(initial * (1 << exponent), maximum)
+        return full * Double.random(in: 0.5...1)
+    }
+}

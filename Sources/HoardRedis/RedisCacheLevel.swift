@@ -1,0 +1,297 @@
+import Foundation
+import Hoard
+
+/// A cache level on a Redis or Valkey server (6 or later), shared by every instance of a service:
+/// the shared level of a fleet.
+///
+/// ```swift
+/// let shared = try RedisCacheLevel(url: "redis://127.0.0.1:6379/0", namespace: "users")
+/// let users = try CacheBuilder<User>()
+///     .containerName("users")
+///     .sharedLevel(shared)
+///     .fetcher { id in try await api.user(id: id) }
+///     .build()
+/// ```
+///
+/// Every key is stored as `<namespace>:<key>` (the key's UTF-8 bytes, binary-safe), so levels with
+/// different namespaces on one server never see each other's values, and ``clear()`` removes the
+/// namespace's keys only. Values expire to the millisecond (`SET … PX`).
+///
+/// The client is part of the package: RESP3 (`HELLO 3`) with a RESP2 fallback, a small pool of
+/// connections that every caller shares, requests pipelined on each. No call waits longer than the
+/// command timeout: a server that is down, slow or never answers makes a ``CacheError`` with code
+/// `network`, whose message names the server and the cause. The connections come back by themselves
+/// after a failure, with a capped, jittered exponential backoff.
+///
+/// Releasing the level closes its connections. Out of scope: TLS, Redis Cluster and Sentinel.
+public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
+    /// Keys are strings.
+    public typealias Key = String
+    /// Values are bytes.
+    public typealias Value = Data
+
+    /// The server and the timeouts.
+    public let configuration: Configuration
+    /// The prefix of every key, before a colon.
+    public let namespace: String
+    private let pool: RedisPool
+    private let prefix: [UInt8]
+
+    /// Connects to the server at `url` (in the background: the first calls wait for the connection,
+    /// within their timeout).
+    ///
+    /// - Parameters:
+    ///   - url: `redis://[user:password@]host[:port][/db]`.
+    ///   - namespace: The prefix of the level's keys.
+    ///   - poolSize: How many connections every caller shares.
+    ///   - connectTimeout: How long connecting and logging in may take.
+    ///   - commandTimeout: How long a call waits for its reply.
+    ///   - defaultTTL: The expiry of a value stored without one; `nil` keeps it until the server evicts it.
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` for a URL or field out of range.
+    public convenience init(
+        url: String,
+        namespace: String,
+        poolSize: Int = 4,
+        connectTimeout: Duration = .seconds(1),
+        commandTimeout: Duration = .seconds(1),
+        defaultTTL: Duration? = nil
+    ) throws {
+        var configuration = try Configuration(url: url)
+        configuration.poolSize = poolSize
+        configuration.connectTimeout = connectTimeout
+        configuration.commandTimeout = commandTimeout
+        configuration.defaultTTL = defaultTTL
+        try self.init(configuration, namespace: namespace)
+    }
+
+    /// Connects to the server a configuration describes (in the background).
+    ///
+    /// - Parameters:
+    ///   - configuration: The server, the login, the pool size and the timeouts.
+    ///   - namespace: The prefix of the level's keys.
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` for a field out of range.
+    public init(_ configuration: Configuration, namespace: String) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        self.namespace = namespace
+        prefix = Array(namespace.utf8) + [UInt8(ascii: ":")]
+        pool = try RedisPool(configuration)
+    }
+
+    private func storedKey(_ key: String) -> [UInt8] { prefix + Array(key.utf8) }
+
+    // MARK: - CacheLevel
+
+    /// Returns the bytes stored for `key` (`GET`).
+    ///
+    /// - Throws: ``CacheError/notFound`` when the server has no value; ``CacheError`` with code
+    ///   `network` when the server cannot be reached or answer in time.
+    public func get(_ key: String) async throws -> Data {
+        var command = RESPCommand("GET", arguments: 1)
+        command.append(storedKey(key))
+        switch try await pool.send(command, key: key) {
+        case .null: throw CacheError.notFound(key: key)
+        case let reply:
+            guard let bytes = reply.bytes else { throw unexpected(reply, "GET", key) }
+            return bytes
+        }
+    }
+
+    /// Stores `value` for `key`, expiring after the default TTL if there is one (`SET`).
+    ///
+    /// - Throws: ``CacheError`` with code `network` when the server cannot store it in time.
+    public func set(_ value: Data, forKey key: String) async throws {
+        try await set(value, forKey: key, timeToLive: configuration.defaultTTL)
+    }
+
+    /// Stores `value` for `key` until `expiresAt` (`SET … PX`, to the millisecond).
+    ///
+    /// `nil` uses the default TTL; a date in the past removes the key.
+    ///
+    /// - Throws: ``CacheError`` with code `network` when the server cannot store it in time.
+    public func set(_ value: Data, forKey key: String, expiresAt: Date?) async throws {
+        guard let expiresAt else { return try await set(value, forKey: key) }
+        let seconds = expiresAt.timeIntervalSinceNow
+        guard seconds > 0 else { return try await removeValue(forKey: key) }
+        try await set(value, forKey: key, milliseconds: Int64(min((seconds * 1000).rounded(.up), 9e15)))
+    }
+
+    /// Stores `value` for `key` for `timeToLive` (rounded up to a millisecond); `nil` never expires.
+    ///
+    /// - Throws: ``CacheError`` with code `network` when the server cannot store it in time.
+    public func set(_ value: Data, forKey key: String, timeToLive: Duration?) async throws {
+        guard let timeToLive else { return try await set(value, forKey: key, milliseconds: nil) }
+        let (seconds, attoseconds) = timeToLive.components
+        let (millis, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let rest = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        try await set(value, forKey: key, milliseconds: overflow ? Int64.max / 2 : max(1, millis + rest))
+    }
+
+    private func set(_ value: Data, forKey key: String, milliseconds: Int64?) async throws {
+        var command = RESPCommand("SET", arguments: milliseconds == nil ? 2 : 4)
+        command.append(storedKey(key))
+        command.append(value)
+        if let milliseconds {
+            command.append("PX")
+            command.append(milliseconds)
+        }
+        _ = try await pool.send(command, key: key)
+    }
+
+    /// Removes the value of `key` (`UNLINK`); removing a missing key does nothing.
+    ///
+    /// - Throws: ``CacheError`` with code `network` when the server cannot be reached in time.
+    public func removeValue(forKey key: String) async throws {
+        var command = RESPCommand("UNLINK", arguments: 1)
+        command.append(storedKey(key))
+        _ = try await pool.send(command, key: key)
+    }
+
+    /// Removes every key of the namespace and only those (`SCAN … MATCH`, `UNLINK`; never `FLUSHDB`).
+    ///
+    /// A failure is logged (``HoardLogger``); ``removeAll()`` throws it instead.
+    public func clear() async {
+        do {
+            try await removeAll()
+        } catch {
+            HoardLogger.log(.warning, "Redis: clearing the namespace \(namespace) failed: \(error)")
+        }
+    }
+
+    /// Removes every key of the namespace and only those, throwing when the server fails.
+    ///
+    /// Keys stored while it runs may survive it.
+    ///
+    /// - Throws: ``CacheError`` with code `network`.
+    /// - Complexity: One `SCAN` per 1000 keys of the database, one `UNLINK` per page of matches.
+    public func removeAll() async throws {
+        var pattern: [UInt8] = []
+        for byte in namespace.utf8 {
+            if byte == UInt8(ascii: "*") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[")
+                || byte == UInt8(ascii: "]") || byte == UInt8(ascii: "\\")
+            {
+                pattern.append(UInt8(ascii: "\\"))
+            }
+            pattern.append(byte)
+        }
+        pattern += Array(":*".utf8)
+        var cursor = Data("0".utf8)
+        repeat {
+            var scan = RESPCommand("SCAN", arguments: 5)
+            scan.append(cursor)
+            scan.append("MATCH")
+            scan.append(pattern)
+            scan.append("COUNT")
+            scan.append(1000)
+            let reply = try await pool.send(scan, key: nil)
+            guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].bytes,
+                case .array(let keys) = parts[1]
+            else { throw unexpected(reply, "SCAN", nil) }
+            let names = keys.compactMap(\.bytes)
+            if !names.isEmpty {
+                var unlink = RESPCommand("UNLINK", arguments: names.count)
+                for name in names { unlink.append(name) }
+                _ = try await pool.send(unlink, key: nil)
+            }
+            cursor = next
+        } while cursor != Data("0".utf8)
+    }
+
+    /// Does nothing: the level keeps nothing in memory.
+    public func onMemoryWarning() {}
+
+    // MARK: - More than CacheLevel
+
+    /// Returns the values found for `keys`, in key order, misses left out, in one `MGET`.
+    ///
+    /// - Throws: ``CacheError`` with code `network`; `CancellationError`.
+    public func batchGetSome(_ keys: [String]) async throws -> [Data] {
+        try await values(forKeys: keys).compactMap { $0 }
+    }
+
+    /// Returns the value of each key, `nil` for a miss, in one `MGET`.
+    ///
+    /// - Throws: ``CacheError`` with code `network`; `CancellationError`.
+    public func values(forKeys keys: [String]) async throws -> [Data?] {
+        guard !keys.isEmpty else { return [] }
+        var command = RESPCommand("MGET", arguments: keys.count)
+        for key in keys { command.append(storedKey(key)) }
+        let reply = try await pool.send(command, key: keys.count == 1 ? keys[0] : nil)
+        guard case .array(let values) = reply, values.count == keys.count else {
+            throw unexpected(reply, "MGET", nil)
+        }
+        return values.map(\.bytes)
+    }
+
+    /// A level of key lists whose `get` is one `MGET` and fails with ``CacheError/notFound`` when a
+    /// key is missing; `set` and `removeValue` go key by key, pipelined.
+    ///
+    /// - Returns: The batch level.
+    public func allBatch() -> BasicCache<[String], [Data]> {
+        BasicCache(
+            get: { keys in
+                let values = try await self.values(forKeys: keys)
+                if let missing = zip(keys, values).first(where: { $0.1 == nil }) {
+                    throw CacheError.notFound(key: missing.0)
+                }
+                return values.compactMap { $0 }
+            },
+            set: { values, keys in
+                guard values.count == keys.count else {
+                    throw CacheError.invalidConfiguration(
+                        "A batch set needs one value per key (\(values.count) values for \(keys.count) keys)."
+                    )
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (value, key) in zip(values, keys) { group.addTask { try await self.set(value, forKey: key) } }
+                    try await group.waitForAll()
+                }
+            },
+            removeValue: { keys in
+                for key in keys { try await self.removeValue(forKey: key) }
+            },
+            clear: { await self.clear() }
+        )
+    }
+
+    /// How long `key` has left (`PTTL`, to the millisecond); `nil` when it never expires.
+    ///
+    /// - Throws: ``CacheError/notFound`` when there is no such key; ``CacheError`` with code `network`.
+    public func timeToLive(forKey key: String) async throws -> Duration? {
+        var command = RESPCommand("PTTL", arguments: 1)
+        command.append(storedKey(key))
+        let reply = try await pool.send(command, key: key)
+        guard case .integer(let milliseconds) = reply else { throw unexpected(reply, "PTTL", key) }
+        switch milliseconds {
+        case -2: throw CacheError.notFound(key: key)
+        case -1: return nil
+        default: return .milliseconds(milliseconds)
+        }
+    }
+
+    /// Checks that the server answers (`PING`).
+    ///
+    /// - Throws: ``CacheError`` with code `network` when it does not, within the command timeout.
+    public func ping() async throws {
+        _ = try await pool.send(RESPCommand("PING", []), key: nil)
+    }
+
+    /// Sends any command (for the tests and the benchmark).
+    func send(_ command: RESPCommand, key: String? = nil) async throws -> RESPValue {
+        try await pool.send(command, key: key)
+    }
+
+    /// Sends any command and tells `completion` on the I/O thread (for the tests that time the
+    /// level itself, whatever the cooperative pool is doing).
+    func send(
+        _ command: RESPCommand,
+        completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
+    ) {
+        pool.send(command, key: nil, completion: completion)
+    }
+
+    private func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {
+        RedisFailure(.protocolViolation, "an unexpected reply \(reply)")
+            .error(server: configuration.server, command: command, key: key)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import Hoard
+
+extension RedisCacheLevel {
+    /// Where the server is, how to log in, and how long to wait for it.
+    ///
+    /// ```swift
+    /// var configuration = try RedisCacheLevel.Configuration(url: "redis://cache.internal:6379/2")
+    /// configuration.commandTimeout = .milliseconds(250)
+    /// let shared = RedisCacheLevel(configuration, namespace: "users")
+    /// ```
+    public struct Configuration: Sendable, Equatable {
+        /// The server's host name or numeric address (IPv4, or IPv6 without brackets).
+        public var host: String
+        /// The server's TCP port; 6379 by default.
+        public var port: Int
+        /// The ACL user to log in as; `nil` logs in as `default` when there is a password.
+        public var username: String?
+        /// The password, or `nil` when the server asks for none.
+        public var password: String?
+        /// The database number (`SELECT`); 0 by default.
+        public var database: Int
+        /// How many connections the level keeps open, shared by every caller (4 by default).
+        public var poolSize: Int
+        /// How long connecting and the handshake may take; 1 s by default.
+        public var connectTimeout: Duration
+        /// How long a caller waits for a reply; 1 s by default.
+        public var commandTimeout: Duration
+        /// The expiry of a value stored without one; `nil` (the default) keeps it until evicted.
+        public var defaultTTL: Duration?
+        /// The largest reply accepted, in bytes (512 MB by default); a larger one closes its connection.
+        public var maximumReplySize: Int
+        /// The name the connections give themselves (`CLIENT SETNAME`), or `nil` for none.
+        public var clientName: String?
+
+        /// A configuration from its fields.
+        ///
+        /// - Parameters:
+        ///   - host: The host name or numeric address.
+        ///   - port: The TCP port.
+        ///   - username: The ACL user, if any.
+        ///   - password: The password, if any.
+        ///   - database: The database number.
+        public init(
+            host: String,
+            port: Int = 6379,
+            username: String? = nil,
+            password: String? = nil,
+            database: Int = 0
+        ) {
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+            self.database = database
+            poolSize = 4
+            connectTimeout = .seconds(1)
+            commandTimeout = .seconds(1)
+            defaultTTL = nil
+            maximumReplySize = 512 << 20
+            clientName = nil
+        }
+
+        /// A configuration from a `redis://[user:password@]host[:port][/db]` URL.
+        ///
+        /// The user and password may be percent-encoded.
+        ///
+        /// - Throws: ``CacheError`` with code `invalidConfiguration` when the URL is not of that form.
+        public init(url: String) throws {
+            guard let components = URLComponents(string: url), components.scheme?.lowercased() == "redis" else {
+                throw CacheError.invalidConfiguration(
+                    "\"\(url)\" is not a redis:// URL (rediss:// and TLS are not supported)."
+                )
+            }
+            guard var host = components.host, !host.isEmpty else {
+                throw CacheError.invalidConfiguration("The URL \"\(url)\" names no host.")
+            }
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            var database = 0
+            let path = components.path.drop { $0 == "/" }
+            if !path.isEmpty {
+                guard let number = Int(path), number >= 0 else {
+                    throw CacheError.invalidConfiguration(
+                        "The URL \"\(url)\" has \"\(path)\" where a database number goes."
+                    )
+                }
+                database = number
+            }
+            let user = components.percentEncodedUser.flatMap { $0.removingPercentEncoding }
+            let password = components.percentEncodedPassword.flatMap { $0.removingPercentEncoding }
+            // `redis://:secret@host`: a password alone logs in as the default user.
+            self.init(
+                host: host,
+                port: components.port ?? 6379,
+                username: user?.isEmpty == false ? user : nil,
+                password: password,
+                database: database
+            )
+        }
+
+        /// `host:port`, for messages.
+        var server: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+        /// Throws when a field is out of range.
+        func validate() throws {
+            func invalid(_ message: String) -> CacheError { .invalidConfiguration("Redis: \(message)") }
+            guard (1...65_535).contains(port) else { throw invalid("the port \(port) is not between 1 and 65535.") }
+            guard database >= 0 else { throw invalid("the database number \(database) is negative.") }
+            guard (1...64).contains(poolSize) else {
+                throw invalid("the pool size \(poolSize) is not between 1 and 64.")
+            }
+            guard connectTimeout > .zero, commandTimeout > .zero else { throw invalid("timeouts must be positive.") }
+            guard maximumReplySize >= 1024 else { throw invalid("the reply limit must be at least 1 KiB.") }
+            if let defaultTTL, defaultTTL <= .zero { throw invalid("the default TTL must be positive.") }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Hoard
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a request to the server failed, before it becomes a ``CacheError`` for the caller.
+///
+/// The underlying error of the ``CacheError`` a ``RedisCacheLevel`` throws (code `network`): its
+/// description says what failed, in one sentence, without the server's address, which the
+/// ``CacheError`` message adds.
+struct RedisFailure: Error, Sendable, CustomStringConvertible {
+    /// The kinds of failure, for tests and for the decisions the client makes.
+    enum Kind: Sendable, Equatable {
+        /// The server could not be reached: refused, unreachable, a name that does not resolve.
+        case connect
+        /// The handshake failed: a wrong password, an unknown user, a database that does not exist.
+        case handshake
+        /// No reply came within the command timeout.
+        case timeout
+        /// The connection broke with the request on it: the command may or may not have run.
+        case connectionLost
+        /// The server sent bytes that are not RESP, or a reply over the limits.
+        case protocolViolation
+        /// The server answered with an error reply (`-ERR …`).
+        case server
+        /// The level was released while the request waited.
+        case closed
+        /// The calling task was cancelled.
+        case cancelled
+    }
+
+    let kind: Kind
+    let description: String
+
+    init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
+
+    /// A failed system call: its name and the system's reason.
+    static func system(_ kind: Kind, _ call: String, errno number: Int32) -> RedisFailure {
+        RedisFailure(kind, "\(call) failed: \(String(cString: strerror(number))) (errno \(number))")
+    }
+
+    /// The error the caller gets: `CancellationError` for a cancelled task, otherwise a
+    /// ``CacheError`` with code `network` naming the server and the command.
+    func error(server: String, command: String, key: String?) -> any Error {
+        if kind == .cancelled { return CancellationError() }
+        let what = key.map { "\(command) \"\($0)\"" } ?? command
+        return CacheError(
+            code: .network,
+            message: "Redis at \(server): \(what) failed: \(description)",
+            key: key,
+            underlyingError: self
+        )
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import Hoard
+import HoardRedis
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#endif
+
+/// Measures the Redis level against the server's own benchmark, `redis-benchmark`, in the same run.
+///
+/// `GET` and `SET` of 1 KiB values at 16 and 64 requests in flight (redis-benchmark: that many
+/// connections, no pipelining; Hoard: that many concurrent callers on a pool of 4 connections).
+/// Then a memory hit of a cache in front of the shared level against a shared-level hit.
+///
+/// Scenario `redis`. The server is the one `HOARD_REDIS_URL` names, else a `redis-server` from the
+/// PATH started on a free port for the run. Targets: Hoard ≥ 0.7× redis-benchmark's requests/s, and
+/// a memory hit ≥ 100× a shared-level hit.
+enum RedisBench {
+    static func run(_ context: BenchContext) async throws -> ScenarioReport {
+        var report = ScenarioReport(
+            name: "redis",
+            title: "GET/SET of 1 KiB values: Hoard's RedisCacheLevel vs redis-benchmark, same server, same run"
+        )
+        guard let benchmark = onPath("redis-benchmark") else {
+            report.notes.append("skipped: redis-benchmark is not on the PATH")
+            return report
+        }
+        let server: BenchServer
+        do {
+            server = try await BenchServer.start()
+        } catch {
+            report.notes.append("skipped: no Redis server (\(error)); set HOARD_REDIS_URL or install redis-server")
+            return report
+        }
+        defer { server.stop() }
+        let requests = context.size(100_000)
+        let value = Data((0..<1024).map { UInt8(truncatingIfNeeded: $0) })
+        let level = try RedisCacheLevel(url: server.url, namespace: "hoard-bench")
+        try await level.set(value, forKey: "warm")
+        for concurrency in [16, 64] {
+            let external = try redisBenchmark(benchmark, server, requests: requests, clients: concurrency)
+            for command in ["SET", "GET"] {
+                let ours = try await measureLevel(level, command, value, requests: requests, callers: concurrency)
+                let theirs = Measurement(
+                    label: "redis-benchmark \(command) -c \(concurrency)",
+                    operations: requests,
+                    durations: [.seconds(Double(requests) / max(1, external[command] ?? 0))]
+                )
+                report.rows += [ours, theirs]
+                report.comparisons.append((ours.label, theirs.label))
+                report.targets.append(
+                    .ratio(
+                        "Hoard \(command) at \(concurrency) in flight ≥ 0.7× redis-benchmark",
+                        ours,
+                        theirs,
+                        atLeast: 0.7
+                    )
+                )
+            }
+        }
+        let (memory, shared) = try await measureHits(level, value, context)
+        report.rows += [memory, shared]
+        report.comparisons.append((memory.label, shared.label))
+        report.targets.append(
+            .ratio("memory hit in front of the shared level ≥ 100× a shared hit", memory, shared, atLeast: 100)
+        )
+        report.summary = report.rows.map { ($0.label, $0.label) }
+        report.notes.append("server: \(server.url); redis-benchmark -t get,set -d 1024 -n \(requests) -c 16|64 -P 1")
+        await level.clear()
+        return report
+    }
+
+    /// `callers` tasks, each sending its share of `requests` one after another.
+    private static func measureLevel(
+        _ level: RedisCacheLevel,
+        _ command: String,
+        _ value: Data,
+        requests: Int,
+        callers: Int
+    ) async throws -> Measurement {
+        let each = requests / callers
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<callers {
+                group.addTask {
+                    let key = "key:\(caller)"
+                    for _ in 0..<each {
+                        if command == "SET" {
+                            try await level.set(value, forKey: key)
+                        } else {
+                            _ = try? await level.get(key)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - start
+        return Measurement(
+            label: "Hoard \(command), \(callers) callers",
+            operations: each * callers,
+            durations: [elapsed]
+        )
+    }
+
+    /// A memory hit (`cache[key]`) of a cache built over the level, against the level's own `get`.
+    private static func measureHits(
+        _ level: RedisCacheLevel,
+        _ value: Data,
+        _ context: BenchContext
+    ) async throws -> (Measurement, Measurement) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hoard-bench-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try CacheBuilder<Data>(serializer: DataSerializer())
+            .containerName("redis")
+            .directory(folder)
+            .sharedLevel(level)
+            .build()
+        cache["hot"] = value
+        await cache.flush()
+        let memoryHits = context.size(1_000_000)
+        var bytes = 0
+        let memoryTime = time {
+            for _ in 0..<memoryHits { bytes &+= cache["hot"]?.count ?? 0 }
+        }
+        let sharedHits = context.size(20_000)
+        let start = ContinuousClock.now
+        for _ in 0..<sharedHits { bytes &+= try await level.get("warm").count }
+        let sharedTime = ContinuousClock.now - start
+        if bytes == 0 { progress("redis: no hit at all") }
+        return (
+            Measurement(
+                label: "memory hit in front of the shared level",
+                operations: memoryHits,
+                durations: [memoryTime]
+            ),
+            Measurement(label: "shared-level hit (GET, 1 caller)", operations: sharedHits, durations: [sharedTime])
+        )
+    }
+
+    /// Runs redis-benchmark and returns its requests/s by command.
+    private static func redisBenchmark(
+        _ executable: URL,
+        _ server: BenchServer,
+        requests: Int,
+        clients: Int
+    ) throws -> [String: Double] {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = [
+            "-h", "127.0.0.1", "-p", String(server.port), "-t", "get,set", "-d", "1024", "-n", String(requests),
+            "-c", String(clients), "-P", "1", "--csv",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        var rates: [String: Double] = [:]
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+            if fields.count >= 2, let rate = Double(fields[1]) { rates[fields[0]] = rate }
+        }
+        return rates
+    }
+
+    static func onPath(_ name: String) -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/usr/local/bin"
+        for folder in path.split(separator: ":") {
+            let candidate = URL(fileURLWithPath: String(folder)).appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return nil
+    }
+}
+
+/// The server the scenario measures: `HOARD_REDIS_URL`'s, or one it starts and stops.
+struct BenchServer {
+    let port: Int
+    let process: Process?
+    var url: String { "redis://127.0.0.1:\(port)" }
+
+    struct Unavailable: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func start() async throws -> BenchServer {
+        if let url = ProcessInfo.processInfo.environment["HOARD_REDIS_URL"], let port = URLComponents(string: url)?.port
+        {
+            return BenchServer(port: port, process: nil)
+        }
+        guard let executable = RedisBench.onPath("redis-server") else {
+            throw Unavailable(description: "no redis-server")
+        }
+        let port = try freePort()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hoard-bench-redis-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = [
+            "--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "no",
+            "--daemonize", "no",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = BenchServer(port: port, process: process)
+        let probe = try RedisCacheLevel(url: server.url, namespace: "probe", poolSize: 1)
+        let end = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < end {
+            if (try? await probe.ping()) != nil { return server }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        server.stop()
+        throw Unavailable(description: "redis-server did not answer within 5 s")
+    }
+
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    private static func freePort() throws -> Int {
+        #if canImport(Darwin)
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #else
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let status = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(descriptor, raw, length) == 0 ? getsockname(descriptor, raw, &length) : -1
+            }
+        }
+        guard status == 0 else { throw Unavailable(description: "no free port (errno \(errno))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Hoard
+import Testing
+
+@testable import HoardRedis
+
+/// A server that dies, comes back, never answers, or cuts a reply: callers get errors within their
+/// timeout, and the pool recovers by itself.
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason))
+struct RedisFaultTests {
+    private static let timeout = Duration.milliseconds(300)
+
+    private static func level(_ url: String, poolSize: Int = 2) throws -> RedisCacheLevel {
+        try RedisCacheLevel(
+            url: url,
+            namespace: "faults",
+            poolSize: poolSize,
+            connectTimeout: timeout,
+            commandTimeout: timeout
+        )
+    }
+
+    /// Sends `command` from a plain thread and expects a `network` error within the timeout (plus a
+    /// margin for a loaded machine), timed where the level reports it, on its I/O thread, so that a
+    /// busy cooperative pool cannot make the test fail; returns the error's message.
+    @discardableResult
+    private static func failsInTime(_ level: RedisCacheLevel, _ command: RESPCommand) async -> String? {
+        let outcome = Locked<(Duration, Result<RESPValue, any Error>)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let start = ContinuousClock.now
+        level.send(command) { result in
+            outcome.withLock { $0 = (ContinuousClock.now - start, result) }
+            done.signal()
+        }
+        #expect(await signalled(done, within: 30), "the level never answered")
+        guard let (elapsed, result) = outcome.withLock({ $0 }) else { return nil }
+        #expect(elapsed < timeout * 2 + .milliseconds(700), "answered after \(elapsed)")
+        guard case .failure(let error) = result, let error = error as? CacheError else {
+            Issue.record("expected a CacheError, got \(result)")
+            return nil
+        }
+        #expect(error.code == .network)
+        return error.message
+    }
+
+    private static let get = {
+        var command = RESPCommand("GET", arguments: 1)
+        command.append("faults:k")
+        return command
+    }()
+
+    /// Waits on the condition, at most `seconds`: `body` succeeds.
+    private static func recovers(within seconds: Int = 30, _ body: () async throws -> Void) async -> Bool {
+        let end = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < end {
+            if (try? await body()) != nil { return true }
+            await Task.yield()
+        }
+        return false
+    }
+
+    @Test func nothingListeningIsAnErrorNamingTheServer() async throws {
+        _ = try RedisTestServer.required()
+        let port = try LocalHTTPServer.closedPort()
+        let level = try Self.level("redis://127.0.0.1:\(port)")
+        let message = await Self.failsInTime(level, Self.get)
+        #expect(message?.contains("127.0.0.1:\(port)") == true)
+        #expect(message?.contains("GET") == true)
+        // While the pool waits to reconnect, a call fails at once, not after the timeout.
+        await Self.failsInTime(level, RESPCommand("SET", ["faults:k", ""]))
+    }
+
+    @Test func aServerThatAcceptsAndNeverAnswersTimesOut() async throws {
+        _ = try RedisTestServer.required()
+        let fake = try FakeRedisServer(script: [])
+        let level = try Self.level(fake.url)
+        let message = await Self.failsInTime(level, Self.get)
+        #expect(message?.contains("127.0.0.1:\(fake.port)") == true)
+        await Self.failsInTime(level, RESPCommand("PING", []))
+    }
+
+    @Test func aServerThatStopsAnsweringAfterTheHandshakeTimesOut() async throws {
+        _ = try RedisTestServer.required()
+        let fake = try FakeRedisServer(script: [Data("%0\r\n".utf8)])
+        let level = try Self.level(fake.url, poolSize: 1)
+        let message = await Self.failsInTime(level, Self.get)
+        #expect(message?.contains("timeout") == true)
+    }
+
+    @Test func aReplyCutInHalfFailsTheRequestsOnThatConnectionOnly() async throws {
+        _ = try RedisTestServer.required()
+        let fake = try FakeRedisServer(script: [
+            Data("-ERR unknown command 'HELLO'\r\n".utf8),
+            Data("$10\r\nhello".utf8),
+            nil,
+        ])
+        let level = try Self.level(fake.url, poolSize: 1)
+        let message = await Self.failsInTime(level, Self.get)
+        #expect(message?.contains("middle of a reply") == true)
+    }
+
+    @Test func aMalformedOrOversizedReplyClosesTheConnectionWithAnError() async throws {
+        _ = try RedisTestServer.required()
+        for reply in ["?garbage\r\n", "$99999999999\r\n", "*-5\r\n", ":12a\r\n"] {
+            let fake = try FakeRedisServer(script: [Data("%0\r\n".utf8), Data(reply.utf8)])
+            var configuration = try RedisCacheLevel.Configuration(url: fake.url)
+            configuration.maximumReplySize = 1 << 20
+            configuration.commandTimeout = Self.timeout
+            configuration.poolSize = 1
+            let level = try RedisCacheLevel(configuration, namespace: "n")
+            let message = await Self.failsInTime(level, Self.get)
+            #expect(message?.contains("RESP") == true, "\(reply)")
+        }
+    }
+
+    @Test func aKilledServerFailsCallersInTimeAndARestartedOneIsUsedAgain() async throws {
+        _ = try RedisTestServer.required()
+        let server = try RedisTestServer.start()
+        let level = try Self.level(server.url, poolSize: 4)
+        try await level.set(Data("v".utf8), forKey: "k")
+        // Callers in flight while the server dies.
+        let callers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for caller in 0..<16 {
+                    group.addTask {
+                        for _ in 0..<200 { _ = try? await level.set(Data("\(caller)".utf8), forKey: "c\(caller)") }
+                    }
+                }
+            }
+        }
+        server.kill()
+        await Self.failsInTime(level, Self.get)
+        await Self.failsInTime(level, Self.get)
+        await callers.value
+
+        let restarted = try RedisTestServer.start(port: server.port)
+        #expect(await Self.recovers { try await level.ping() })
+        try await level.set(Data("back".utf8), forKey: "k")
+        #expect(try await level.get("k") == Data("back".utf8))
+        // Every connection of the pool came back, not only one.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<32 { group.addTask { try await level.set(Data(), forKey: "after\(index)") } }
+            try await group.waitForAll()
+        }
+        restarted.stop()
+    }
+
+    @Test func aReleasedLevelStopsItsConnections() async throws {
+        let shared = try RedisTestServer.required()
+        for _ in 0..<20 {
+            let level = try Self.level(shared.url, poolSize: 4)
+            try await level.ping()
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import HoardRedis
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// Caches of a fleet over one Redis server: what one instance fetched, another reads from the server.
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason))
+struct RedisSharedCacheTests {
+    @Test func aValueOneCacheFetchedIsASharedHitForAnotherAndTheFetcherRunsOnce() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "fleet-\(UUID().uuidString)"
+        let fetches = Counter()
+        func instance(_ container: String) throws -> Cache<String> {
+            try folder.stringBuilder(container)
+                .sharedLevel(try RedisCacheLevel(url: server.url, namespace: namespace))
+                .fetcher { key in
+                    _ = fetches.increment()
+                    return "fetched \(key)"
+                }
+                .build()
+        }
+        let first = try instance("a")
+        let second = try instance("b")
+        #expect(try await first.getOrFetch(forKey: "user 1") == "fetched user 1")
+        await first.flush()
+        #expect(try await second.getOrFetch(forKey: "user 1") == "fetched user 1")
+        #expect(fetches.value == 1)
+        #expect(second.statistics.sharedHits == 1)
+        #expect(first.statistics.sharedMisses == 1)
+
+        // A removal reaches the server: the other instance's next read misses there and fetches.
+        first.removeValue(forKey: "user 1")
+        await first.flush()
+        let third = try instance("c")
+        #expect(try await third.getOrFetch(forKey: "user 1") == "fetched user 1")
+        #expect(fetches.value == 2)
+
+        // A value set (not fetched) by one instance is a shared hit for another, with no fetch.
+        first.set("set by the first", forKey: "user 2", expiry: .seconds(60))
+        await first.flush()
+        #expect(try await second.getOrFetch(forKey: "user 2") == "set by the first")
+        #expect(fetches.value == 2)
+        #expect(second.statistics.sharedHits == 2)
+    }
+
+    @Test func aCacheWhoseServerIsDownStillServesFromTheFetcher() async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let port = try LocalHTTPServer.closedPort()
+        let level = try RedisCacheLevel(
+            url: "redis://127.0.0.1:\(port)",
+            namespace: "down",
+            connectTimeout: .milliseconds(200),
+            commandTimeout: .milliseconds(200)
+        )
+        let cache = try folder.stringBuilder("a").sharedLevel(level).fetcher { "fetched \($0)" }.build()
+        #expect(try await cache.getOrFetch(forKey: "k") == "fetched k")
+        #expect(cache.statistics.sharedErrors >= 1)  // the read, and maybe already the write
+        #expect(cache["k"] == "fetched k")
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A listening socket on 127.0.0.1 that plays a script instead of being a Redis server: for each
+/// chunk a connection sends, the next answer of the script (`nil` closes the connection, at once
+/// when it follows an answer); once the script is played, it reads and never answers.
+final class FakeRedisServer: Sendable {
+    let port: UInt16
+    var url: String { "redis://127.0.0.1:\(port)" }
+    private let descriptor: Int32
+
+    /// Starts listening; every connection plays `script` from its start.
+    init(script: [Data?]) throws {
+        #if canImport(Darwin)
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #else
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard descriptor >= 0, bound == 0, named == 0, listen(descriptor, 64) == 0 else {
+            close(descriptor)
+            throw TestServerError("cannot listen on 127.0.0.1: errno \(errno)")
+        }
+        self.descriptor = descriptor
+        port = UInt16(bigEndian: address.sin_port)
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(descriptor, nil, nil)
+                guard connection >= 0 else {
+                    if errno == EINTR { continue }
+                    return
+                }
+                Thread.detachNewThread { Self.play(script, on: connection) }
+            }
+        }
+    }
+
+    deinit {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
+    }
+
+    private static func play(_ script: [Data?], on connection: Int32) {
+        defer { close(connection) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var step = 0
+        while recv(connection, &buffer, buffer.count, 0) > 0 {
+            guard step < script.count else { continue }
+            guard let answer = script[step] else { return }
+            step += 1
+            #if canImport(Darwin)
+            let flags: Int32 = 0
+            #else
+            let flags = Int32(MSG_NOSIGNAL)
+            #endif
+            _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, flags) }
+            // A `nil` right after an answer closes the connection at once, cutting what was sent.
+            if step < script.count, script[step] == nil { return }
+        }
+    }
+}
