@@ -19,7 +19,7 @@ import Hoard
 ///
 /// The client is part of the package: RESP3 (`HELLO 3`) with a RESP2 fallback, a small pool of
 /// connections that every caller shares, requests pipelined on each. No call waits longer than the
-/// command timeout: a server that is down, slow or never answers makes a ``CacheError`` with code
+/// command timeout: a server that is down, slow or never answers makes a `CacheError` with code
 /// `network`, whose message names the server and the cause. The connections come back by themselves
 /// after a failure, with a capped, jittered exponential backoff.
 ///
@@ -47,7 +47,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///   - connectTimeout: How long connecting and logging in may take.
     ///   - commandTimeout: How long a call waits for its reply.
     ///   - defaultTTL: The expiry of a value stored without one; `nil` keeps it until the server evicts it.
-    /// - Throws: ``CacheError`` with code `invalidConfiguration` for a URL or field out of range.
+    /// - Throws: `CacheError` with code `invalidConfiguration` for a URL or field out of range.
     public convenience init(
         url: String,
         namespace: String,
@@ -69,7 +69,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Parameters:
     ///   - configuration: The server, the login, the pool size and the timeouts.
     ///   - namespace: The prefix of the level's keys.
-    /// - Throws: ``CacheError`` with code `invalidConfiguration` for a field out of range.
+    /// - Throws: `CacheError` with code `invalidConfiguration` for a field out of range.
     public init(_ configuration: Configuration, namespace: String) throws {
         try configuration.validate()
         self.configuration = configuration
@@ -84,7 +84,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Returns the bytes stored for `key` (`GET`).
     ///
-    /// - Throws: ``CacheError/notFound`` when the server has no value; ``CacheError`` with code
+    /// - Throws: `CacheError.notFound` when the server has no value; `CacheError` with code
     ///   `network` when the server cannot be reached or answer in time.
     public func get(_ key: String) async throws -> Data {
         var command = RESPCommand("GET", arguments: 1)
@@ -99,7 +99,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Stores `value` for `key`, expiring after the default TTL if there is one (`SET`).
     ///
-    /// - Throws: ``CacheError`` with code `network` when the server cannot store it in time.
+    /// - Throws: `CacheError` with code `network` when the server cannot store it in time.
     public func set(_ value: Data, forKey key: String) async throws {
         try await set(value, forKey: key, timeToLive: configuration.defaultTTL)
     }
@@ -108,7 +108,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// `nil` uses the default TTL; a date in the past removes the key.
     ///
-    /// - Throws: ``CacheError`` with code `network` when the server cannot store it in time.
+    /// - Throws: `CacheError` with code `network` when the server cannot store it in time.
     public func set(_ value: Data, forKey key: String, expiresAt: Date?) async throws {
         guard let expiresAt else { return try await set(value, forKey: key) }
         let seconds = expiresAt.timeIntervalSinceNow
@@ -118,7 +118,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Stores `value` for `key` for `timeToLive` (rounded up to a millisecond); `nil` never expires.
     ///
-    /// - Throws: ``CacheError`` with code `network` when the server cannot store it in time.
+    /// - Throws: `CacheError` with code `network` when the server cannot store it in time.
     public func set(_ value: Data, forKey key: String, timeToLive: Duration?) async throws {
         guard let timeToLive else { return try await set(value, forKey: key, milliseconds: nil) }
         let (seconds, attoseconds) = timeToLive.components
@@ -140,7 +140,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Removes the value of `key` (`UNLINK`); removing a missing key does nothing.
     ///
-    /// - Throws: ``CacheError`` with code `network` when the server cannot be reached in time.
+    /// - Throws: `CacheError` with code `network` when the server cannot be reached in time.
     public func removeValue(forKey key: String) async throws {
         var command = RESPCommand("UNLINK", arguments: 1)
         command.append(storedKey(key))
@@ -149,7 +149,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Removes every key of the namespace and only those (`SCAN … MATCH`, `UNLINK`; never `FLUSHDB`).
     ///
-    /// A failure is logged (``HoardLogger``); ``removeAll()`` throws it instead.
+    /// A failure is logged (`HoardLogger`); ``removeAll()`` throws it instead.
     public func clear() async {
         do {
             try await removeAll()
@@ -162,7 +162,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// Keys stored while it runs may survive it.
     ///
-    /// - Throws: ``CacheError`` with code `network`.
+    /// - Throws: `CacheError` with code `network`.
     /// - Complexity: One `SCAN` per 1000 keys of the database, one `UNLINK` per page of matches.
     public func removeAll() async throws {
         var pattern: [UInt8] = []
@@ -204,14 +204,14 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Returns the values found for `keys`, in key order, misses left out, in one `MGET`.
     ///
-    /// - Throws: ``CacheError`` with code `network`; `CancellationError`.
+    /// - Throws: `CacheError` with code `network`; `CancellationError`.
     public func batchGetSome(_ keys: [String]) async throws -> [Data] {
         try await values(forKeys: keys).compactMap { $0 }
     }
 
     /// Returns the value of each key, `nil` for a miss, in one `MGET`.
     ///
-    /// - Throws: ``CacheError`` with code `network`; `CancellationError`.
+    /// - Throws: `CacheError` with code `network`; `CancellationError`.
     public func values(forKeys keys: [String]) async throws -> [Data?] {
         guard !keys.isEmpty else { return [] }
         var command = RESPCommand("MGET", arguments: keys.count)
@@ -223,7 +223,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         return values.map(\.bytes)
     }
 
-    /// A level of key lists whose `get` is one `MGET` and fails with ``CacheError/notFound`` when a
+    /// A level of key lists whose `get` is one `MGET` and fails with `CacheError.notFound` when a
     /// key is missing; `set` and `removeValue` go key by key, pipelined.
     ///
     /// - Returns: The batch level.
@@ -256,7 +256,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// How long `key` has left (`PTTL`, to the millisecond); `nil` when it never expires.
     ///
-    /// - Throws: ``CacheError/notFound`` when there is no such key; ``CacheError`` with code `network`.
+    /// - Throws: `CacheError.notFound` when there is no such key; `CacheError` with code `network`.
     public func timeToLive(forKey key: String) async throws -> Duration? {
         var command = RESPCommand("PTTL", arguments: 1)
         command.append(storedKey(key))
@@ -271,7 +271,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Checks that the server answers (`PING`).
     ///
-    /// - Throws: ``CacheError`` with code `network` when it does not, within the command timeout.
+    /// - Throws: `CacheError` with code `network` when it does not, within the command timeout.
     public func ping() async throws {
         _ = try await pool.send(RESPCommand("PING", []), key: nil)
     }

@@ -65,7 +65,7 @@ extension RedisCacheLevel {
         ///
         /// The user and password may be percent-encoded.
         ///
-        /// - Throws: ``CacheError`` with code `invalidConfiguration` when the URL is not of that form.
+        /// - Throws: `CacheError` with code `invalidConfiguration` when the URL is not of that form.
         public init(url: String) throws {
             guard let components = URLComponents(string: url), components.scheme?.lowercased() == "redis" else {
                 throw CacheError.invalidConfiguration(

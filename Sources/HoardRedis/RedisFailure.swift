@@ -9,11 +9,11 @@ import Glibc
 import Musl
 #endif
 
-/// Why a request to the server failed, before it becomes a ``CacheError`` for the caller.
+/// Why a request to the server failed, before it becomes a `CacheError` for the caller.
 ///
-/// The underlying error of the ``CacheError`` a ``RedisCacheLevel`` throws (code `network`): its
+/// The underlying error of the `CacheError` a ``RedisCacheLevel`` throws (code `network`): its
 /// description says what failed, in one sentence, without the server's address, which the
-/// ``CacheError`` message adds.
+/// `CacheError` message adds.
 struct RedisFailure: Error, Sendable, CustomStringConvertible {
     /// The kinds of failure, for tests and for the decisions the client makes.
     enum Kind: Sendable, Equatable {
@@ -49,7 +49,7 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
     }
 
     /// The error the caller gets: `CancellationError` for a cancelled task, otherwise a
-    /// ``CacheError`` with code `network` naming the server and the command.
+    /// `CacheError` with code `network` naming the server and the command.
     func error(server: String, command: String, key: String?) -> any Error {
         if kind == .cancelled { return CancellationError() }
         let what = key.map { "\(command) \"\($0)\"" } ?? command

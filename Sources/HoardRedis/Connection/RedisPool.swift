@@ -10,7 +10,7 @@ final class RedisPool: Sendable {
 
     /// Opens `configuration.poolSize` connections (in the background).
     ///
-    /// - Throws: ``CacheError`` when the process has no file descriptor or thread left for them.
+    /// - Throws: `CacheError` when the process has no file descriptor or thread left for them.
     init(_ configuration: RedisCacheLevel.Configuration) throws {
         self.configuration = configuration
         var connections: [RedisConnection] = []
@@ -34,7 +34,7 @@ final class RedisPool: Sendable {
     ///   - command: The command.
     ///   - key: The caller's key, for the error message.
     /// - Returns: The reply.
-    /// - Throws: ``CacheError`` with code `network` naming the server and the cause, within the
+    /// - Throws: `CacheError` with code `network` naming the server and the cause, within the
     ///   command timeout; `CancellationError` when the task is cancelled.
     func send(_ command: RESPCommand, key: String?) async throws -> RESPValue {
         try Task.checkCancellation()
