@@ -25,7 +25,7 @@ let package = Package(
         .executableTarget(name: "hoard-demo", dependencies: ["Hoard"]),
         .executableTarget(name: "hoard-bench", dependencies: ["Hoard", "HoardRedis", "HoardTestSupport"]),
         // A child process for the crash, two-process and file-system fault tests (Tests/HoardTests/Trust).
-        .executableTarget(name: "hoard-test-worker", dependencies: ["Hoard", "HoardTestSupport"]),
+        .executableTarget(name: "hoard-test-worker", dependencies: ["Hoard", "HoardRedis", "HoardTestSupport"]),
         .testTarget(name: "HoardTests", dependencies: ["Hoard", "HoardRedis", "HoardTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -21,6 +21,7 @@ import Musl
 /// hoard-test-worker open-data <folder> <container>     # opens a Cache<Data>: "opened <n>" or "invalid <why>"
 /// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
 /// hoard-test-worker faults-descriptors <folder>
+/// hoard-test-worker fleet-get <folder> <container> <redis url> <namespace> <key>…  # see `Fleet`
 /// ```
 /// Every line is written with one `write(2)` straight to the descriptor, so that what a killed
 /// process reported before it died is exactly what the reader receives.
@@ -38,6 +39,7 @@ enum Worker {
             case "open-data": try await TwoProcess.openAsData(arguments: rest)
             case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()
             case "faults-descriptors": try await FaultScenarios(arguments: rest).descriptors()
+            case "fleet-get": try await Fleet.get(arguments: rest)
             default: usage()
             }
         } catch {
@@ -47,7 +49,10 @@ enum Worker {
     }
 
     static func usage() -> Never {
-        emit("error usage: hoard-test-worker crash|hold|try-open|faults-permissions|faults-descriptors …")
+        emit(
+            "error usage: hoard-test-worker "
+                + "crash|hold|try-open|open-data|faults-permissions|faults-descriptors|fleet-get …"
+        )
         exit(64)
     }
 }

@@ -62,3 +62,41 @@ struct RedisSharedCacheTests {
         #expect(cache["k"] == "fetched k")
     }
 }
+
+/// Two processes of one fleet over one server: what either fetched, the other reads from the server.
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason))
+struct RedisTwoProcessFleetTests {
+    @Test(.timeLimit(.minutes(5)))
+    func aValueFetchedByOneProcessIsASharedHitForTheOtherAndTheFetcherRunsOnce() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "two-processes-\(UUID().uuidString)"
+        let fetches = Counter()
+        let cache = try folder.stringBuilder("parent")
+            .sharedLevel(try RedisCacheLevel(url: server.url, namespace: namespace))
+            .fetcher { key in
+                _ = fetches.increment()
+                return "fetched by the parent \(key)"
+            }
+            .build()
+        // The parent fetches one key; the child, on a container of its own, reads it and fetches another.
+        #expect(try await cache.getOrFetch(forKey: "user 1") == "fetched by the parent user 1")
+        await cache.flush()
+        let child = try await WorkerProcess.run(
+            ["fleet-get", folder.url.path, "child", server.url, namespace, "user 1", "user 2"]
+        )
+        #expect(child.ending == .exited(0))
+        #expect(
+            child.lines == [
+                "value user 1=fetched by the parent user 1",
+                "value user 2=fetched by the child user 2",
+                "done fetches 1 sharedHits 1 sharedMisses 1",
+            ]
+        )
+        // What the child fetched is a shared hit here: each key was fetched once in the fleet.
+        #expect(try await cache.getOrFetch(forKey: "user 2") == "fetched by the child user 2")
+        #expect(fetches.value == 1)
+        #expect(cache.statistics.sharedHits == 1)
+        withExtendedLifetime((cache, folder)) {}
+    }
+}
