@@ -79,14 +79,10 @@ import Testing
     }
 
     @Test func pooling() async throws {
-        let gate = ThreadGate()
-        let server = try LocalHTTPServer(routes: ["/feed": .init(status: 200, body: Data("feed".utf8), gate: gate)])
+        // The server answers at once: whether the two gets share one request depends on timing, and
+        // PoolTests checks the sharing itself; this runs the article's code as printed.
+        let server = try LocalHTTPServer(routes: ["/feed": .init(status: 200, body: Data("feed".utf8))])
         let feedURL = server.url("/feed")
-        let opener = Task {
-            // Opens the server's answer once both gets wait for the one request.
-            _ = await waitUntil { server.receivedPaths.count == 1 }
-            gate.open()
-        }
 
         // README
         let network = NetworkFetcher().pooled()
@@ -96,10 +92,8 @@ import Testing
         let feeds = try await [first, second]
         // README
 
-        await opener.value
         #expect(feeds == [Data("feed".utf8), Data("feed".utf8)])
-        // How many requests were made depends on whether the second get started before the answer
-        // came; PoolTests checks the sharing itself.
+        #expect((1...2).contains(server.receivedPaths.count))
     }
 
     @Test func batches() async throws {
