@@ -252,10 +252,12 @@ final class Directory: Sendable {
         defer { closedir(stream) }
         rewinddir(stream)
         var names: [String] = []
+        // Read the name in place, up to its NUL: a record is only as long as its name (`d_reclen`),
+        // so copying the whole `d_name` array would read past the last record of glibc's buffer.
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 0
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let bytes = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            let name = String(cString: bytes)
             if name != "." && name != ".." { names.append(name) }
         }
         return names
