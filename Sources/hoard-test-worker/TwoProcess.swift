@@ -11,14 +11,19 @@ import Musl
 
 /// The child's side of the two-process tests.
 enum TwoProcess {
-    /// Opens the container, stores `held` = `by the child`, flushes, prints `ready`, then keeps the
-    /// container open until standard input ends (or the process is killed).
+    /// Opens the container (for this process alone with a third argument `exclusive`), stores
+    /// `held` = `by the child`, flushes, prints `ready`, then keeps the container open until standard
+    /// input ends (or the process is killed).
     ///
-    /// Prints `inUse` and exits with status 3 when another process has the container open.
+    /// Prints `inUse` and exits with status 3 when another process has the container open exclusively.
     static func hold(arguments: [String]) async throws {
         let cache: Cache<String>
         do {
-            cache = try stringCache(folder: argument(arguments, 0), container: argument(arguments, 1))
+            cache = try stringCache(
+                folder: argument(arguments, 0),
+                container: argument(arguments, 1),
+                exclusive: arguments.count > 2 && arguments[2] == "exclusive"
+            )
         } catch CacheError.containerInUse {
             emit("inUse")
             exit(3)
@@ -52,13 +57,31 @@ enum TwoProcess {
     static func tryOpen(arguments: [String]) async throws {
         let cache: Cache<String>
         do {
-            cache = try stringCache(folder: argument(arguments, 0), container: argument(arguments, 1))
+            cache = try stringCache(
+                folder: argument(arguments, 0),
+                container: argument(arguments, 1),
+                exclusive: arguments.count > 2 && arguments[2] == "exclusive"
+            )
         } catch let error as CacheError where error.code == .containerInUse {
             emit("inUse \(error.message)")
             exit(3)
         }
         emit("opened \(cache["parent"] ?? "nil")")
         cache["child"] = "written by the child"
+        await cache.flush()
+        emit("flushed")
+    }
+
+    /// Sets each `<key> <value>` pair of the arguments after the container (a value `-` removes the
+    /// key), flushes, and prints `flushed`.
+    static func write(arguments: [String]) async throws {
+        let cache = try stringCache(folder: argument(arguments, 0), container: argument(arguments, 1))
+        var pairs = arguments.dropFirst(2)
+        while let key = pairs.popFirst() {
+            let value = argument(Array(pairs), 0)
+            pairs = pairs.dropFirst()
+            cache[key] = value == "-" ? nil : value
+        }
         await cache.flush()
         emit("flushed")
     }

@@ -16,8 +16,10 @@ import Musl
 /// Usage:
 /// ```
 /// hoard-test-worker crash <folder> <container> <seed> <operations> <maxDiskCount> <maxRamCount> <lfu|lru>
-/// hoard-test-worker hold <folder> <container>          # opens, prints "ready", waits for end of input
-/// hoard-test-worker try-open <folder> <container>      # prints "opened <value of key held>" or "inUse"
+/// hoard-test-worker shared <worker> <crash arguments>  # one of several processes on one container
+/// hoard-test-worker hold <folder> <container> [exclusive]  # opens, prints "ready", waits for end of input
+/// hoard-test-worker try-open <folder> <container> [exclusive]  # prints "opened <value of key parent>" or "inUse"
+/// hoard-test-worker write <folder> <container> <key> <value>|- …  # sets (or removes) each pair, flushes, "flushed"
 /// hoard-test-worker open-data <folder> <container>     # opens a Cache<Data>: "opened <n>" or "invalid <why>"
 /// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
 /// hoard-test-worker faults-descriptors <folder>
@@ -34,6 +36,8 @@ enum Worker {
         do {
             switch mode {
             case "crash": try await CrashWorkload.run(arguments: rest)
+            case "shared": try await SharedWorkload.run(arguments: rest)
+            case "write": try await TwoProcess.write(arguments: rest)
             case "hold": try await TwoProcess.hold(arguments: rest)
             case "try-open": try await TwoProcess.tryOpen(arguments: rest)
             case "open-data": try await TwoProcess.openAsData(arguments: rest)
@@ -51,7 +55,7 @@ enum Worker {
     static func usage() -> Never {
         emit(
             "error usage: hoard-test-worker "
-                + "crash|hold|try-open|open-data|faults-permissions|faults-descriptors|fleet-get …"
+                + "crash|shared|write|hold|try-open|open-data|faults-permissions|faults-descriptors|fleet-get …"
         )
         exit(64)
     }
@@ -86,6 +90,7 @@ func stringCache(
     maxRamCount: Int = 100,
     maxDiskCount: Int = 100,
     policy: EvictionPolicy = .lfu,
+    exclusive: Bool = false,
     delegate: (any CacheDelegate<String>)? = nil
 ) throws -> Cache<String> {
     var builder = CacheBuilder<String>(serializer: StringSerializer())
@@ -94,6 +99,7 @@ func stringCache(
         .maxRamCount(maxRamCount)
         .maxDiskCount(maxDiskCount)
         .evictionPolicy(policy)
+        .exclusiveProcess(exclusive)
     if let delegate { builder = builder.delegate(delegate) }
     return try builder.build()
 }

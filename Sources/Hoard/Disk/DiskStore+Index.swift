@@ -1,58 +1,97 @@
+import Foundation
+
 extension DiskStore {
-    /// Saves the eviction order to the index file.
+    /// Catches up with what other processes journaled and writes the eviction order as a new
+    /// snapshot when `always` or when it changed since the last one.
     ///
-    /// The order is copied holding the state lock, encoded holding no lock, and written holding
-    /// `ioLock`, unless a later copy was written meanwhile. Call it holding neither lock.
-    /// - Complexity: O(n).
-    func saveIndex(log: inout DeferredLog) {
-        let snapshot = withState { $0.takeIndexSnapshot() }
-        let bytes = DiskIndexFile.encode(snapshot.records)
-        withIOLock {
-            guard withState({ $0.claimIndexWrite(snapshot.number) }) else { return }
-            do {
-                try directory.writeAtomically(bytes, to: ContainerFile.index, through: nextTemporaryName())
-            } catch {
-                log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
-            }
+    /// Call it holding neither lock.
+    /// - Complexity: O(n) when it writes a snapshot.
+    func saveIndex(always: Bool = false, log: inout DeferredLog, news: inout PeerNews) {
+        withContainer(log: &log, news: &news) { log in
+            if always || withState({ $0.snapshotIsStale }) { compact(log: &log) }
         }
     }
 
-    /// Lists the container, sweeps temporary files, and rebuilds the eviction order from the saved
-    /// index and the entry files; called while opening, before the store is shared.
+    /// Loads the index while opening, before the store is shared: from the snapshot and journal when
+    /// they are intact, otherwise from the entry files; sweeps abandoned temporary files and applies
+    /// the count and byte limits.
     ///
-    /// - Returns: The eviction order, and the changes it holds that the saved index lacks.
-    /// - Complexity: O(n), one listing, and one read per entry file the saved index does not name.
-    func loadIndex(log: inout DeferredLog) throws -> (index: DiskEntryIndex, changesSinceSave: Int) {
+    /// - Complexity: O(n) in the snapshot and journal, plus one listing that copies only temporary
+    ///   files' names; with no intact index, one listing and one read per entry file.
+    func openIndex(log: inout DeferredLog) {
+        var news = PeerNews()
+        withContainer(log: &log, news: &news) { log in
+            sweepTemporaryFiles(log: &log)
+            var victims: [DiskEntryIndex.Victim] = []
+            withState { state in
+                if let byteLimit = options.byteLimit {
+                    // An entry larger than the whole limit goes alone, not with every entry before it.
+                    for entry in state.index.entriesInEvictionOrder where entry.payload.size > byteLimit {
+                        state.index.removeValue(forKey: entry.key)
+                        victims.append((entry.key, entry.payload, .cost))
+                    }
+                }
+                victims += state.index.makeRoom(
+                    forCount: 0,
+                    bytes: 0,
+                    capacity: options.capacity,
+                    byteLimit: options.byteLimit
+                )
+            }
+            for victim in victims {
+                log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits.")
+                removeFile(victim.key.hex, log: &log)
+            }
+            journal(victims.map { .remove(digest: $0.key) }, log: &log)
+        }
+    }
+
+    /// Removes the temporary files whose writers are gone (see ``TemporaryFile``); called inside a section.
+    func sweepTemporaryFiles(log: inout DeferredLog) {
+        let now = Date().timeIntervalSince1970
+        do {
+            for (name, modified) in try directory.temporaryFiles()
+            where TemporaryFile.isAbandoned(name, modified: modified, now: now) {
+                removeFile(name, log: &log)
+            }
+        } catch {
+            log.add(.warning, "Cannot list the temporary files of \(directory.path): \(error)")
+        }
+    }
+
+    /// Rebuilds the eviction order from the entry files, ordered by an index of an earlier release
+    /// when there is one; called inside a section (or while opening).
+    ///
+    /// - Complexity: O(n), one listing, and one read per entry file the earlier index does not name
+    ///   (every file when there is none).
+    func rebuildIndex(log: inout DeferredLog) -> DiskEntryIndex {
+        var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         let listing: [(name: String, modified: Double, size: Int)]
         do {
             listing = try directory.list()
         } catch {
-            throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
+            log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
+            return index
         }
         var unindexed: [String: Double] = [:]
-        // The sizes of the files, not those the index saved: a process killed after rewriting an
-        // entry but before saving the index leaves a stale size there.
+        // The sizes of the files, not those an old index saved: it may be stale.
         var sizes: [String: Int] = [:]
         var hasIndexFile = false
         for (name, modified, size) in listing {
-            if name.hasPrefix(ContainerFile.temporaryPrefix) {
-                removeFile(name, log: &log)
-            } else if ContainerFile.isEntryName(name) {
+            if ContainerFile.isEntryName(name) {
                 unindexed[name] = modified
                 sizes[name] = size
             } else if name == ContainerFile.index {
                 hasIndexFile = true
             }
         }
-
-        var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
-        let saved =
+        let legacy =
             hasIndexFile
             ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
-                bytes.withUnsafeBytes { DiskIndexFile.decode($0) }
+                bytes.withUnsafeBytes { DiskIndexFile.decodeSnapshot($0, version: DiskIndexFile.legacyVersion) }
             } : nil
-        if let saved {
-            for record in saved where unindexed.removeValue(forKey: record.digest.hex) != nil {
+        if let legacy {
+            for record in legacy.records where unindexed.removeValue(forKey: record.digest.hex) != nil {
                 var info = record.info
                 info.size = sizes[record.digest.hex] ?? info.size
                 index.append(info, forKey: record.digest, count: record.count)
@@ -63,10 +102,7 @@ extension DiskStore {
             removeFile(ContainerFile.index, log: &log)
         }
         if !unindexed.isEmpty {
-            log.add(
-                .info,
-                "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index."
-            )
+            log.add(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
         }
         let unindexedNames = unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }).map(\.key)
         for (position, name) in unindexedNames.enumerated() {
@@ -77,25 +113,7 @@ extension DiskStore {
                 removeFile(name, log: &log)
             }
         }
-        var victims: [DiskEntryIndex.Victim] = []
-        if let byteLimit = options.byteLimit {
-            // An entry larger than the whole limit goes alone, not with every entry before it.
-            for entry in index.entriesInEvictionOrder where entry.payload.size > byteLimit {
-                index.removeValue(forKey: entry.key)
-                victims.append((entry.key, entry.payload, .cost))
-            }
-        }
-        victims += index.makeRoom(
-            forCount: 0,
-            bytes: 0,
-            capacity: options.capacity,
-            byteLimit: options.byteLimit
-        )
-        for victim in victims {
-            log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits.")
-            removeFile(victim.key.hex, log: &log)
-        }
-        return (index, saved == nil || !unindexed.isEmpty || !victims.isEmpty ? 1 : 0)
+        return index
     }
 
     /// Reads a file found in the container; returns its entry if it is intact and named by its key.

@@ -9,7 +9,8 @@ import Musl
 extension DiskStore {
     /// Checks the store against its folder and its limits; returns what is wrong, if anything.
     ///
-    /// Holds the I/O lock, so no write is half done. Every indexed entry without a pending operation
+    /// Runs in a section, once the store has caught up with what other stores and processes journaled,
+    /// so no write is half done and the index is current. Every indexed entry without a pending operation
     /// must have a file of the indexed size; every entry file must be indexed or pending; no
     /// temporary file may remain; the byte count must be the sum of the sizes; and once nothing is
     /// pending, the count and byte limits must hold. For tests and debugging (see
@@ -21,7 +22,7 @@ extension DiskStore {
     ///
     /// - Complexity: O(n), and one listing of the folder.
     func invariantViolations() -> [String] {
-        withIOLock {
+        withContainer { _ in
             guard !directory.isOpenFolderGone else { return [] }
             let files: [String: Int]
             do {

@@ -12,15 +12,15 @@ extension DiskStore {
     /// Returns what the store holds for `key`; a stored entry's read counts as an access unless
     /// `countsAccess` is false.
     ///
-    /// A damaged, truncated or foreign file is removed, logged and reported as a miss.
-    /// - Complexity: O(1) and, when the key has a file, one file read.
+    /// A key the index does not hold is still looked for in its file: another process may have
+    /// written it since this store last read the journal. A damaged, truncated or foreign file is
+    /// removed, logged and reported as a miss.
+    /// - Complexity: O(1) and one attempt to open the key's file.
     func lookup(_ key: DiskKey, countsAccess: Bool = true) -> DiskLookup {
         let found = withState { state -> DiskLookup? in
-            if let pending = state.pending[key.digest] {
-                if case .write(let value) = pending.operation { return .pending(value) }
-                return .miss
-            }
-            return state.index.contains(key.digest) ? nil : .miss
+            guard let pending = state.pending[key.digest] else { return nil }
+            if case .write(let value) = pending.operation { return .pending(value) }
+            return .miss
         }
         if let found { return found }
 
@@ -29,6 +29,10 @@ extension DiskStore {
             guard countsAccess else { return .stored(entry) }
             if withState({ $0.recordAccess(key.digest) }) { startWriter() }
             return .stored(entry)
+        case .failure(.missing):
+            // Removed by another process, or never written: forget it if this store counted it.
+            if withState({ $0.index.contains(key.digest) }) { repair(key) }
+            return .miss
         case .failure:
             repair(key)
             return .miss
@@ -91,9 +95,10 @@ extension DiskStore {
             case .failure(let problem): confirmed = problem
             }
             if case .missing = confirmed {
+                // Another process removed it, and this one had not read the journal that says so.
                 log.add(
-                    .warning,
-                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished."
+                    .debug,
+                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" is gone."
                 )
             } else {
                 log.add(
@@ -131,37 +136,38 @@ extension DiskStore {
     func removeExpired(now: Double) -> [String] {
         var messages = DeferredLog()
         defer { messages.flush() }
-        let expired = withIOLock {
+        let expired = withContainer { log in
             let expired = withState { state in
                 state.index.entriesInEvictionOrder.filter { entry in
                     entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
                 }
             }
             for entry in expired {
-                removeFile(entry.key.hex, log: &messages)
+                removeFile(entry.key.hex, log: &log)
             }
             withState { state in
                 for entry in expired { state.forgetEntry(entry.key) }
             }
+            journal(expired.map { .remove(digest: $0.key) }, log: &log)
             return expired
         }
         if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
         return expired.map(\.payload.key)
     }
 
-    /// Runs `removesEntry` holding `ioLock`, unless a newer operation on `key` is pending or its entry
-    /// is gone already; forgets the entry when `removesEntry` returns true.
+    /// Runs `removesEntry` inside a section, unless a newer operation on `key` is pending or its entry
+    /// is gone already; forgets the entry, and journals its removal for other processes, when
+    /// `removesEntry` returns true.
     ///
-    /// Logs after releasing `ioLock`.
+    /// Logs after releasing the locks.
     @discardableResult
     private func settle(_ key: DiskKey, _ removesEntry: (inout DeferredLog) -> Bool) -> Bool {
-        var messages = DeferredLog()
-        defer { messages.flush() }
-        return withIOLock {
+        withContainer { log in
             // A newer operation, or a removal that already landed, explains whatever the caller saw.
             if withState({ $0.pending[key.digest] != nil || !$0.index.contains(key.digest) }) { return false }
-            guard removesEntry(&messages) else { return false }
+            guard removesEntry(&log) else { return false }
             withState { $0.forgetEntry(key.digest) }
+            journal([.remove(digest: key.digest)], log: &log)
             return true
         }
     }

@@ -28,7 +28,8 @@ extension DiskStore {
     enum QueueItem: Sendable {
         /// Apply the latest operation pending for the key.
         case key(SHA256Digest)
-        /// Save the index if it changed, then resume the caller of `flush()`.
+        /// Catch up with other processes and write a snapshot if anything changed, then resume the
+        /// caller of `flush()`.
         case flush(CheckedContinuation<Void, Never>)
     }
 
@@ -52,17 +53,10 @@ extension DiskStore {
     enum WriterStep {
         /// Prepare the operation outside every lock, then apply it if it is still current.
         case apply(Pending)
-        /// Save the index if `savesIndex`, then resume the flush.
-        case flush(CheckedContinuation<Void, Never>, savesIndex: Bool)
+        /// Catch up with other processes, write a snapshot if anything changed, then resume the flush.
+        case flush(CheckedContinuation<Void, Never>)
         /// Nothing left: the writer stops, after saving the index if `savesIndex`.
         case idle(savesIndex: Bool)
-    }
-
-    /// The eviction order as it was at one moment, to be encoded and saved outside every lock.
-    struct IndexSnapshot {
-        /// Orders snapshots: a snapshot is only written if no later one was written before it.
-        var number: UInt64
-        var records: [DiskIndexFile.Record]
     }
 
     /// Everything a store knows in memory.
@@ -83,11 +77,11 @@ extension DiskStore {
         var generation: UInt64 = 0
         /// The generation of the latest operation a clear dropped: operations up to it are cancelled.
         var clearedThrough: UInt64 = 0
+        /// This store's changes (accesses included) not in a snapshot yet.
         var changesSinceSave = 0
         var observers: [ObjectIdentifier: WeakObserver] = [:]
-        /// The number of the latest index snapshot taken, and of the latest one written.
-        var snapshotsTaken: UInt64 = 0
-        var snapshotWritten: UInt64 = 0
+        /// The index file and how far its journal has been applied; changed holding `ioLock`.
+        var journal = JournalCursor()
 
         init(options: Options) {
             self.options = options
@@ -142,7 +136,7 @@ extension DiskStore {
                 }
                 switch item {
                 case .flush(let continuation):
-                    return .flush(continuation, savesIndex: changesSinceSave > 0)
+                    return .flush(continuation)
                 case .key(let digest):
                     pending[digest]?.isQueued = false
                     if let taken = pending[digest] { return .apply(taken) }
@@ -248,27 +242,18 @@ extension DiskStore {
 
         // MARK: The saved index
 
-        /// The eviction order to save; the changes made so far count as saved.
+        /// The eviction order to write as a snapshot; the changes made so far count as saved.
         ///
         /// - Complexity: O(n).
-        mutating func takeIndexSnapshot() -> IndexSnapshot {
+        mutating func takeIndexSnapshot() -> [DiskIndexFile.Record] {
             changesSinceSave = 0
-            snapshotsTaken &+= 1
-            let records = index.entriesInEvictionOrder.map { entry in
+            return index.entriesInEvictionOrder.map { entry in
                 DiskIndexFile.Record(digest: entry.key, count: entry.count, info: entry.payload)
             }
-            return IndexSnapshot(number: snapshotsTaken, records: records)
         }
 
-        /// Whether snapshot `number` may be written now: no later snapshot has been.
-        ///
-        /// Called holding `ioLock`, which the write then keeps, so the file never goes back to an
-        /// older order.
-        mutating func claimIndexWrite(_ number: UInt64) -> Bool {
-            guard number > snapshotWritten else { return false }
-            snapshotWritten = number
-            return true
-        }
+        /// Whether a flush writes a snapshot: this store changed the order, or the journal holds records.
+        var snapshotIsStale: Bool { changesSinceSave > 0 || journal.records > 0 }
 
         // MARK: Peers
 

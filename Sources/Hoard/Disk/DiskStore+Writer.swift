@@ -60,23 +60,38 @@ extension DiskStore {
         }
     }
 
-    /// Removes every entry file, pending write and temporary file; waits for a file operation in
-    /// progress (never for a serializer: the writer runs those before it takes `ioLock`).
+    /// Removes every entry file, pending write and abandoned temporary file, and journals the clear
+    /// for other processes; waits for a file operation in progress (never for a serializer: the
+    /// writer runs those before it takes `ioLock`).
     ///
+    /// Temporary files of other live processes stay: they may be writes in progress.
     /// - Complexity: O(n) file removals.
     func removeAll() {
         var messages = DeferredLog()
-        defer { messages.flush() }
-        let dropped = withIOLock {
+        var news = PeerNews()
+        defer {
+            messages.flush()
+            news.deliver(to: self)
+        }
+        let now = Date().timeIntervalSince1970
+        let dropped = withContainer(log: &messages, news: &news) { log in
             let dropped = withState { $0.removeAll() }
+            // Journaled first: a process killed while removing leaves an uncommitted clear, which
+            // makes the next reader rebuild from the files that are left.
+            journal([.clear], log: &log)
             do {
-                for (name, _, _) in try directory.list()
-                where ContainerFile.isEntryName(name) || name.hasPrefix(ContainerFile.temporaryPrefix) {
-                    removeFile(name, log: &messages)
+                for (name, modified, _) in try directory.list()
+                where ContainerFile.isEntryName(name)
+                    || (name.hasPrefix(ContainerFile.temporaryPrefix)
+                        && (TemporaryFile.writer(of: name)?.pid == getpid()
+                            || TemporaryFile.isAbandoned(name, modified: modified, now: now)))
+                {
+                    removeFile(name, log: &log)
                 }
             } catch {
-                messages.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
+                log.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
             }
+            compact(log: &log)
             return dropped
         }
         // The values of the dropped writes are released here, unlocked; a save waiting on one is
@@ -84,7 +99,6 @@ extension DiskStore {
         for pending in dropped.values {
             for completion in pending.completions { completion(.success(())) }
         }
-        saveIndex(log: &messages)
     }
 
     /// Runs the writer on its queue; call it when the state said the writer was idle.
@@ -106,18 +120,22 @@ extension DiskStore {
     private func drain() {
         while true {
             var messages = DeferredLog()
+            var news = PeerNews()
             switch withState({ $0.takeNext() }) {
             case .idle(let savesIndex):
-                if savesIndex { saveIndex(log: &messages) }
+                if savesIndex { saveIndex(log: &messages, news: &news) }
                 messages.flush()
+                news.deliver(to: self)
                 return
-            case .flush(let continuation, let savesIndex):
-                if savesIndex { saveIndex(log: &messages) }
+            case .flush(let continuation):
+                saveIndex(log: &messages, news: &news)
                 messages.flush()
+                news.deliver(to: self)
                 continuation.resume()
             case .apply(let pending):
-                let (effects, result) = apply(pending, log: &messages)
+                let (effects, result) = apply(pending, log: &messages, news: &news)
                 messages.flush()
+                news.deliver(to: self)
                 for completion in pending.completions { completion(result) }
                 for effect in effects {
                     switch effect {
@@ -145,7 +163,11 @@ extension DiskStore {
     ///
     /// - Returns: What to report once `ioLock` is released, and whether the operation's bytes landed
     ///   (for a save waiting on it).
-    private func apply(_ pending: Pending, log: inout DeferredLog) -> ([Effect], Result<Void, CacheError>) {
+    private func apply(
+        _ pending: Pending,
+        log: inout DeferredLog,
+        news: inout PeerNews
+    ) -> ([Effect], Result<Void, CacheError>) {
         let key = pending.key
         // User code (the serializer) runs here, before `ioLock`: it may call back into its cache.
         let prepared: Prepared
@@ -165,7 +187,7 @@ extension DiskStore {
                 prepared = .failed(error)
             }
         }
-        return withIOLock {
+        return withContainer(log: &log, news: &news) { log in
             // A clear that ran while the value was being serialized dropped it: no write lands after
             // a clear that followed it. (A value that failed to serialize still failed: its cache
             // hears of it.) A newer operation on the key is queued behind this one and lands next.
@@ -175,13 +197,11 @@ extension DiskStore {
             }
             switch prepared {
             case .remove:
-                removeFile(key.fileName, log: &log)
-                withState { $0.didRemoveFile(of: pending) }
+                removeEntryFile(of: pending, log: &log)
                 return ([], .success(()))
             case .oversized(let size, let byteLimit):
                 // Not kept, and not written: an older value of the key must not be served either.
-                removeFile(key.fileName, log: &log)
-                withState { $0.didRemoveFile(of: pending) }
+                removeEntryFile(of: pending, log: &log)
                 log.add(
                     .info,
                     "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
@@ -190,18 +210,26 @@ extension DiskStore {
                 let tooLarge = CacheError.valueTooLarge(key: key.string, size: size, byteLimit: byteLimit)
                 return ([.evicted(key: key.string, reason: .cost, observer: pending.observer)], .failure(tooLarge))
             case .write(let bytes, let info):
+                // Journaled before the rename: a crash between the two leaves an entry counted whose
+                // file is missing (a miss), never a file that no process counts.
+                journal(
+                    [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
+                    log: &log
+                )
                 do throws(CacheError) {
                     try write(bytes, for: key)
                 } catch {
                     return (didFail(pending, error: error, log: &log), .failure(error))
                 }
                 let victims = withState { $0.didWriteFile(of: pending, info: info) }
-                // The victims are out of the index: readers miss them already. Their files go now;
-                // the delegate hears "will evict" right after, once `ioLock` is released.
+                // The victims are out of the index: readers miss them already. Their files go now,
+                // then their removals are journaled; the delegate hears "will evict" right after,
+                // once `ioLock` is released.
                 for victim in victims {
                     log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
                     removeFile(victim.key.hex, log: &log)
                 }
+                journal(victims.map { .remove(digest: $0.key) }, log: &log)
                 let evictions = victims.map {
                     Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
                 }
@@ -212,13 +240,20 @@ extension DiskStore {
         }
     }
 
-    /// Handles a value that could not be encoded or written; called holding `ioLock`.
+    /// Handles a value that could not be encoded or written; called inside a section.
     private func didFail(_ pending: Pending, error: CacheError, log: inout DeferredLog) -> [Effect] {
-        let key = pending.key
         // The old file holds an older value than the one that failed: it must not be served.
-        removeFile(key.fileName, log: &log)
-        withState { $0.didRemoveFile(of: pending) }
+        removeEntryFile(of: pending, log: &log)
         return [reportFailure(error, of: pending, log: &log)]
+    }
+
+    /// Removes the entry file of `pending`'s key, forgets it, and journals the removal; called inside
+    /// a section.
+    private func removeEntryFile(of pending: Pending, log: inout DeferredLog) {
+        removeFile(pending.key.fileName, log: &log)
+        withState { $0.didRemoveFile(of: pending) }
+        // Unconditionally: another process may count the key even if this one has not heard of it.
+        journal([.remove(digest: pending.key.digest)], log: &log)
     }
 
     /// Logs a failed write; returns the effect that tells the cache that queued it.
@@ -262,15 +297,6 @@ extension DiskStore {
         }
     }
 
-    /// Numbers temporary files; process-wide, so that two stores never pick the same name.
-    private static let temporaryCounter = Locked<UInt64>(0)
-
     /// A fresh name for a temporary file of this process.
-    func nextTemporaryName() -> String {
-        let number = Self.temporaryCounter.withLock { counter in
-            counter &+= 1
-            return counter
-        }
-        return "\(ContainerFile.temporaryPrefix)\(getpid())-\(number)"
-    }
+    func nextTemporaryName() -> String { TemporaryFile.nextName() }
 }

@@ -80,6 +80,9 @@ final class DiskStore: Sendable {
         var removedWhenClosed: URL? = nil
         /// The data-protection class of the container (Apple's mobile platforms); `nil` for the default.
         var fileProtection: FileProtection? = nil
+        /// Whether this process keeps every other process out of the container while it is open
+        /// (see ``ContainerLock``).
+        var exclusiveProcess = false
 
         /// The options as a store applies them: a capacity of at least 1, a byte limit of at least 0.
         var normalized: Options {
@@ -101,11 +104,11 @@ final class DiskStore: Sendable {
     let ioLock = Lock()
     let writer: DispatchQueue
 
-    /// Opens the container at `url`, creating it (mode 0700) if needed, locks it against other
-    /// processes, and loads its entries.
+    /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
     ///
-    /// - Throws: ``CacheError`` with code `containerInUse` when another process has it open, or with
-    ///   code `io` when the container cannot be created or listed.
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process has it open
+    ///   exclusively (or, with `exclusiveProcess`, at all), or with code `io` when the container
+    ///   cannot be created.
     convenience init(at url: URL, options: Options) throws {
         var messages = DeferredLog()
         try self.init(at: url, options: options, log: &messages)
@@ -115,12 +118,12 @@ final class DiskStore: Sendable {
     /// Opens the container, keeping what it reports in `log` so that the caller can send it once
     /// it has released its locks.
     ///
-    /// - Complexity: One listing of the container; reads every entry file its saved index does not
-    ///   name (all of them when the index is lost).
+    /// - Complexity: O(n) in the index file, and one listing that copies only temporary files' names;
+    ///   with no intact index, one listing and one read per entry file.
     init(at url: URL, options: Options, log: inout DeferredLog) throws {
         let options = options.normalized
         self.options = options
-        directory = try Directory(creatingAt: url, log: &log)
+        directory = try Directory(creatingAt: url, exclusive: options.exclusiveProcess, log: &log)
         if let protection = options.fileProtection {
             do {
                 try protection.apply(toFolderAt: directory.path)
@@ -134,11 +137,7 @@ final class DiskStore: Sendable {
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
         try checkManifest(log: &log)
-        let (index, changesSinceSave) = try loadIndex(log: &log)
-        withState { state in
-            state.index = index
-            state.changesSinceSave = changesSinceSave
-        }
+        openIndex(log: &log)
     }
 
     deinit {
@@ -151,8 +150,12 @@ final class DiskStore: Sendable {
                 messages.add(.warning, "Cannot remove the temporary container \(folder.path): \(error)")
             }
         } else if withState({ $0.changesSinceSave > 0 }) {
-            saveIndex(log: &messages)
+            // The caches are gone: nobody is left to hear what other processes changed.
+            var news = PeerNews()
+            saveIndex(log: &messages, news: &news)
         }
+        let descriptor = withState { $0.journal.descriptor }
+        if descriptor >= 0 { close(descriptor) }
         messages.flush()
     }
 
