@@ -39,12 +39,17 @@ extension Directory {
         return file
     }
 
-    /// The identity of what has the name `name` in the folder (a link not followed); `nil` when nothing does.
-    func identity(of name: String) -> FileIdentity? {
+    /// The identity of what has the name `name` in the folder (a link not followed).
+    ///
+    /// - Returns: `.success(nil)` when nothing has the name, `.failure` when the folder cannot be
+    ///   searched (its permissions, too many open files): then nothing is known.
+    func identity(of name: String) -> Result<FileIdentity?, POSIXFileError> {
         let folder = self.folder
         var status = stat()
-        guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        return FileIdentity(status)
+        guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+            return errno == ENOENT || errno == ENOTDIR ? .success(nil) : .failure(error("stat", name))
+        }
+        return .success(FileIdentity(status))
     }
 
     /// The size of the regular file `name` (a link not followed); `nil` when there is none.

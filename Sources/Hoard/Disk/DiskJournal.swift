@@ -14,9 +14,9 @@ import Foundation
 /// ```
 /// All numbers are little-endian. Records are appended, each with one `write(2)`, by whoever holds
 /// the container's section lock (see ``ContainerLock``), so one section's records are never
-/// interleaved with another's: a section begins with `begin`, journals a put before the entry's file
-/// is renamed into place, a removal after its file is unlinked, a clear before the files go, and
-/// ends with `commit`. A section that has no commit before the next `begin` (or the end of the file)
+/// interleaved with another's: a section begins with `begin`, journals each change before it makes
+/// it (a put before the entry's file is renamed into place, a removal before the file is unlinked, a
+/// clear before the files go), and ends with `commit`. A section that has no commit before the next `begin` (or the end of the file)
 /// belonged to a process killed in its middle: a reader checks the files it names instead of
 /// trusting it (and rebuilds from the entry files if it holds a clear), so a kill leaves neither a
 /// counted entry without a file nor a file nobody counts. A process killed in the middle of an

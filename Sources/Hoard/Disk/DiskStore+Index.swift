@@ -7,7 +7,7 @@ extension DiskStore {
     /// Call it holding neither lock.
     /// - Complexity: O(n) when it writes a snapshot.
     func saveIndex(always: Bool = false, log: inout DeferredLog, news: inout PeerNews) {
-        withContainer(log: &log, news: &news) { log in
+        withContainer(log: &log, news: &news) { log, _ in
             if always || withState({ $0.snapshotIsStale }) { compact(log: &log) }
         }
     }
@@ -16,11 +16,19 @@ extension DiskStore {
     /// they are intact, otherwise from the entry files; sweeps abandoned temporary files and applies
     /// the count and byte limits.
     ///
+    /// - Throws: ``CacheError`` with code `io` when there is no intact index and the container cannot
+    ///   be listed.
     /// - Complexity: O(n) in the snapshot and journal, plus one listing that copies only temporary
     ///   files' names; with no intact index, one listing and one read per entry file.
-    func openIndex(log: inout DeferredLog) {
+    func openIndex(log: inout DeferredLog) throws {
         var news = PeerNews()
-        withContainer(log: &log, news: &news) { log in
+        try withContainer(log: &log, news: &news) { log, isCurrent in
+            guard isCurrent else {
+                throw CacheError.io(
+                    "Cannot list the container \(directory.path).",
+                    underlying: POSIXFileError(operation: "opendir", path: directory.path, errorNumber: EACCES)
+                )
+            }
             sweepTemporaryFiles(log: &log)
             var victims: [DiskEntryIndex.Victim] = []
             withState { state in
@@ -38,11 +46,13 @@ extension DiskStore {
                     byteLimit: options.byteLimit
                 )
             }
+            // Journaled first, like every change: a kill in between leaves an uncommitted section,
+            // which the next reader checks against the files.
+            journal(victims.map { .remove(digest: $0.key) }, log: &log)
             for victim in victims {
                 log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits.")
                 removeFile(victim.key.hex, log: &log)
             }
-            journal(victims.map { .remove(digest: $0.key) }, log: &log)
         }
     }
 
@@ -62,16 +72,17 @@ extension DiskStore {
     /// Rebuilds the eviction order from the entry files, ordered by an index of an earlier release
     /// when there is one; called inside a section (or while opening).
     ///
+    /// - Returns: The order, or `nil` when the folder cannot be listed.
     /// - Complexity: O(n), one listing, and one read per entry file the earlier index does not name
     ///   (every file when there is none).
-    func rebuildIndex(log: inout DeferredLog) -> DiskEntryIndex {
+    func rebuildIndex(log: inout DeferredLog) -> DiskEntryIndex? {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         let listing: [(name: String, modified: Double, size: Int)]
         do {
             listing = try directory.list()
         } catch {
             log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
-            return index
+            return nil
         }
         var unindexed: [String: Double] = [:]
         // The sizes of the files, not those an old index saved: it may be stale.

@@ -49,12 +49,12 @@ extension DiskStore {
     func withContainer<Result>(
         log: inout DeferredLog,
         news: inout PeerNews,
-        _ body: (inout DeferredLog) throws -> Result
+        _ body: (inout DeferredLog, _ isCurrent: Bool) throws -> Result
     ) rethrows -> Result {
         try withIOLock {
             try directory.withSection {
-                catchUp(log: &log, news: &news)
-                let result = try body(&log)
+                let isCurrent = catchUp(log: &log, news: &news)
+                let result = try body(&log, isCurrent)
                 if withState({ $0.journal.hasBegun }) { append([.commit], log: &log) }
                 if withState({ $0.journal.records >= $0.indexSaveThreshold }) { compact(log: &log) }
                 return result
@@ -71,7 +71,7 @@ extension DiskStore {
             messages.flush()
             news.deliver(to: self)
         }
-        return try withContainer(log: &messages, news: &news, body)
+        return try withContainer(log: &messages, news: &news) { log, _ in try body(&log) }
     }
 
     // MARK: - Appending
@@ -109,20 +109,34 @@ extension DiskStore {
 
     /// Applies what other processes appended since the store last looked, following the index file
     /// when another process replaced it; rebuilds from the entry files when it cannot be trusted.
-    func catchUp(log: inout DeferredLog, news: inout PeerNews) {
+    ///
+    /// - Returns: Whether the store's index is the container's: `false` when the folder cannot be
+    ///   searched or listed and the store has no index file open.
+    @discardableResult
+    func catchUp(log: inout DeferredLog, news: inout PeerNews) -> Bool {
         var cursor = withState { $0.journal }
-        let current = directory.identity(of: ContainerFile.index)
+        let current: FileIdentity?
+        switch directory.identity(of: ContainerFile.index) {
+        case .success(let identity):
+            current = identity
+        case .failure(let error):
+            // The folder cannot be searched now (an unreadable spell): keep what this store knows.
+            log.add(.warning, "Cannot look at the index of \(directory.path): \(error)")
+            guard cursor.descriptor >= 0 else { return false }
+            _ = readJournal(&cursor, truncatesTornTail: false, log: &log, news: &news)
+            withState { $0.journal = cursor }
+            return true
+        }
         if cursor.descriptor >= 0 {
             let isCurrent = current == cursor.identity
             // Finish the file this store has open, even when it was replaced: its last records were
             // written before the snapshot that replaced it, which holds them.
             guard readJournal(&cursor, truncatesTornTail: isCurrent, log: &log, news: &news) else {
-                rebuild(replacing: &cursor, log: &log)
-                return
+                return rebuild(replacing: &cursor, log: &log)
             }
             if isCurrent {
                 withState { $0.journal = cursor }
-                return
+                return true
             }
             close(cursor.descriptor)
             cursor = JournalCursor()
@@ -130,9 +144,9 @@ extension DiskStore {
         }
         if current != nil, open(into: &cursor, log: &log, news: &news) {
             withState { $0.journal = cursor }
-            return
+            return true
         }
-        rebuild(replacing: &cursor, log: &log)
+        return rebuild(replacing: &cursor, log: &log)
     }
 
     /// Opens the index file and loads its snapshot and journal into the store's index.
@@ -275,7 +289,10 @@ extension DiskStore {
         do {
             try directory.writeAtomically(bytes, to: ContainerFile.index, through: nextTemporaryName())
         } catch {
+            // The journal stays the record; the next section tries again.
             log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
+            withState { $0.changesSinceSave += 1 }
+            return
         }
         var cursor = JournalCursor()
         if let file = try? directory.open(ContainerFile.index, flags: O_RDWR | O_APPEND) {
@@ -296,13 +313,17 @@ extension DiskStore {
 
     /// Rebuilds the index from the entry files, then writes it as a new snapshot; called inside a
     /// section (or while opening).
-    private func rebuild(replacing cursor: inout JournalCursor, log: inout DeferredLog) {
+    ///
+    /// - Returns: `false` when the folder cannot be listed (the store keeps the index it has).
+    private func rebuild(replacing cursor: inout JournalCursor, log: inout DeferredLog) -> Bool {
         if cursor.descriptor >= 0 { close(cursor.descriptor) }
         cursor = JournalCursor()
         withState { $0.journal = JournalCursor() }
-        let index = rebuildIndex(log: &log)
+        // A folder that cannot be listed keeps the index this store has.
+        guard let index = rebuildIndex(log: &log) else { return false }
         withState { $0.index = index }
         compact(log: &log)
+        return true
     }
 }
 

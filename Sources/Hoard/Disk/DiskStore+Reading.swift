@@ -18,7 +18,10 @@ extension DiskStore {
     /// - Complexity: O(1) and one attempt to open the key's file.
     func lookup(_ key: DiskKey, countsAccess: Bool = true) -> DiskLookup {
         let found = withState { state -> DiskLookup? in
-            guard let pending = state.pending[key.digest] else { return nil }
+            guard let pending = state.pending[key.digest] else {
+                // A file this store failed to remove holds a value that was replaced or removed.
+                return state.unremovable.contains(key.digest) ? .miss : nil
+            }
             if case .write(let value) = pending.operation { return .pending(value) }
             return .miss
         }
@@ -98,7 +101,8 @@ extension DiskStore {
                 // Another process removed it, and this one had not read the journal that says so.
                 log.add(
                     .debug,
-                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" is gone."
+                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished "
+                        + "(another process may have removed it)."
                 )
             } else {
                 log.add(
@@ -142,13 +146,13 @@ extension DiskStore {
                     entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
                 }
             }
+            journal(expired.map { .remove(digest: $0.key) }, log: &log)
             for entry in expired {
                 removeFile(entry.key.hex, log: &log)
             }
             withState { state in
                 for entry in expired { state.forgetEntry(entry.key) }
             }
-            journal(expired.map { .remove(digest: $0.key) }, log: &log)
             return expired
         }
         if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
@@ -165,9 +169,16 @@ extension DiskStore {
         withContainer { log in
             // A newer operation, or a removal that already landed, explains whatever the caller saw.
             if withState({ $0.pending[key.digest] != nil || !$0.index.contains(key.digest) }) { return false }
-            guard removesEntry(&log) else { return false }
-            withState { $0.forgetEntry(key.digest) }
+            // Journaled before `removesEntry` may unlink; if it keeps the file after all, the section
+            // puts the entry back (or, killed, is checked against the files by the next reader).
             journal([.remove(digest: key.digest)], log: &log)
+            guard removesEntry(&log) else {
+                if let info = withState({ $0.index.peek(key.digest) }) {
+                    journal([.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: info.key)], log: &log)
+                }
+                return false
+            }
+            withState { $0.forgetEntry(key.digest) }
             return true
         }
     }

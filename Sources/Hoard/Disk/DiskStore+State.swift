@@ -82,6 +82,9 @@ extension DiskStore {
         var observers: [ObjectIdentifier: WeakObserver] = [:]
         /// The index file and how far its journal has been applied; changed holding `ioLock`.
         var journal = JournalCursor()
+        /// Entry files this store failed to remove (a read-only container): their values were
+        /// replaced or removed, so reads miss them although the file is there.
+        var unremovable: Set<SHA256Digest> = []
 
         init(options: Options) {
             self.options = options
@@ -193,6 +196,7 @@ extension DiskStore {
                 index.upsert(info, forKey: digest)
             }
             changesSinceSave += 1 + victims.count
+            unremovable.remove(digest)
             finish(applied)
             return victims
         }

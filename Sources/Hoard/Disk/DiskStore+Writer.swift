@@ -74,7 +74,7 @@ extension DiskStore {
             news.deliver(to: self)
         }
         let now = Date().timeIntervalSince1970
-        let dropped = withContainer(log: &messages, news: &news) { log in
+        let dropped = withContainer(log: &messages, news: &news) { log, _ in
             let dropped = withState { $0.removeAll() }
             // Journaled first: a process killed while removing leaves an uncommitted clear, which
             // makes the next reader rebuild from the files that are left.
@@ -187,7 +187,7 @@ extension DiskStore {
                 prepared = .failed(error)
             }
         }
-        return withContainer(log: &log, news: &news) { log in
+        return withContainer(log: &log, news: &news) { log, _ in
             // A clear that ran while the value was being serialized dropped it: no write lands after
             // a clear that followed it. (A value that failed to serialize still failed: its cache
             // hears of it.) A newer operation on the key is queued behind this one and lands next.
@@ -210,8 +210,8 @@ extension DiskStore {
                 let tooLarge = CacheError.valueTooLarge(key: key.string, size: size, byteLimit: byteLimit)
                 return ([.evicted(key: key.string, reason: .cost, observer: pending.observer)], .failure(tooLarge))
             case .write(let bytes, let info):
-                // Journaled before the rename: a crash between the two leaves an entry counted whose
-                // file is missing (a miss), never a file that no process counts.
+                // Journaled before the rename, like every change: a kill between the two leaves an
+                // uncommitted section, which the next reader checks against the files.
                 journal(
                     [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
                     log: &log
@@ -222,14 +222,14 @@ extension DiskStore {
                     return (didFail(pending, error: error, log: &log), .failure(error))
                 }
                 let victims = withState { $0.didWriteFile(of: pending, info: info) }
-                // The victims are out of the index: readers miss them already. Their files go now,
-                // then their removals are journaled; the delegate hears "will evict" right after,
-                // once `ioLock` is released.
+                // The victims are out of the index: readers miss them already. Their removals are
+                // journaled, then their files go; the delegate hears "will evict" right after, once
+                // `ioLock` is released.
+                journal(victims.map { .remove(digest: $0.key) }, log: &log)
                 for victim in victims {
                     log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
                     removeFile(victim.key.hex, log: &log)
                 }
-                journal(victims.map { .remove(digest: $0.key) }, log: &log)
                 let evictions = victims.map {
                     Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
                 }
@@ -250,10 +250,12 @@ extension DiskStore {
     /// Removes the entry file of `pending`'s key, forgets it, and journals the removal; called inside
     /// a section.
     private func removeEntryFile(of pending: Pending, log: inout DeferredLog) {
+        // Journaled first, unconditionally (another process may count the key even if this one has
+        // not heard of it): a kill before the unlink leaves an uncommitted section, checked by the
+        // next reader against the files.
+        journal([.remove(digest: pending.key.digest)], log: &log)
         removeFile(pending.key.fileName, log: &log)
         withState { $0.didRemoveFile(of: pending) }
-        // Unconditionally: another process may count the key even if this one has not heard of it.
-        journal([.remove(digest: pending.key.digest)], log: &log)
     }
 
     /// Logs a failed write; returns the effect that tells the cache that queued it.

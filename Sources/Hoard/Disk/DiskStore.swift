@@ -137,7 +137,7 @@ final class DiskStore: Sendable {
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
         try checkManifest(log: &log)
-        openIndex(log: &log)
+        try openIndex(log: &log)
     }
 
     deinit {
@@ -253,14 +253,19 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Removes a file of the container, logging a failure.
+    /// Removes a file of the container, logging a failure; an entry file that cannot be removed is
+    /// never served again by this store (until a write of its key lands).
     ///
     /// Called holding `ioLock`, or while opening.
     func removeFile(_ name: String, log: inout DeferredLog) {
         do {
             try directory.remove(name)
+            if let digest = SHA256Digest(hex: name) { withState { _ = $0.unremovable.remove(digest) } }
         } catch {
             log.add(.error, "Cannot remove \(directory.path)/\(name): \(error)")
+            if ContainerFile.isEntryName(name), let digest = SHA256Digest(hex: name) {
+                withState { _ = $0.unremovable.insert(digest) }
+            }
         }
     }
 }
