@@ -108,7 +108,8 @@ enum MakeSeeds {
         let put = DiskJournal.Record.put(digest: digest, size: 40, expiresAt: .never, key: "a")
         let committed = DiskJournal.encode([.begin, put, .remove(digest: SHA256Digest.hash("b".utf8)), .commit])
         let expiring = DiskJournal.encode([
-            .begin, .put(digest: SHA256Digest.hash("caf\u{E9}".utf8), size: 9, expiresAt: .at(1_800_000_000), key: "caf\u{E9}"),
+            .begin,
+            .put(digest: SHA256Digest.hash("caf\u{E9}".utf8), size: 9, expiresAt: .at(1_800_000_000), key: "caf\u{E9}"),
             .commit, .begin, .clear, .commit,
         ])
         try save(three + committed, "snapshot-and-journal", in: journals)

@@ -9,7 +9,8 @@ extension SharedWorkload {
     /// The operations are the crash workload's; a read must find a miss or an intact value of its own
     /// key (another process may have written it), or it is reported as a mismatch.
     static func run(arguments: [String]) async throws {
-        guard let worker = Int(argument(arguments, 0)), let setup = CrashWorkload.Setup(arguments: Array(arguments.dropFirst()))
+        guard let worker = Int(argument(arguments, 0)),
+            let setup = CrashWorkload.Setup(arguments: Array(arguments.dropFirst()))
         else { Worker.usage() }
         let cache = try stringCache(
             folder: setup.folder,

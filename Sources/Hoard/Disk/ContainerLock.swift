@@ -73,7 +73,10 @@ enum ContainerLock {
     /// Joins this process's hold on the folder open as `folder`, opening its lock file if needed.
     ///
     /// - Parameters:
+    ///   - folder: The folder's open descriptor.
+    ///   - path: The folder's path, for messages.
     ///   - exclusive: Whether to take (or share) the lifetime lock that keeps other processes out.
+    ///   - log: Receives a warning when the lock file cannot be opened or locked.
     /// - Returns: The hold to release; `nil` when the folder cannot be identified (a warning then
     ///   goes to `log`).
     /// - Throws: ``CacheError`` with code `containerInUse` when another process holds the lifetime

@@ -50,7 +50,10 @@ extension DiskStore {
             // which the next reader checks against the files.
             journal(victims.map { .remove(digest: $0.key) }, log: &log)
             for victim in victims {
-                log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits.")
+                log.add(
+                    .debug,
+                    "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits."
+                )
                 removeFile(victim.key.hex, log: &log)
             }
         }

@@ -158,7 +158,10 @@ extension DiskStore {
             guard let opened = try directory.open(ContainerFile.index, flags: O_RDWR | O_APPEND) else { return false }
             file = opened
         } catch {
-            log.add(.warning, "Cannot open the index of \(directory.path): \(error); rebuilding it from the entry files.")
+            log.add(
+                .warning,
+                "Cannot open the index of \(directory.path): \(error); rebuilding it from the entry files."
+            )
             return false
         }
         var status = stat()

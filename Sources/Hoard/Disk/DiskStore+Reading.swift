@@ -174,7 +174,10 @@ extension DiskStore {
             journal([.remove(digest: key.digest)], log: &log)
             guard removesEntry(&log) else {
                 if let info = withState({ $0.index.peek(key.digest) }) {
-                    journal([.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: info.key)], log: &log)
+                    journal(
+                        [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: info.key)],
+                        log: &log
+                    )
                 }
                 return false
             }

@@ -66,7 +66,11 @@ enum TemporaryFile {
     /// Whether the temporary file `name`, last changed at `modified`, may be removed at `now`.
     ///
     /// - Parameters:
+    ///   - name: The file's name.
+    ///   - modified: When the file last changed, in seconds since 1970.
+    ///   - now: Now, in seconds since 1970.
     ///   - isAlive: Whether a process id of this namespace names a live process; `kill(pid, 0)` by default.
+    /// - Returns: Whether its writer is surely gone, or the file is too old to be a write in progress.
     static func isAbandoned(
         _ name: String,
         modified: Double,

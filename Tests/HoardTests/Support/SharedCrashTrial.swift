@@ -89,7 +89,9 @@ struct SharedCrashTrial {
         }
         var problems: [String] = []
         for (worker, lines, ending, _) in results
-        where !(ending == .killed(SIGKILL) || (ending == .exited(0) && lines.last.flatMap(SharedWorkload.parse)?.record == .end))
+        where
+            !(ending == .killed(SIGKILL)
+            || (ending == .exited(0) && lines.last.flatMap(SharedWorkload.parse)?.record == .end))
         {
             problems.append("worker \(worker) \(ending) after \(lines.count) lines: \(lines.suffix(2))")
         }

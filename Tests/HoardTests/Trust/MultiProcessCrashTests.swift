@@ -4,8 +4,9 @@ import Testing
 
 @testable import Hoard
 
-/// Two and four processes hammer one container with random sets, saves, removals, reads, clears and
-/// flushes; most are killed with `SIGKILL` at random moments. Then: no damaged value, no value older
+/// Two and four processes hammer one container, most of them killed with `SIGKILL`.
+///
+/// Random sets, saves, removals, reads, clears and flushes, killed at random moments. Then: no damaged value, no value older
 /// than the newest confirmed write of any process, the limits hold after a final flush, and no
 /// temporary file of a dead process is left once the container is reopened.
 ///
@@ -44,10 +45,14 @@ struct MultiProcessCrashTests {
         let a = CrashWorkload.value(key: "k0", seq: 1, length: 3)
         let b = CrashWorkload.value(key: "k0", seq: SharedWorkload.seqStride + 1, length: 2)
         let lines = [
-            [SharedWorkload.line(.set(key: "k0", seq: 1, length: 3), at: 10),
-             SharedWorkload.line(.flush(seq: 2), at: 11), SharedWorkload.line(.flushed(seq: 2), at: 12)],
-            [SharedWorkload.line(.save(key: "k0", seq: SharedWorkload.seqStride + 1, length: 2), at: 20),
-             SharedWorkload.line(.saved(key: "k0", seq: SharedWorkload.seqStride + 1), at: 21)],
+            [
+                SharedWorkload.line(.set(key: "k0", seq: 1, length: 3), at: 10),
+                SharedWorkload.line(.flush(seq: 2), at: 11), SharedWorkload.line(.flushed(seq: 2), at: 12),
+            ],
+            [
+                SharedWorkload.line(.save(key: "k0", seq: SharedWorkload.seqStride + 1, length: 2), at: 20),
+                SharedWorkload.line(.saved(key: "k0", seq: SharedWorkload.seqStride + 1), at: 21),
+            ],
         ]
         let history = SharedHistory(lines: lines, deaths: [100, 100])
         // The second process's save started after the first one's flush confirmed its set.
@@ -56,7 +61,12 @@ struct MultiProcessCrashTests {
         #expect(history.problem(key: "k0", value: nil, mayEvict: false) != nil)
         #expect(history.problem(key: "k0", value: "k0|1|xyz", mayEvict: true) != nil)
         // Overlapping in time, either may win.
-        let overlapping = SharedHistory(lines: [lines[0], [SharedWorkload.line(.set(key: "k0", seq: SharedWorkload.seqStride + 1, length: 2), at: 5)]], deaths: [100, 100])
+        let overlapping = SharedHistory(
+            lines: [
+                lines[0], [SharedWorkload.line(.set(key: "k0", seq: SharedWorkload.seqStride + 1, length: 2), at: 5)],
+            ],
+            deaths: [100, 100]
+        )
         #expect(overlapping.problem(key: "k0", value: a, mayEvict: false) == nil)
         #expect(overlapping.problem(key: "k0", value: b, mayEvict: false) == nil)
         #expect(overlapping.problem(key: "k0", value: nil, mayEvict: false) != nil)
