@@ -52,13 +52,22 @@ enum DiskLookup {
 /// - `DiskStore+Writer.swift`: the queue and the background writer;
 /// - `DiskStore+Index.swift`: saving and loading the eviction order;
 /// - `DiskStore+Sharing.swift`: one store per container in a process, and the caches that share it;
-/// - `DiskStore+Invariants.swift`: the checks for tests, and the lock-order check of debug builds.
+/// - `DiskStore+Invariants.swift`: the checks for tests, and the lock-order check of debug builds;
+/// - `DiskStore+Journal.swift`: the sections in which files change, and the journal other
+///   processes read.
 ///
 /// Two locks: the state lock guards ``State`` and is never held across I/O, user code or another
 /// lock; `ioLock` is held by whoever changes files (the writer, one operation at a time, the clears
-/// and the repairs), so that no write lands after a clear that followed it. The only nesting is the
-/// state lock inside `ioLock`. No serializer and no observer runs under either lock, and readers
-/// never take `ioLock` except to repair a file.
+/// and the repairs), so that no write lands after a clear that followed it. Under `ioLock`, every
+/// change runs in the container's section (see ``ContainerLock``): it first applies what other
+/// processes (and other stores of this one) journaled, then journals each change before making it.
+/// The only nesting is the section inside `ioLock` and the state lock inside both. No serializer
+/// and no observer runs under either lock, and readers never take `ioLock` except to repair a file.
+///
+/// Several processes may share the container. This store's index holds every process's entries as
+/// of its last section (its last write, flush or repair): ``count``, ``allKeys(isLive:)`` and the
+/// limits see other processes' changes from then on. A read of a key the index does not hold still
+/// tries the key's file, so a value another process wrote is found at once.
 @usableFromInline
 final class DiskStore: Sendable {
     /// What a store is opened with.
