@@ -83,8 +83,7 @@ extension DiskStore {
                 for (name, modified, _) in try directory.list()
                 where ContainerFile.isEntryName(name)
                     || (name.hasPrefix(ContainerFile.temporaryPrefix)
-                        && (TemporaryFile.writer(of: name)?.pid == getpid()
-                            || TemporaryFile.isAbandoned(name, modified: modified, now: now)))
+                        && (TemporaryFile.isOurs(name) || TemporaryFile.isAbandoned(name, modified: modified, now: now)))
                 {
                     removeFile(name, log: &log)
                 }

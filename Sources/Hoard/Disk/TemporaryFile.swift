@@ -63,6 +63,11 @@ enum TemporaryFile {
         }
     }
 
+    /// Whether `name` is a temporary file of this process (its pid and namespace).
+    static func isOurs(_ name: String) -> Bool {
+        writer(of: name) == Writer(pid: getpid(), namespace: namespace)
+    }
+
     /// Whether the temporary file `name`, last changed at `modified`, may be removed at `now`.
     ///
     /// - Parameters:
