@@ -12,7 +12,7 @@ extension ContainerFile {
     /// The file whose advisory record locks (`fcntl`) coordinate the processes that share a container.
     ///
     /// Never an entry (not 64 hex digits) and never swept as a temporary file; it stays in the
-    /// container, empty, after the cache closes.
+    /// container after the cache closes. Its first 4 bytes name the process in a section, if any.
     static let lock = ".hoard-lock"
 }
 
@@ -185,9 +185,34 @@ enum ContainerLock {
         return try section.withLock {
             // A read-only lock file cannot take a write lock (EBADF): a read-only container changes nothing.
             let locked = file.map { lock($0, byte: sectionByte, type: F_WRLCK, waits: true) == nil } ?? false
-            defer { if locked, let file { _ = lock(file, byte: sectionByte, type: F_UNLCK) } }
+            if locked, let file { mark(file, writer: getpid()) }
+            defer {
+                if locked, let file {
+                    mark(file, writer: 0)
+                    _ = lock(file, byte: sectionByte, type: F_UNLCK)
+                }
+            }
             return try body()
         }
+    }
+
+    /// Records in the lock file's first 4 bytes which process is in a section (0 when none), so
+    /// that an opener can tell a section was cut short by a kill.
+    private static func mark(_ file: Int32, writer: Int32) {
+        var value = writer.littleEndian
+        _ = withUnsafeBytes(of: &value) { pwrite(file, $0.baseAddress, 4, 0) }
+    }
+
+    /// The process the lock file says is in a section, or `nil` when none is (or it cannot be read).
+    ///
+    /// Read without the section lock: a live process may be in a section now. A process that died
+    /// in one stays named until the next section, so its temporary files are worth looking for.
+    static func writerInSection(_ hold: Hold?) -> Int32? {
+        guard let hold, let file = holders.withLock({ $0[hold]?.descriptor }) else { return nil }
+        var value: Int32 = 0
+        let count = withUnsafeMutableBytes(of: &value) { pread(file, $0.baseAddress, 4, 0) }
+        let writer = Int32(littleEndian: value)
+        return count == 4 && writer != 0 ? writer : nil
     }
 
     /// Whether this process holds the lifetime lock of the folder at `path`.

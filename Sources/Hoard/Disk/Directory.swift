@@ -65,6 +65,9 @@ final class Directory: Sendable {
         current = Locked(try OpenFolder(path: path, exclusive: exclusive, log: &log))
     }
 
+    /// The process the container's lock file names as in a section, if any (see ``ContainerLock``).
+    var writerInSection: Int32? { ContainerLock.writerInSection(folder.lock) }
+
     /// Runs `body` holding the container's section lock (see ``ContainerLock``): no other process,
     /// and no other thread of this one, changes the container's files meanwhile.
     func withSection<Result>(_ body: () throws -> Result) rethrows -> Result {

@@ -82,6 +82,8 @@ extension DiskStore {
         var observers: [ObjectIdentifier: WeakObserver] = [:]
         /// The index file and how far its journal has been applied; changed holding `ioLock`.
         var journal = JournalCursor()
+        /// Whether the index has loaded (see `DiskStore.finishOpening()`).
+        var isLoaded = false
         /// Entry files this store failed to remove (a read-only container): their values were
         /// replaced or removed, so reads miss them although the file is there.
         var unremovable: Set<SHA256Digest> = []

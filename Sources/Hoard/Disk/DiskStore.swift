@@ -112,6 +112,8 @@ final class DiskStore: Sendable {
     /// Held while changing files; take it only through ``withIOLock(_:)``.
     let ioLock = Lock()
     let writer: DispatchQueue
+    /// Left once the index has loaded.
+    let loaded = DispatchGroup()
 
     /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
     ///
@@ -146,10 +148,46 @@ final class DiskStore: Sendable {
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
         try checkManifest(log: &log)
-        try openIndex(log: &log)
+        // An unsearchable folder fails the opening now, as it did when the index loaded here.
+        if case .failure(let error) = directory.identity(of: ContainerFile.index) {
+            throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
+        }
+        // A process killed in the middle of a section may have left temporary files: sweep now,
+        // so that none outlives this opening (the background load sweeps again).
+        if directory.writerInSection != nil { sweepTemporaryFiles(log: &log) }
+        loaded.enter()
+        // Weakly: a store released before its index loaded needs no index (its `deinit` leaves `loaded`).
+        writer.async { [weak self] in self?.finishOpening() }
+    }
+
+    /// Loads the index on the writer's queue, before any write: ``build()`` returns at once.
+    private func finishOpening() {
+        var messages = DeferredLog()
+        do {
+            try openIndex(log: &messages)
+        } catch {
+            messages.add(.error, "Cannot load the index of \(directory.path): \(error)")
+        }
+        withState { $0.isLoaded = true }
+        loaded.leave()
+        messages.flush()
+    }
+
+    /// Runs `body` on the state once the index has loaded (see ``finishOpening()``), waiting for it.
+    ///
+    /// Waits on the writer's queue, never on the cooperative pool's work: the load runs first there.
+    func withLoadedState<Result>(_ body: (inout State) -> Result) -> Result {
+        var result: Result?
+        withState { state in
+            if state.isLoaded { result = body(&state) }
+        }
+        if let result { return result }
+        loaded.wait()
+        return withState(body)
     }
 
     deinit {
+        if !withState({ $0.isLoaded }) { loaded.leave() }
         var messages = DeferredLog()
         if let folder = options.removedWhenClosed {
             // The writer holds the store while it works, so nothing writes any more.
@@ -194,14 +232,14 @@ final class DiskStore: Sendable {
     // MARK: - What the store holds
 
     /// The number of entry files.
-    var count: Int { withState { $0.index.count } }
+    var count: Int { withLoadedState { $0.index.count } }
 
     /// The number of values the store holds: entry files, plus writes of new keys not landed yet,
     /// less removals not landed yet.
     ///
     /// - Complexity: O(p) in the number of pending operations.
     var valueCount: Int {
-        withState { state in
+        withLoadedState { state in
             var count = state.index.count
             for (digest, pending) in state.pending {
                 let isIndexed = state.index.contains(digest)
@@ -215,12 +253,14 @@ final class DiskStore: Sendable {
     }
 
     /// The total size in bytes of the entry files (writes not landed yet are not counted).
-    var byteCount: Int { withState { $0.index.byteCount } }
+    var byteCount: Int { withLoadedState { $0.index.byteCount } }
 
     /// The keys of the entry files, next victim first.
     ///
     /// - Complexity: O(n).
-    var keysInEvictionOrder: [String] { withState { $0.index.entriesInEvictionOrder.map(\.payload.key) } }
+    var keysInEvictionOrder: [String] {
+        withLoadedState { $0.index.entriesInEvictionOrder.map(\.payload.key) }
+    }
 
     /// Whether the store holds a value for `key` (a pending write, or an entry file), without
     /// reading the file or counting an access.
@@ -230,7 +270,7 @@ final class DiskStore: Sendable {
     ///   - isLive: Tells whether an entry with an expiry is live; by default every entry is.
     /// - Returns: Whether a live value is stored or pending for `key`.
     func contains(_ key: DiskKey, isLive: (Expiry) -> Bool = { _ in true }) -> Bool {
-        withState { state in
+        withLoadedState { state in
             if let pending = state.pending[key.digest] {
                 if case .write(let value) = pending.operation { return isLive(value.expiresAt) }
                 return false
@@ -246,7 +286,7 @@ final class DiskStore: Sendable {
     /// - Returns: The keys, entry files first (next victim first), then pending writes.
     /// - Complexity: O(n).
     func allKeys(isLive: (Expiry) -> Bool = { _ in true }) -> [String] {
-        withState { state in
+        withLoadedState { state in
             var keys: [String] = []
             keys.reserveCapacity(state.index.count + state.pending.count)
             for entry in state.index.entriesInEvictionOrder
