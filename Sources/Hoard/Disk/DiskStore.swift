@@ -64,6 +64,10 @@ enum DiskLookup {
 /// The only nesting is the section inside `ioLock` and the state lock inside both. No serializer
 /// and no observer runs under either lock, and readers never take `ioLock` except to repair a file.
 ///
+/// The index loads on the writer's queue, ahead of every queued operation (see `finishOpening()`):
+/// opening returns at once, reads never wait for the load, and the accessors that need the whole
+/// index (``count``, ``allKeys(isLive:)``, ``contains(_:isLive:)``) wait for it.
+///
 /// Several processes may share the container. This store's index holds every process's entries as
 /// of its last section (its last write, flush or repair): ``count``, ``allKeys(isLive:)`` and the
 /// limits see other processes' changes from then on. A read of a key the index does not hold still
