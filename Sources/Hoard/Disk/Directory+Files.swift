@@ -97,6 +97,25 @@ extension Directory {
     }
 }
 
+extension Directory {
+    /// Creates `name`, which must not exist, and writes `bytes` to it; removes it again on failure.
+    ///
+    /// For a file nobody reads before it is complete (the index, written under the section lock):
+    /// no temporary file is left behind by a kill, at worst a short file that fails its checksum.
+    /// - Throws: ``POSIXFileError``, with `EEXIST` when the name is taken.
+    func writeNew(_ bytes: [UInt8], to name: String) throws(POSIXFileError) {
+        let folder = self.folder
+        let file = openat(folder.descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard file >= 0 else { throw error("open", name) }
+        let written = RawIO.append(bytes, to: file)
+        let failure = written ? nil : error("write", name)
+        if close(file) != 0 || failure != nil {
+            unlinkat(folder.descriptor, name, 0)
+            throw failure ?? error("close", name)
+        }
+    }
+}
+
 /// Reads and writes through a raw descriptor, retrying interrupted calls.
 enum RawIO {
     /// Reads the bytes of `file` from `offset` to its end.

@@ -56,7 +56,8 @@ extension DiskStore {
                 let isCurrent = catchUp(log: &log, news: &news)
                 let result = try body(&log, isCurrent)
                 if withState({ $0.journal.hasBegun }) { append([.commit], log: &log) }
-                if withState({ $0.journal.records >= $0.indexSaveThreshold }) { compact(log: &log) }
+                // Not while the index loads: opening writes no temporary file; the first write compacts.
+                if withState({ $0.isLoaded && $0.journal.records >= $0.indexSaveThreshold }) { compact(log: &log) }
                 return result
             }
         }
@@ -290,7 +291,15 @@ extension DiskStore {
         let records = withState { $0.takeIndexSnapshot() }
         let bytes = DiskIndexFile.encode(records)
         do {
-            try directory.writeAtomically(bytes, to: ContainerFile.index, through: nextTemporaryName())
+            // With no index yet (a new container, a rebuild), the file is written in place: readers
+            // only read it under the section lock, and a kill leaves a short file, which fails its
+            // checksum, rather than a temporary file. Otherwise it replaces the old one atomically,
+            // so other stores finish reading the old journal through their descriptors.
+            if case .success(nil) = directory.identity(of: ContainerFile.index) {
+                try directory.writeNew(bytes, to: ContainerFile.index)
+            } else {
+                try directory.writeAtomically(bytes, to: ContainerFile.index, through: nextTemporaryName())
+            }
         } catch {
             // The journal stays the record; the next section tries again.
             log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
