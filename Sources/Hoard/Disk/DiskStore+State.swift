@@ -82,7 +82,9 @@ extension DiskStore {
         var observers: [ObjectIdentifier: WeakObserver] = [:]
         /// The index file and how far its journal has been applied; changed holding `ioLock`.
         var journal = JournalCursor()
-        /// Whether the index has loaded (see `DiskStore.finishOpening()`).
+        /// Whether the opening scheduled the index load, and whether it has loaded (see
+        /// `DiskStore.finishOpening()`).
+        var isLoading = false
         var isLoaded = false
         /// Entry files this store failed to remove (a read-only container): their values were
         /// replaced or removed, so reads miss them although the file is there.

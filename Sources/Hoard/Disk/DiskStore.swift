@@ -116,7 +116,8 @@ final class DiskStore: Sendable {
     /// Held while changing files; take it only through ``withIOLock(_:)``.
     let ioLock = Lock()
     let writer: DispatchQueue
-    /// Left once the index has loaded.
+    /// Entered once the opening has scheduled the load, left once the index has loaded (or by
+    /// `deinit`, when it never did).
     let loaded = DispatchGroup()
 
     /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
@@ -159,7 +160,9 @@ final class DiskStore: Sendable {
         // A process killed in the middle of a section may have left temporary files: sweep now,
         // so that none outlives this opening (the background load sweeps again).
         if directory.writerInSection != nil { sweepTemporaryFiles(log: &log) }
+        // Nothing throws from here on: `deinit` balances the group if the load never runs.
         loaded.enter()
+        withState { $0.isLoading = true }
         // Weakly: a store released before its index loaded needs no index (its `deinit` leaves `loaded`).
         writer.async { [weak self] in self?.finishOpening() }
     }
@@ -172,9 +175,10 @@ final class DiskStore: Sendable {
         } catch {
             messages.add(.error, "Cannot load the index of \(directory.path): \(error)")
         }
+        // Logged before anyone waiting hears the index is loaded: what the load found is told first.
+        messages.flush()
         withState { $0.isLoaded = true }
         loaded.leave()
-        messages.flush()
     }
 
     /// Runs `body` on the state once the index has loaded (see ``finishOpening()``), waiting for it.
@@ -191,7 +195,7 @@ final class DiskStore: Sendable {
     }
 
     deinit {
-        if !withState({ $0.isLoaded }) { loaded.leave() }
+        if withState({ $0.isLoading && !$0.isLoaded }) { loaded.leave() }
         var messages = DeferredLog()
         if let folder = options.removedWhenClosed {
             // The writer holds the store while it works, so nothing writes any more.
