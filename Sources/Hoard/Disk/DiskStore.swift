@@ -66,7 +66,8 @@ enum DiskLookup {
 ///
 /// The index loads on the writer's queue, ahead of every queued operation (see `finishOpening()`):
 /// opening returns at once, reads never wait for the load, and the accessors that need the whole
-/// index (``count``, ``allKeys(isLive:)``, ``contains(_:isLive:)``) wait for it.
+/// index (``count``, ``allKeys(isLive:)``, ``contains(_:isLive:)``) wait for it. When the lock file
+/// says a process died in the middle of a section, the index loads before the opening returns.
 ///
 /// Several processes may share the container. This store's index holds every process's entries as
 /// of its last section (its last write, flush or repair): ``count``, ``allKeys(isLive:)`` and the
@@ -157,9 +158,14 @@ final class DiskStore: Sendable {
         if case .failure(let error) = directory.identity(of: ContainerFile.index) {
             throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
         }
-        // A process killed in the middle of a section may have left temporary files: sweep now,
-        // so that none outlives this opening (the background load sweeps again).
-        if directory.writerInSection != nil { sweepTemporaryFiles(log: &log) }
+        // A process killed in the middle of a section may have left temporary files, an entry over
+        // the limits, or a short index: load now, so that build() returns with the container
+        // settled, as a caller that lists its files right after expects.
+        if directory.writerInSection != nil {
+            try openIndex(log: &log)
+            withState { $0.isLoaded = true }
+            return
+        }
         // Nothing throws from here on: `deinit` balances the group if the load never runs.
         loaded.enter()
         withState { $0.isLoading = true }
