@@ -155,6 +155,17 @@ extension DiskStore {
             return .idle(savesIndex: changesSinceSave >= indexSaveThreshold)
         }
 
+        /// Takes the next item for the writer if it is an operation (not a flush), for a batch.
+        mutating func takeNextWrite() -> Pending? {
+            while queueHead < queue.count {
+                guard case .key(let digest) = queue[queueHead] else { return nil }
+                queueHead += 1
+                pending[digest]?.isQueued = false
+                if let taken = pending[digest] { return taken }
+            }
+            return nil
+        }
+
         /// Whether a clear dropped `taken` after the writer took it: its bytes must not land.
         ///
         /// Checked holding `ioLock`, right before the operation changes files. A newer operation on

@@ -131,22 +131,33 @@ extension DiskStore {
                 messages.flush()
                 news.deliver(to: self)
                 continuation.resume()
-            case .apply(let pending):
-                let (effects, result) = apply(pending, log: &messages, news: &news)
+            case .apply(let first):
+                // Up to a batch of the operations queued next land in one section: one lock and one
+                // look at the journal for all of them.
+                var batch = [first]
+                while batch.count < Self.writesPerSection, let next = withState({ $0.takeNextWrite() }) {
+                    batch.append(next)
+                }
+                let outcomes = apply(batch, log: &messages, news: &news)
                 messages.flush()
                 news.deliver(to: self)
-                for completion in pending.completions { completion(result) }
-                for effect in effects {
-                    switch effect {
-                    case .evicted(let key, let reason, let observer):
-                        observer?.diskStore(willEvictKey: key, reason: reason)
-                    case .failed(let key, let error, let observer):
-                        observer?.diskStore(didFailToStoreKey: key, error: error)
+                for (pending, (effects, result)) in zip(batch, outcomes) {
+                    for completion in pending.completions { completion(result) }
+                    for effect in effects {
+                        switch effect {
+                        case .evicted(let key, let reason, let observer):
+                            observer?.diskStore(willEvictKey: key, reason: reason)
+                        case .failed(let key, let error, let observer):
+                            observer?.diskStore(didFailToStoreKey: key, error: error)
+                        }
                     }
                 }
             }
         }
     }
+
+    /// The most queued operations the writer applies in one section.
+    static let writesPerSection = 64
 
     /// An operation made ready outside every lock.
     private enum Prepared {
@@ -157,85 +168,97 @@ extension DiskStore {
         case failed(CacheError)
     }
 
-    /// Applies one pending operation: serializes it holding no lock, then, holding `ioLock`, changes
-    /// the files unless a clear dropped the operation meanwhile.
+    /// Applies pending operations: serializes them holding no lock, then, in one section, changes
+    /// the files of each unless a clear dropped it meanwhile.
     ///
-    /// - Returns: What to report once `ioLock` is released, and whether the operation's bytes landed
-    ///   (for a save waiting on it).
+    /// - Returns: For each operation, what to report once the locks are released, and whether its
+    ///   bytes landed (for a save waiting on it).
     private func apply(
-        _ pending: Pending,
+        _ batch: [Pending],
         log: inout DeferredLog,
         news: inout PeerNews
-    ) -> ([Effect], Result<Void, CacheError>) {
-        let key = pending.key
+    ) -> [([Effect], Result<Void, CacheError>)] {
         // User code (the serializer) runs here, before `ioLock`: it may call back into its cache.
-        let prepared: Prepared
+        let prepared = batch.map(prepare)
+        return withContainer(log: &log, news: &news) { log, _ in
+            zip(batch, prepared).map { pending, prepared in land(pending, prepared, log: &log) }
+        }
+    }
+
+    /// Serializes and encodes one operation; runs the user's serializer, so holds no lock.
+    private func prepare(_ pending: Pending) -> Prepared {
+        let key = pending.key
         switch pending.operation {
         case .remove:
-            prepared = .remove
+            return .remove
         case .write(let value):
             do {
                 let bytes = try encode(value, for: key)
                 if let byteLimit = options.byteLimit, bytes.count > byteLimit {
-                    prepared = .oversized(size: bytes.count, byteLimit: byteLimit)
-                } else {
-                    let info = DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt)
-                    prepared = .write(bytes, info)
+                    return .oversized(size: bytes.count, byteLimit: byteLimit)
                 }
+                return .write(bytes, DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt))
             } catch {
-                prepared = .failed(error)
+                return .failed(error)
             }
         }
-        return withContainer(log: &log, news: &news) { log, _ in
-            // A clear that ran while the value was being serialized dropped it: no write lands after
-            // a clear that followed it. (A value that failed to serialize still failed: its cache
-            // hears of it.) A newer operation on the key is queued behind this one and lands next.
-            guard !withState({ $0.isCleared(pending) }) else {
-                guard case .failed(let error) = prepared else { return ([], .success(())) }
-                return ([reportFailure(error, of: pending, log: &log)], .failure(error))
-            }
-            switch prepared {
-            case .remove:
-                removeEntryFile(of: pending, log: &log)
-                return ([], .success(()))
-            case .oversized(let size, let byteLimit):
-                // Not kept, and not written: an older value of the key must not be served either.
-                removeEntryFile(of: pending, log: &log)
-                log.add(
-                    .info,
-                    "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
-                        + "(\(size) bytes) is larger than the byte limit (\(byteLimit) bytes)."
-                )
-                let tooLarge = CacheError.valueTooLarge(key: key.string, size: size, byteLimit: byteLimit)
-                return ([.evicted(key: key.string, reason: .cost, observer: pending.observer)], .failure(tooLarge))
-            case .write(let bytes, let info):
-                // Journaled before the rename, like every change: a kill between the two leaves an
-                // uncommitted section, which the next reader checks against the files.
-                journal(
-                    [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
-                    log: &log
-                )
-                do throws(CacheError) {
-                    try write(bytes, for: key)
-                } catch {
-                    return (didFail(pending, error: error, log: &log), .failure(error))
-                }
-                let victims = withState { $0.didWriteFile(of: pending, info: info) }
-                // The victims are out of the index: readers miss them already. Their removals are
-                // journaled, then their files go; the delegate hears "will evict" right after, once
-                // `ioLock` is released.
-                journal(victims.map { .remove(digest: $0.key) }, log: &log)
-                for victim in victims {
-                    log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
-                    removeFile(victim.key.hex, log: &log)
-                }
-                let evictions = victims.map {
-                    Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
-                }
-                return (evictions, .success(()))
-            case .failed(let error):
+    }
+
+    /// Changes the files for one prepared operation; called inside a section.
+    private func land(
+        _ pending: Pending,
+        _ prepared: Prepared,
+        log: inout DeferredLog
+    ) -> ([Effect], Result<Void, CacheError>) {
+        let key = pending.key
+        // A clear that ran while the value was being serialized dropped it: no write lands after
+        // a clear that followed it. (A value that failed to serialize still failed: its cache
+        // hears of it.) A newer operation on the key is queued behind this one and lands next.
+        guard !withState({ $0.isCleared(pending) }) else {
+            guard case .failed(let error) = prepared else { return ([], .success(())) }
+            return ([reportFailure(error, of: pending, log: &log)], .failure(error))
+        }
+        switch prepared {
+        case .remove:
+            removeEntryFile(of: pending, log: &log)
+            return ([], .success(()))
+        case .oversized(let size, let byteLimit):
+            // Not kept, and not written: an older value of the key must not be served either.
+            removeEntryFile(of: pending, log: &log)
+            log.add(
+                .info,
+                "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
+                    + "(\(size) bytes) is larger than the byte limit (\(byteLimit) bytes)."
+            )
+            let tooLarge = CacheError.valueTooLarge(key: key.string, size: size, byteLimit: byteLimit)
+            return ([.evicted(key: key.string, reason: .cost, observer: pending.observer)], .failure(tooLarge))
+        case .write(let bytes, let info):
+            // Journaled before the rename, like every change: a kill between the two leaves an
+            // uncommitted section, which the next reader checks against the files.
+            journal(
+                [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
+                log: &log
+            )
+            do throws(CacheError) {
+                try write(bytes, for: key)
+            } catch {
                 return (didFail(pending, error: error, log: &log), .failure(error))
             }
+            let victims = withState { $0.didWriteFile(of: pending, info: info) }
+            // The victims are out of the index: readers miss them already. Their removals are
+            // journaled, then their files go; the delegate hears "will evict" right after, once
+            // `ioLock` is released.
+            journal(victims.map { .remove(digest: $0.key) }, log: &log)
+            for victim in victims {
+                log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
+                removeFile(victim.key.hex, log: &log)
+            }
+            let evictions = victims.map {
+                Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
+            }
+            return (evictions, .success(()))
+        case .failed(let error):
+            return (didFail(pending, error: error, log: &log), .failure(error))
         }
     }
 
