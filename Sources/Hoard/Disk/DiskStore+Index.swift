@@ -7,7 +7,9 @@ extension DiskStore {
     /// Call it holding neither lock.
     /// - Complexity: O(n) when it writes a snapshot.
     func saveIndex(always: Bool = false, log: inout DeferredLog, news: inout PeerNews) {
-        withContainer(log: &log, news: &news) { log, _ in
+        withContainer(log: &log, news: &news) { log, isCurrent in
+            // A view that missed other processes' records must not replace theirs.
+            guard isCurrent else { return }
             if always || withState({ $0.snapshotIsStale }) { compact(log: &log) }
         }
     }

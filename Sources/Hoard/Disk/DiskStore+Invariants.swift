@@ -34,7 +34,7 @@ extension DiskStore {
                 return ["cannot list the container: \(error)"]
             }
             return withState { $0.violations(files: files) }
-        }
+        } ?? ["cannot read what other processes changed in the container"]
     }
 }
 

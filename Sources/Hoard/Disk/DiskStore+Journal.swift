@@ -22,6 +22,9 @@ extension DiskStore {
         var offset = 0
         /// The journal records after the snapshot.
         var records = 0
+        /// The journal's bytes after the snapshot, and the snapshot's own.
+        var bytes = 0
+        var snapshotBytes = 0
         /// Whether the current section has journaled its `begin` (and owes a `commit`).
         var hasBegun = false
     }
@@ -44,6 +47,12 @@ extension DiskStore {
     /// Runs `body` holding `ioLock` and the container's section lock, once the store has applied
     /// what other processes journaled; writes a snapshot afterwards when the journal has grown long.
     ///
+    /// `isCurrent` tells `body` whether the store caught up: when it is `false` (the index file
+    /// cannot be looked at or read, the folder cannot be listed), the store's index may miss other
+    /// processes' changes, so `body` must change no file, and no snapshot is written. When a process
+    /// died in the middle of a section, the section resolved the entries it named; `body` then runs
+    /// after the count and byte limits are made to hold again.
+    ///
     /// The caller holds neither lock of any disk store; `body` may take the state lock and must not
     /// call user code or observers. What other processes changed is added to `news`.
     func withContainer<Result>(
@@ -53,57 +62,124 @@ extension DiskStore {
     ) rethrows -> Result {
         try withIOLock {
             try directory.withSection {
-                let isCurrent = catchUp(log: &log, news: &news)
-                let result = try body(&log, isCurrent)
-                if withState({ $0.journal.hasBegun }) { append([.commit], log: &log) }
-                // Not while the index loads: opening writes no temporary file; the first write compacts.
-                if withState({ $0.isLoaded && $0.journal.records >= $0.indexSaveThreshold }) { compact(log: &log) }
-                return result
+                var resolved = false
+                let isCurrent = catchUp(log: &log, news: &news, resolvedUncommitted: &resolved)
+                defer {
+                    if withState({ $0.journal.hasBegun }) { _ = append([.commit], log: &log) }
+                    // Not while the index loads: opening writes no temporary file; the first write
+                    // compacts. Never from a view that missed other processes' records.
+                    if isCurrent && withState({ $0.isLoaded && $0.journalIsLong }) { compact(log: &log) }
+                }
+                if isCurrent && resolved && withState({ $0.isLoaded }) { enforceLimits(log: &log, news: &news) }
+                return try body(&log, isCurrent)
             }
         }
     }
 
     /// Like ``withContainer(log:news:_:)``, then logs and tells this process's caches what other
     /// processes changed.
-    func withContainer<Result>(_ body: (inout DeferredLog) throws -> Result) rethrows -> Result {
+    ///
+    /// - Returns: What `body` returned, or `nil` when the store could not catch up with other
+    ///   processes (`body` did not run: it would have changed files from a stale view).
+    func withContainer<Result>(_ body: (inout DeferredLog) throws -> Result) rethrows -> Result? {
         var messages = DeferredLog()
         var news = PeerNews()
         defer {
             messages.flush()
             news.deliver(to: self)
         }
-        return try withContainer(log: &messages, news: &news) { log, _ in try body(&log) }
+        return try withContainer(log: &messages, news: &news) { log, isCurrent in
+            guard isCurrent else {
+                log.add(.warning, "Cannot read what other processes changed in \(directory.path); changed nothing.")
+                return nil
+            }
+            return try body(&log)
+        }
+    }
+
+    /// Evicts what no longer fits after a section that a killed process left uncommitted was
+    /// resolved (its new entries may have gone past the limits before it journaled its evictions);
+    /// journals the removals in this section, so every process applies the same ones.
+    private func enforceLimits(log: inout DeferredLog, news: inout PeerNews) {
+        let victims = withState { state in
+            state.index.makeRoom(
+                forCount: 0,
+                bytes: 0,
+                capacity: options.capacity,
+                byteLimit: options.byteLimit
+            )
+        }
+        guard !victims.isEmpty else { return }
+        _ = journal(victims.map { .remove(digest: $0.key) }, log: &log)
+        for victim in victims {
+            log.add(
+                .debug,
+                "Evicted \"\(victim.payload.key.prefix(100))\" from disk: a process died before making room for its writes."
+            )
+            removeFile(victim.key.hex, log: &log)
+            news.changedKeys.append(victim.payload.key)
+        }
+        withState { $0.changesSinceSave += victims.count }
     }
 
     // MARK: - Appending
 
     /// Appends records to the journal; called inside a section.
     ///
-    /// A journal that cannot be appended to is replaced by a snapshot that holds the change (the
-    /// caller has applied it to the index already, or does so next: the snapshot is then written
-    /// by the next section).
-    func journal(_ records: [DiskJournal.Record], log: inout DeferredLog) {
-        guard !records.isEmpty else { return }
-        append(withState({ $0.journal.hasBegun }) ? records : [.begin] + records, log: &log)
+    /// - Returns: Whether the records are in the journal. When they are not (no space left, an I/O
+    ///   error), the caller must not make the change they describe, except a removal: an entry that
+    ///   other processes still count after its file is gone heals itself when they next read it.
+    @discardableResult
+    func journal(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Bool {
+        guard !records.isEmpty else { return true }
+        return append(withState({ $0.journal.hasBegun }) ? records : [.begin] + records, log: &log)
     }
 
     /// Appends records as they are; the first of a section must be `begin`.
-    private func append(_ records: [DiskJournal.Record], log: inout DeferredLog) {
+    ///
+    /// A failed or short append is cut off again, so the journal ends with whole records and the
+    /// store's offset is the file's end; when even that fails, the next section writes a snapshot,
+    /// which replaces the file.
+    private func append(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Bool {
         let bytes = DiskJournal.encode(records)
         let cursor = withState { $0.journal }
-        if cursor.descriptor >= 0 && RawIO.append(bytes, to: cursor.descriptor) {
+        guard cursor.descriptor >= 0 else {
+            // No index file open (it could not be written): the next section's snapshot holds the change.
+            withState { $0.journal.records = Int.max / 2 }
+            return false
+        }
+        var written: Bool
+        if let limit = Self.journalTestHooks.takeAppendLimit(at: directory.path) {
+            // A disk that fills up part way: the first `limit` bytes land, the rest fails.
+            written = RawIO.append(Array(bytes.prefix(limit)), to: cursor.descriptor) && limit >= bytes.count
+            errno = ENOSPC
+        } else {
+            written = RawIO.append(bytes, to: cursor.descriptor)
+        }
+        let number = errno
+        if written {
             withState { state in
                 state.journal.offset += bytes.count
                 state.journal.records += records.count
+                state.journal.bytes += bytes.count
                 state.journal.hasBegun = records.last != .commit
             }
-        } else {
-            log.add(.warning, "Cannot append to the journal of \(directory.path) (errno \(errno)); writing a snapshot.")
-            withState { state in
-                state.journal.records = Int.max / 2
-                state.journal.hasBegun = false
-            }
+            return true
         }
+        log.add(
+            .warning,
+            "Cannot append to the journal of \(directory.path) (\(String(cString: strerror(number)))); "
+                + "the change is not made."
+        )
+        // Whatever part of the records reached the file goes: the journal must end with whole records.
+        var status = stat()
+        if ftruncate(cursor.descriptor, off_t(cursor.offset)) != 0 || fstat(cursor.descriptor, &status) != 0
+            || Int(exactly: status.st_size) != cursor.offset
+        {
+            log.add(.warning, "Cannot cut the journal of \(directory.path) back; writing a snapshot.")
+            withState { $0.journal.records = Int.max / 2 }
+        }
+        return false
     }
 
     // MARK: - Catching up
@@ -111,28 +187,33 @@ extension DiskStore {
     /// Applies what other processes appended since the store last looked, following the index file
     /// when another process replaced it; rebuilds from the entry files when it cannot be trusted.
     ///
-    /// - Returns: Whether the store's index is the container's: `false` when the folder cannot be
-    ///   searched or listed and the store has no index file open.
-    @discardableResult
-    func catchUp(log: inout DeferredLog, news: inout PeerNews) -> Bool {
+    /// - Parameter resolvedUncommitted: Set when a section that a killed process left uncommitted
+    ///   was resolved against the files.
+    /// - Returns: Whether the store's index is the container's: `false` when the index file cannot
+    ///   be looked at, or it cannot be read and the folder cannot be listed to rebuild it. The store
+    ///   then keeps the index it has, which may miss other processes' changes.
+    func catchUp(log: inout DeferredLog, news: inout PeerNews, resolvedUncommitted: inout Bool) -> Bool {
         var cursor = withState { $0.journal }
         let current: FileIdentity?
-        switch directory.identity(of: ContainerFile.index) {
+        let injected = Self.journalTestHooks.catchUpFails(at: directory.path)
+        switch injected ? .failure(directory.error("stat", ContainerFile.index, EMFILE)) : directory.identity(of: ContainerFile.index) {
         case .success(let identity):
             current = identity
         case .failure(let error):
-            // The folder cannot be searched now (an unreadable spell): keep what this store knows.
+            // The folder cannot be searched now (too many open files, an unreadable spell): another
+            // process may have replaced the index, so what this store knows may be stale.
             log.add(.warning, "Cannot look at the index of \(directory.path): \(error)")
-            guard cursor.descriptor >= 0 else { return false }
-            _ = readJournal(&cursor, truncatesTornTail: false, log: &log, news: &news)
-            withState { $0.journal = cursor }
-            return true
+            if cursor.descriptor >= 0 {
+                _ = readJournal(&cursor, truncatesTornTail: false, log: &log, news: &news, resolved: &resolvedUncommitted)
+                withState { $0.journal = cursor }
+            }
+            return false
         }
         if cursor.descriptor >= 0 {
             let isCurrent = current == cursor.identity
             // Finish the file this store has open, even when it was replaced: its last records were
             // written before the snapshot that replaced it, which holds them.
-            guard readJournal(&cursor, truncatesTornTail: isCurrent, log: &log, news: &news) else {
+            guard readJournal(&cursor, truncatesTornTail: isCurrent, log: &log, news: &news, resolved: &resolvedUncommitted) else {
                 return rebuild(replacing: &cursor, log: &log)
             }
             if isCurrent {
@@ -143,7 +224,7 @@ extension DiskStore {
             cursor = JournalCursor()
             withState { $0.journal = cursor }
         }
-        if current != nil, open(into: &cursor, log: &log, news: &news) {
+        if current != nil, open(into: &cursor, log: &log, news: &news, resolved: &resolvedUncommitted) {
             withState { $0.journal = cursor }
             return true
         }
@@ -153,7 +234,12 @@ extension DiskStore {
     /// Opens the index file and loads its snapshot and journal into the store's index.
     ///
     /// - Returns: Whether the file is an intact index of this version.
-    private func open(into cursor: inout JournalCursor, log: inout DeferredLog, news: inout PeerNews) -> Bool {
+    private func open(
+        into cursor: inout JournalCursor,
+        log: inout DeferredLog,
+        news: inout PeerNews,
+        resolved: inout Bool
+    ) -> Bool {
         let file: Int32
         do {
             guard let opened = try directory.open(ContainerFile.index, flags: O_RDWR | O_APPEND) else { return false }
@@ -175,9 +261,16 @@ extension DiskStore {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         for record in snapshot.records { index.append(record.info, forKey: record.digest, count: record.count) }
         withState { $0.index = index }
-        cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: snapshot.end, records: 0)
+        cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: snapshot.end)
+        cursor.snapshotBytes = snapshot.end
         let applied = bytes.withUnsafeBytes { buffer in
-            apply(UnsafeRawBufferPointer(rebasing: buffer[snapshot.end...]), to: &cursor, truncates: true, news: &news)
+            apply(
+                UnsafeRawBufferPointer(rebasing: buffer[snapshot.end...]),
+                to: &cursor,
+                truncates: true,
+                news: &news,
+                resolved: &resolved
+            )
         }
         guard applied else {
             close(file)
@@ -193,14 +286,15 @@ extension DiskStore {
         _ cursor: inout JournalCursor,
         truncatesTornTail: Bool,
         log: inout DeferredLog,
-        news: inout PeerNews
+        news: inout PeerNews,
+        resolved: inout Bool
     ) -> Bool {
         guard let bytes = RawIO.readToEnd(cursor.descriptor, from: cursor.offset) else {
             log.add(.warning, "Cannot read the journal of \(directory.path) (errno \(errno)).")
             return false
         }
         if bytes.isEmpty { return true }
-        let applied = bytes.withUnsafeBytes { apply($0, to: &cursor, truncates: truncatesTornTail, news: &news) }
+        let applied = bytes.withUnsafeBytes { apply($0, to: &cursor, truncates: truncatesTornTail, news: &news, resolved: &resolved) }
         if !applied {
             log.add(.warning, "The journal of \(directory.path) is damaged; rebuilding the index from the entry files.")
         }
@@ -215,15 +309,19 @@ extension DiskStore {
         _ bytes: UnsafeRawBufferPointer,
         to cursor: inout JournalCursor,
         truncates: Bool,
-        news: inout PeerNews
+        news: inout PeerNews,
+        resolved: inout Bool
     ) -> Bool {
         let decoded = DiskJournal.decode(bytes)
-        guard let records = settled(DiskJournal.sections(decoded.records)) else { return false }
+        let sections = DiskJournal.sections(decoded.records)
+        guard let records = settled(sections) else { return false }
+        if sections.contains(where: { !$0.isCommitted }) { resolved = true }
         withState { state in
             for record in records { state.replay(record, news: &news) }
         }
         cursor.offset += decoded.end
         cursor.records += decoded.records.count
+        cursor.bytes += decoded.end
         switch decoded.ending {
         case .clean:
             return true
@@ -311,6 +409,7 @@ extension DiskStore {
             var status = stat()
             if fstat(file, &status) == 0 {
                 cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: bytes.count)
+                cursor.snapshotBytes = bytes.count
             } else {
                 close(file)
             }
@@ -345,6 +444,8 @@ extension DiskStore.State {
         switch record {
         case .put(let digest, let size, let expiresAt, let key):
             index.upsert(DiskEntryInfo(key: key, size: size, expiresAt: expiresAt), forKey: digest)
+            // Another process wrote the file: it holds that process's value, which may be served.
+            unremovable.remove(digest)
             news.changedKeys.append(key)
         case .remove(let digest):
             if let removed = index.removeValue(forKey: digest) { news.changedKeys.append(removed.key) }
@@ -356,4 +457,44 @@ extension DiskStore.State {
             break
         }
     }
+}
+
+/// Faults a test injects into the journal of the container at a real path; none is installed
+/// outside tests.
+final class JournalTestHooks: Sendable {
+    private struct Faults {
+        /// The next append writes only this many bytes, then fails as a full disk does.
+        var appendLimit: Int?
+        /// Every catch-up fails as if the index file could not be looked at (too many open files).
+        var catchUpFails = false
+    }
+
+    private let faults = Locked<[String: Faults]>([:])
+
+    /// Makes the next append to the journal at `path` write only `bytes` bytes, then fail.
+    func failNextAppend(afterBytes bytes: Int, at path: String) {
+        faults.withLock { $0[path, default: Faults()].appendLimit = bytes }
+    }
+
+    /// Makes every catch-up of the container at `path` fail, or succeed again.
+    func setCatchUpFails(_ fails: Bool, at path: String) {
+        faults.withLock { $0[path, default: Faults()].catchUpFails = fails }
+    }
+
+    /// Takes the limit of the next append at `path`, if one was injected.
+    func takeAppendLimit(at path: String) -> Int? {
+        faults.withLock { faults in
+            defer { faults[path]?.appendLimit = nil }
+            return faults[path]?.appendLimit
+        }
+    }
+
+    /// Whether catch-ups of the container at `path` fail.
+    func catchUpFails(at path: String) -> Bool {
+        faults.withLock { $0[path]?.catchUpFails ?? false }
+    }
+}
+
+extension DiskStore {
+    static let journalTestHooks = JournalTestHooks()
 }

@@ -140,7 +140,8 @@ extension DiskStore {
     func removeExpired(now: Double) -> [String] {
         var messages = DeferredLog()
         defer { messages.flush() }
-        let expired = withContainer { log in
+        let expired: [(key: SHA256Digest, payload: DiskEntryInfo, count: UInt32)] =
+            withContainer { log in
             let expired = withState { state in
                 state.index.entriesInEvictionOrder.filter { entry in
                     entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
@@ -154,7 +155,7 @@ extension DiskStore {
                 for entry in expired { state.forgetEntry(entry.key) }
             }
             return expired
-        }
+        } ?? []
         if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
         return expired.map(\.payload.key)
     }
@@ -183,6 +184,6 @@ extension DiskStore {
             }
             withState { $0.forgetEntry(key.digest) }
             return true
-        }
+        } ?? false
     }
 }

@@ -79,6 +79,9 @@ extension DiskStore {
         var clearedThrough: UInt64 = 0
         /// This store's changes (accesses included) not in a snapshot yet.
         var changesSinceSave = 0
+        /// This store's reads that changed the eviction order since the last snapshot: the journal
+        /// does not hold them.
+        var accessesSinceSave = 0
         var observers: [ObjectIdentifier: WeakObserver] = [:]
         /// The index file and how far its journal has been applied; changed holding `ioLock`.
         var journal = JournalCursor()
@@ -226,6 +229,13 @@ extension DiskStore {
             }
         }
 
+        /// Records that `applied` failed without changing any file: the file its key may have holds
+        /// an older value, which must not be served.
+        mutating func didNotApply(_ applied: Pending) {
+            unremovable.insert(applied.key.digest)
+            finish(applied)
+        }
+
         /// Forgets the entry of a file removed by a repair or a sweep.
         mutating func forgetEntry(_ digest: SHA256Digest) {
             if index.removeValue(forKey: digest) != nil { changesSinceSave += 1 }
@@ -249,6 +259,7 @@ extension DiskStore {
         mutating func recordAccess(_ digest: SHA256Digest) -> Bool {
             guard index.access(digest) != nil else { return false }
             changesSinceSave += 1
+            accessesSinceSave += 1
             // A read-only workload still saves the order it changes, from the writer.
             guard changesSinceSave >= indexSaveThreshold else { return false }
             return startWriter()
@@ -266,13 +277,23 @@ extension DiskStore {
         /// - Complexity: O(n).
         mutating func takeIndexSnapshot() -> [DiskIndexFile.Record] {
             changesSinceSave = 0
+            accessesSinceSave = 0
             return index.entriesInEvictionOrder.map { entry in
                 DiskIndexFile.Record(digest: entry.key, count: entry.count, info: entry.payload)
             }
         }
 
-        /// Whether a flush writes a snapshot: this store changed the order, or the journal holds records.
-        var snapshotIsStale: Bool { changesSinceSave > 0 || journal.records > 0 }
+        /// Whether the journal has grown long enough to be folded into a new snapshot: as long as
+        /// half the snapshot (at least 64 KiB), or as many records as the threshold.
+        ///
+        /// Writing a snapshot is O(n); appending is O(1): a flush of a large container appends.
+        var journalIsLong: Bool {
+            journal.records >= indexSaveThreshold || journal.bytes > max(journal.snapshotBytes / 2, 1 << 16)
+        }
+
+        /// Whether a flush writes a snapshot: the journal is long, or reads changed the eviction
+        /// order (which only snapshots hold) as many times as the threshold.
+        var snapshotIsStale: Bool { journalIsLong || accessesSinceSave >= indexSaveThreshold }
 
         // MARK: Peers
 

@@ -180,8 +180,20 @@ extension DiskStore {
     ) -> [([Effect], Result<Void, CacheError>)] {
         // User code (the serializer) runs here, before `ioLock`: it may call back into its cache.
         let prepared = batch.map(prepare)
-        return withContainer(log: &log, news: &news) { log, _ in
-            zip(batch, prepared).map { pending, prepared in land(pending, prepared, log: &log) }
+        return withContainer(log: &log, news: &news) { log, isCurrent in
+            guard isCurrent else {
+                // Changing files from a view that may miss other processes' changes could undo
+                // theirs: every operation fails, and changes nothing.
+                let error = CacheError.io(
+                    "Cannot read what other processes changed in the container \(directory.path); "
+                        + "the change is not made."
+                )
+                return batch.map { pending in
+                    withState { $0.didNotApply(pending) }
+                    return ([reportFailure(error, of: pending, log: &log)], .failure(error))
+                }
+            }
+            return zip(batch, prepared).map { pending, prepared in land(pending, prepared, log: &log) }
         }
     }
 
@@ -235,10 +247,20 @@ extension DiskStore {
         case .write(let bytes, let info):
             // Journaled before the rename, like every change: a kill between the two leaves an
             // uncommitted section, which the next reader checks against the files.
-            journal(
-                [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
-                log: &log
-            )
+            guard
+                journal(
+                    [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
+                    log: &log
+                )
+            else {
+                // Not journaled, so not renamed in: a file no index counts would never be evicted.
+                let error = CacheError.io(
+                    "Cannot write the entry for key \"\(key.string.prefix(100))\": the journal of "
+                        + "\(directory.path) cannot be appended to.",
+                    key: key.string
+                )
+                return (didFail(pending, error: error, log: &log), .failure(error))
+            }
             do throws(CacheError) {
                 try write(bytes, for: key)
             } catch {

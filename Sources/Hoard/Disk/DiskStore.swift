@@ -211,9 +211,10 @@ final class DiskStore: Sendable {
                 messages.add(.warning, "Cannot remove the temporary container \(folder.path): \(error)")
             }
         } else if withState({ $0.changesSinceSave > 0 }) {
-            // The caches are gone: nobody is left to hear what other processes changed.
+            // The caches are gone: nobody is left to hear what other processes changed. The order
+            // reads changed is only in snapshots: it is saved now.
             var news = PeerNews()
-            saveIndex(log: &messages, news: &news)
+            saveIndex(always: withState { $0.accessesSinceSave > 0 }, log: &messages, news: &news)
         }
         let descriptor = withState { $0.journal.descriptor }
         if descriptor >= 0 { close(descriptor) }
