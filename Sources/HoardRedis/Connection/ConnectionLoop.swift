@@ -13,12 +13,14 @@ import Musl
 ///
 /// Only that thread uses it; what it shares with callers is in ``RedisConnection/shared``.
 final class ConnectionLoop {
-    private let connection: RedisConnection
-    private var configuration: RedisCacheLevel.Configuration { connection.configuration }
+    let connection: RedisConnection
+    var configuration: RedisCacheLevel.Configuration { connection.configuration }
     private var parser: RESPParser
     private let readBuffer: UnsafeMutableRawBufferPointer
     /// Whether the handshake settled on RESP3, where pushes can arrive between replies.
     private var isRESP3 = false
+    /// Why the server cannot track keys, when a tracking connection's handshake found out.
+    private var trackingRefusal: String?
 
     init(_ connection: RedisConnection) {
         self.connection = connection
@@ -43,12 +45,25 @@ final class ConnectionLoop {
             case .failure(let failed):
                 failure = failed
                 attempt += 1
+                if let trackingRefusal, let tracking = connection.tracking {
+                    // Retrying cannot help: the server lacks what tracking needs.
+                    connection.stop()
+                    tracking.trackingWasRefused(trackingRefusal)
+                }
             case .success(let socket):
                 attempt = 0
-                // Requests that queued during the handshake: their bytes go first.
-                failure = connection.setStatus(.ready) ? RedisFailure(.closed, "the level was released") : serve(socket)
+                if connection.setStatus(.ready) {
+                    failure = RedisFailure(.closed, "the level was released")
+                } else if let tracking = connection.tracking {
+                    tracking.trackingDidConfirm()
+                    failure = serveTracking(socket, tracking)
+                } else {
+                    // Requests that queued during the handshake: their bytes go first.
+                    failure = serve(socket)
+                }
                 socket.shutdown()
             }
+            connection.tracking?.trackingDidFail(failure)
             connection.failAll(failure)
             if connection.isStopped { break }
             guard attempt > 0 else {
@@ -74,7 +89,7 @@ final class ConnectionLoop {
     ///
     /// - Returns: The socket's events, or a failure when the connection was stopped or the oldest
     ///   request has waited twice its timeout (the server stopped answering).
-    private func wait(
+    func wait(
         _ socket: Socket?,
         _ events: Int16,
         until deadline: ContinuousClock.Instant?
@@ -178,7 +193,14 @@ final class ConnectionLoop {
         case .failure(let failure): return .failure(failure)
         }
         var commands: [RESPCommand] = []
+        trackingRefusal = nil
         if case .error(let message) = helloReply {
+            if connection.tracking != nil {
+                trackingRefusal =
+                    "the server at \(configuration.server) does not speak RESP3, which invalidation pushes need "
+                    + "(HELLO 3 was refused: \(message))."
+                return .failure(RedisFailure(.handshake, "HELLO 3 was refused: \(message)"))
+            }
             // Redis 5 and older, or a HELLO renamed away: unknown command. Anything else (a wrong
             // password, an unknown user) is the answer.
             let refused = message.hasPrefix("NOPROTO") || message.lowercased().contains("unknown command")
@@ -193,12 +215,18 @@ final class ConnectionLoop {
             isRESP3 = true
         }
         if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
+        if let tracking = connection.tracking { commands.append(tracking.trackingCommand) }
         guard !commands.isEmpty else { return .success(()) }
         switch exchange(socket, commands, until: deadline) {
         case .failure(let failure): return .failure(failure)
         case .success(let replies):
             for (command, reply) in zip(commands, replies) {
                 if case .error(let message) = reply {
+                    if connection.tracking != nil, command.name == "CLIENT" {
+                        trackingRefusal =
+                            "the server at \(configuration.server) refused to track keys for client-side caching "
+                            + "(CLIENT TRACKING: \(message))."
+                    }
                     return .failure(RedisFailure(.handshake, "\(command.name) was refused: \(message)"))
                 }
             }
@@ -275,7 +303,7 @@ final class ConnectionLoop {
     }
 
     /// Sends what the socket takes of `output` from `offset`.
-    private func send(_ socket: Socket, _ output: inout [UInt8], _ offset: inout Int) -> Result<Void, RedisFailure> {
+    func send(_ socket: Socket, _ output: inout [UInt8], _ offset: inout Int) -> Result<Void, RedisFailure> {
         while offset < output.count {
             let start = offset
             let transfer = output.withUnsafeBytes { socket.send(UnsafeRawBufferPointer(rebasing: $0[start...])) }
@@ -292,14 +320,17 @@ final class ConnectionLoop {
     }
 
     /// Reads what has arrived and parses it: the whole replies it completes, pushes left out.
-    private func receive(_ socket: Socket) -> Result<[RESPValue], RedisFailure> {
+    func receive(_ socket: Socket) -> Result<[RESPValue], RedisFailure> {
         var replies: [RESPValue] = []
         while true {
             switch socket.receive(into: readBuffer) {
             case .done(let count):
                 do {
                     try parser.parse(UnsafeRawBufferPointer(rebasing: readBuffer[..<count])) { value in
-                        if case .push = value { return }
+                        if case .push(let parts) = value {
+                            connection.tracking?.trackingDidReceive(parts)
+                            return
+                        }
                         replies.append(value)
                     }
                 } catch {
