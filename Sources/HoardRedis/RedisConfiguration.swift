@@ -121,7 +121,8 @@ extension RedisCacheLevel {
             guard (1...64).contains(poolSize) else {
                 throw invalid("the pool size \(poolSize) is not between 1 and 64.")
             }
-            guard connectTimeout > .zero, commandTimeout > .zero, trackingPingInterval > .zero, trackingPingTimeout > .zero
+            guard connectTimeout > .zero, commandTimeout > .zero, trackingPingInterval > .zero,
+                trackingPingTimeout > .zero
             else { throw invalid("timeouts must be positive.") }
             guard maximumReplySize >= 1024 else { throw invalid("the reply limit must be at least 1 KiB.") }
             if let defaultTTL, defaultTTL <= .zero { throw invalid("the default TTL must be positive.") }

@@ -42,7 +42,9 @@ extension CacheBuilder {
             )
         }
         guard coherence.maxLocalAge > .zero else {
-            throw .invalidConfiguration("coherence's maximum local age must be more than zero, not \(coherence.maxLocalAge).")
+            throw .invalidConfiguration(
+                "coherence's maximum local age must be more than zero, not \(coherence.maxLocalAge)."
+            )
         }
         if coherence.tracksInvalidations, !(sharedLevel is any InvalidatingCacheLevel<String, Data>) {
             throw .invalidConfiguration(

@@ -26,14 +26,18 @@ public struct CacheCoherence: Sendable, Equatable {
     /// Subscribes to the shared level's invalidations, with local copies kept at most `maxLocalAge`.
     ///
     /// - Parameter maxLocalAge: The longest a value stays in memory or on disk (more than zero).
+    /// - Returns: The coherence.
     public static func invalidations(maxLocalAge: Duration) -> CacheCoherence {
         CacheCoherence(tracksInvalidations: true, maxLocalAge: maxLocalAge)
     }
 
-    /// No invalidations: local copies are kept at most `maxAge`, so another instance's write is seen
-    /// within that time. For shared levels or servers that cannot track.
+    /// No invalidations: local copies are kept at most `maxAge`.
+    ///
+    /// Another instance's write is then seen within that time. For shared levels or servers that
+    /// cannot track.
     ///
     /// - Parameter maxAge: The longest a value stays in memory or on disk (more than zero).
+    /// - Returns: The coherence.
     public static func ttlOnly(maxAge: Duration) -> CacheCoherence {
         CacheCoherence(tracksInvalidations: false, maxLocalAge: maxAge)
     }

@@ -23,9 +23,10 @@ public protocol InvalidationSubscription: Sendable {
     func cancel()
 }
 
-/// A cache level shared by several processes that announces which keys others change, so that the
-/// caches in front of it can drop their copies: what ``CacheBuilder/coherence(_:)`` with
-/// ``CacheCoherence/invalidations`` needs. `RedisCacheLevel` (in `HoardRedis`) adopts it with
+/// A cache level shared by several processes that announces which keys change, so that the caches in
+/// front of it can drop their copies.
+///
+/// It is what ``CacheBuilder/coherence(_:)`` with ``CacheCoherence/invalidations`` needs. `RedisCacheLevel` (in `HoardRedis`) adopts it with
 /// Redis's server-assisted client-side caching.
 public protocol InvalidatingCacheLevel<Key, Value>: CacheLevel {
     /// Starts delivering invalidations to `handler`.

@@ -47,7 +47,10 @@ extension ConnectionLoop {
             tracking.trackingDidWake()
             let now = ContinuousClock.now
             if let pingDeadline, now >= pingDeadline {
-                return RedisFailure(.timeout, "the tracking connection's PING had no answer within \(tracking.pingTimeout)")
+                return RedisFailure(
+                    .timeout,
+                    "the tracking connection's PING had no answer within \(tracking.pingTimeout)"
+                )
             }
             if pingDeadline == nil, now >= nextPing {
                 output += ping

@@ -33,8 +33,9 @@ final class RedisConnection: Sendable {
     let configuration: RedisCacheLevel.Configuration
     let shared = Locked(Shared())
     let wake: WakePipe
-    /// For the connection that tracks keys for client-side caching: what it tells, and how it
-    /// pings. `nil` for a data connection.
+    /// For the connection that tracks keys for client-side caching: what it tells, and how it pings.
+    ///
+    /// `nil` for a data connection.
     let tracking: (any TrackingObserver)?
 
     /// Creates the connection and starts its thread, which connects at once.
@@ -42,7 +43,8 @@ final class RedisConnection: Sendable {
     /// - Parameters:
     ///   - configuration: The server and the timeouts.
     ///   - tracking: Makes it a tracking connection (see ``TrackingObserver``).
-    /// - Returns: `nil` when the process is out of file descriptors or threads.
+    ///
+    /// Fails (`nil`) when the process is out of file descriptors or threads.
     init?(_ configuration: RedisCacheLevel.Configuration, tracking: (any TrackingObserver)? = nil) {
         guard let wake = WakePipe() else { return nil }
         self.configuration = configuration

@@ -97,12 +97,16 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             return (hub, hub.add(Subscriber(handler: handler, answered: answered)))
         }
         guard let (hub, id) = found else {
-            throw CacheError.io("Redis at \(configuration.server): no file descriptor left for the tracking connection.")
+            throw CacheError.io(
+                "Redis at \(configuration.server): no file descriptor left for the tracking connection."
+            )
         }
         let subscription = Subscription(hub: hub, id: id)
         // The first answer comes within one handshake; a server that cannot be reached yet is not
         // an error: the subscriber hears `.tracking` once it can.
-        _ = answered.semaphore.wait(timeout: .now() + seconds(configuration.connectTimeout + configuration.commandTimeout))
+        _ = answered.semaphore.wait(
+            timeout: .now() + seconds(configuration.connectTimeout + configuration.commandTimeout)
+        )
         if case .refused(let reason) = hub.state.withLock({ $0.status }) {
             subscription.cancel()
             throw CacheError.invalidConfiguration("Redis: \(reason)")
