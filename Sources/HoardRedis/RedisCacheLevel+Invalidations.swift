@@ -6,8 +6,9 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     /// client-side caching (RESP3, `CLIENT TRACKING ON BCAST PREFIX <namespace>:`), for
     /// ``CacheCoherence/invalidations``.
     ///
-    /// Each process opens one tracking connection per server, database, user and namespace, whatever
-    /// the number of levels and caches on it; the data connections stay untracked. The server then
+    /// Each process opens one tracking connection per server, database, user, client name and
+    /// namespace, whatever the number of levels and caches on it; the data connections stay
+    /// untracked. The server then
     /// pushes an `invalidate` message for each change of a key of the namespace (a set, a removal, an
     /// expiry or an eviction), this process's own writes included. A `FLUSHALL` or `FLUSHDB` is
     /// ``CacheInvalidation/all(reason:)`` followed by ``CacheInvalidation/tracking``. The connection

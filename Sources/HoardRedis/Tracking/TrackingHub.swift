@@ -1,8 +1,8 @@
 import Foundation
 import Hoard
 
-/// The one tracking connection of a process for a server, database, user and namespace, and the
-/// caches subscribed to it.
+/// The one tracking connection of a process for a server, database, user, client name and namespace,
+/// and the caches subscribed to it.
 ///
 /// It sends `CLIENT TRACKING ON BCAST PREFIX <namespace>:` at each handshake, so the server announces
 /// every change of the namespace's keys, whoever makes it (this process's own writes included: the
@@ -65,9 +65,14 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         connectionStorage = connection
     }
 
-    /// The key of a hub: what makes two levels' announcements the same.
+    /// The key of a hub: what makes two levels' announcements the same (and the client name, so that
+    /// levels that name their connections differently, as two instances in one test would, each
+    /// have their own).
     static func key(_ configuration: RedisCacheLevel.Configuration, namespace: String) -> String {
-        "\(configuration.server)/\(configuration.database)/\(configuration.username ?? "")/\(namespace)"
+        [
+            configuration.server, String(configuration.database), configuration.username ?? "",
+            configuration.clientName ?? "", namespace,
+        ].joined(separator: "\u{0}")
     }
 
     /// Subscribes `handler` to the invalidations of `namespace` on the server, opening the process's
