@@ -32,13 +32,13 @@ extension RedisCacheLevel {
         public var maximumReplySize: Int
         /// The name the connections give themselves (`CLIENT SETNAME`), or `nil` for none.
         ///
-        /// The tracking connection of ``CacheCoherence/invalidations`` is named `<clientName>-tracking`
+        /// The tracking connection of `CacheCoherence.invalidations` is named `<clientName>-tracking`
         /// (`hoard-tracking` without one).
         public var clientName: String?
-        /// With ``CacheCoherence/invalidations``: how long the tracking connection may be quiet before
+        /// With `CacheCoherence.invalidations`: how long the tracking connection may be quiet before
         /// it pings the server (1 s by default).
         public var trackingPingInterval: Duration
-        /// With ``CacheCoherence/invalidations``: how long the server has to answer the tracking
+        /// With `CacheCoherence.invalidations`: how long the server has to answer the tracking
         /// connection's ping before the connection counts as lost and the caches drop their local
         /// copies (2 s by default).
         public var trackingPingTimeout: Duration

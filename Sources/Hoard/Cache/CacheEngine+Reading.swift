@@ -94,7 +94,9 @@ extension CacheEngine {
         // Copy into memory unless the key changed meanwhile (memory would keep a stale value).
         if countsAccess, copiesIntoMemory, memory != nil, !cached.isExpired(at: { now }) {
             var isKept = true
-            let copied = stripes.ifUnchanged(hash, since: changes) {
+            let copied = stripes.ifUnchanged(hash, since: changes) { () -> [Eviction]? in
+                // Nothing is copied while the coherence gate is closed (see `CoherenceGate`).
+                if let coherence, !coherence.isOpen { return nil }
                 let inserted = insertIntoMemory(cached, forKey: key, cost: cost)
                 isKept = inserted.isKept
                 return inserted.evicted

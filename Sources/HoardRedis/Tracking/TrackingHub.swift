@@ -8,7 +8,7 @@ import Hoard
 /// every change of the namespace's keys, whoever makes it (this process's own writes included: the
 /// data connections are not tracked, so `NOLOOP` could not tell them apart). Every event reaches the
 /// subscribers from the connection's I/O thread, one at a time and in order; a subscriber that comes
-/// while tracking is confirmed is told ``CacheInvalidation/tracking`` from that thread too, so that it
+/// while tracking is confirmed is told `CacheInvalidation.tracking` from that thread too, so that it
 /// can never hear it after a later loss.
 final class TrackingHub: TrackingObserver, @unchecked Sendable {
     // Safe because the mutable state is in `state` (a `Locked`), and `connection` is set once, in
