@@ -182,6 +182,7 @@ final class ConnectionLoop {
     ///
     /// Then `SELECT` when a database other than 0 is asked for.
     private func handshake(_ socket: Socket, until deadline: ContinuousClock.Instant) -> Result<Void, RedisFailure> {
+        trackingRefusal = nil
         var hello = ["3"]
         if let password = configuration.password {
             hello += ["AUTH", configuration.username ?? "default", password]
@@ -193,7 +194,6 @@ final class ConnectionLoop {
         case .failure(let failure): return .failure(failure)
         }
         var commands: [RESPCommand] = []
-        trackingRefusal = nil
         if case .error(let message) = helloReply {
             if connection.tracking != nil {
                 trackingRefusal =
