@@ -7,7 +7,9 @@ import Hoard
 /// It sends `CLIENT TRACKING ON BCAST PREFIX <namespace>:` at each handshake, so the server announces
 /// every change of the namespace's keys, whoever makes it (this process's own writes included: the
 /// data connections are not tracked, so `NOLOOP` could not tell them apart). Every event reaches the
-/// subscribers from the connection's I/O thread, one at a time and in order; a subscriber that comes
+/// subscribers from the connection's I/O thread, one at a time, in order, and to each subscriber in
+/// the order they subscribed (a later one hears of a change once the earlier ones have applied it); a
+/// subscriber that comes
 /// while tracking is confirmed is told `CacheInvalidation.tracking` from that thread too, so that it
 /// can never hear it after a later loss.
 final class TrackingHub: TrackingObserver, @unchecked Sendable {
@@ -33,6 +35,9 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         var status = Status.connecting
         var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 0
+
+        /// The subscribers in the order they subscribed, the order each event reaches them in.
+        var inOrder: [Subscriber] { subscribers.sorted { $0.key < $1.key }.map(\.value) }
     }
 
     /// The hubs of this process, by ``key``.
@@ -158,7 +163,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         let told = state.withLock { state -> [Subscriber] in
             state.status = .confirmed
             for id in state.subscribers.keys { state.subscribers[id]?.isConfirmed = true }
-            return Array(state.subscribers.values)
+            return state.inOrder
         }
         for subscriber in told {
             subscriber.handler(.tracking)
@@ -170,7 +175,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         let newcomers = state.withLock { state -> [Subscriber] in
             guard case .confirmed = state.status else { return [] }
             var newcomers: [Subscriber] = []
-            for (id, subscriber) in state.subscribers where !subscriber.isConfirmed {
+            for (id, subscriber) in state.subscribers.sorted(by: { $0.key < $1.key }) where !subscriber.isConfirmed {
                 state.subscribers[id]?.isConfirmed = true
                 newcomers.append(subscriber)
             }
@@ -192,7 +197,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             case .confirmed:
                 state.status = .down
                 defer { for id in state.subscribers.keys { state.subscribers[id]?.isConfirmed = false } }
-                return state.subscribers.values.filter(\.isConfirmed)
+                return state.inOrder.filter(\.isConfirmed)
             }
         }
         let reason = "the tracking connection to \(configuration.server) was lost: \(failure.description)"
@@ -204,7 +209,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             if hubs[key] === self { hubs[key] = nil }
             return state.withLock { state in
                 state.status = .refused(reason)
-                return Array(state.subscribers.values)
+                return state.inOrder
             }
         }
         for subscriber in told {
@@ -230,7 +235,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         default:
             return
         }
-        let told = state.withLock { $0.subscribers.values.filter(\.isConfirmed) }
+        let told = state.withLock { $0.inOrder.filter(\.isConfirmed) }
         for subscriber in told {
             subscriber.handler(event)
             // A flush leaves the connection tracking: every later change is still announced.

@@ -19,15 +19,37 @@ struct RedisCoherenceTests {
         _ container: String,
         port: UInt16,
         namespace: String,
-        clientName: String
+        clientName: String,
+        pingInterval: Duration = .seconds(1),
+        pingTimeout: Duration = .seconds(2)
     ) throws -> Cache<String> {
+        let level = try Self.level(
+            port: port,
+            namespace: namespace,
+            clientName: clientName,
+            pingInterval: pingInterval,
+            pingTimeout: pingTimeout
+        )
+        return try folder.stringBuilder(container).sharedLevel(level).coherence(.invalidations).build()
+    }
+
+    /// A level with its own data connection at `port`, whose tracking connection is named
+    /// `<clientName>-tracking`.
+    static func level(
+        port: UInt16,
+        namespace: String,
+        clientName: String,
+        pingInterval: Duration = .seconds(1),
+        pingTimeout: Duration = .seconds(2)
+    ) throws -> RedisCacheLevel {
         var configuration = RedisCacheLevel.Configuration(host: "127.0.0.1", port: Int(port))
         configuration.clientName = clientName
+        configuration.trackingPingInterval = pingInterval
+        configuration.trackingPingTimeout = pingTimeout
         configuration.commandTimeout = .seconds(10)
         configuration.connectTimeout = .seconds(10)
         configuration.poolSize = 1
-        let level = try RedisCacheLevel(configuration, namespace: namespace)
-        return try folder.stringBuilder(container).sharedLevel(level).coherence(.invalidations).build()
+        return try RedisCacheLevel(configuration, namespace: namespace)
     }
 
     /// A level for the test's own commands.
@@ -157,6 +179,38 @@ struct RedisCoherenceTests {
         try await writer.save("v4", forKey: "k")
         #expect(await waitUntil { reader.memory?.peek("k") == nil })
         #expect(try await reader.getOrFetch(forKey: "k") == "v4")
+    }
+
+    @Test func aTrackingConnectionThatMissesItsPingDeadlineCountsAsLost() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "ping-\(UUID().uuidString)"
+        let proxy = try HoldingProxy(upstreamPort: server.port)
+        let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: "ping-a")
+        let reader = try Self.coherentCache(
+            folder,
+            "b",
+            port: proxy.port,
+            namespace: namespace,
+            clientName: "ping-b",
+            pingInterval: .milliseconds(50),
+            pingTimeout: .milliseconds(300)
+        )
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v1")
+        #expect(reader.entry(forKey: "k")?.value == "v1")
+        // The server goes silent on the tracking connection (its pings get no answer): the
+        // connection counts as lost once the ping timeout passes, and the copies are dropped.
+        proxy.holdReplies(toRequestContaining: "PING")
+        #expect(await waitUntil { reader.statistics.coherenceFlushes == 1 })
+        #expect(reader.entry(forKey: "k") == nil)
+        proxy.release()
+        #expect(await waitUntil { reader.isCoherent })
+        try await Self.save("v2", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v2")
+        await reader.flush()
+        #expect(reader.entry(forKey: "k")?.value == "v2")
     }
 
     @Test func aFlushAllAndARestartDropEveryLocalCopyAndTrackingResumes() async throws {
