@@ -115,6 +115,40 @@ struct RedisCoherenceTests {
         )
     }
 
+    @Test func theTrackingConnectionIsSharedAndClosesWithTheLastCacheOnIt() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "shared-\(UUID().uuidString)"
+        let name = "shared-\(UUID().uuidString.prefix(8))"
+        let admin = try Self.admin(server.port)
+        var first: Cache<String>? = try Self.coherentCache(
+            folder,
+            "a",
+            port: server.port,
+            namespace: namespace,
+            clientName: name
+        )
+        var second: Cache<String>? = try Self.coherentCache(
+            folder,
+            "b",
+            port: server.port,
+            namespace: namespace,
+            clientName: name
+        )
+        #expect(await waitUntil { first?.isCoherent == true && second?.isCoherent == true })
+        #expect(try await Self.trackingClients(admin, name).count == 1)
+        first = nil
+        #expect(try await Self.trackingClients(admin, name).count == 1)
+        #expect(second?.isCoherent == true)
+        second = nil
+        var remaining = 1
+        for _ in 0..<10_000 where remaining > 0 {
+            remaining = try await Self.trackingClients(admin, name).count
+            if remaining > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(remaining == 0)
+    }
+
     @Test func aReadWhoseReplyIsHeldWhileAnotherInstanceWritesDoesNotInstallTheOldValue() async throws {
         let server = try RedisTestServer.required()
         let folder = TemporaryDirectory()
