@@ -136,21 +136,7 @@ enum MemoryPerEntry {
 
     /// Runs this binary as a child that fills `subject`; returns the growth and the payload in bytes.
     private static func measureInChild(_ subject: Subject, count: Int) async throws -> (Double, Double) {
-        let process = Process()
-        process.executableURL = Bundle.main.executableURL ?? URL(fileURLWithPath: "/proc/self/exe")
-        process.arguments = [childArgument, subject.rawValue, String(count)]
-        let output = Pipe()
-        process.standardOutput = output
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let (status, text) = try await runThisBinary([childArgument, subject.rawValue, String(count)])
         let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
         guard status == 0, numbers.count == 2 else {
             throw BenchError("memory-per-entry child for \(subject.rawValue) failed (status \(status)): \(text)")
@@ -210,19 +196,38 @@ enum MemoryPerEntry {
         }
         return 0
     }
+}
 
-    /// The process's resident set size in bytes (`VmRSS`), after returning free heap memory to the system.
-    private static func residentBytes() -> Int {
-        #if canImport(Glibc)
-        // glibc's malloc_trim (in <malloc.h>, which the Glibc module does not import).
-        if let symbol = dlsym(nil, "malloc_trim") {
-            _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+/// Runs this binary with `arguments` (a measuring child) and returns its exit status and standard output.
+func runThisBinary(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = Bundle.main.executableURL ?? URL(fileURLWithPath: "/proc/self/exe")
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
         }
-        #endif
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
-        else { return 0 }
-        let kilobytes = line.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { Int($0) } ?? 0
-        return kilobytes * 1_024
     }
+    return (status, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+}
+
+/// The process's resident set size in bytes (`VmRSS`), after returning free heap memory to the system.
+func residentBytes() -> Int {
+    #if canImport(Glibc)
+    // glibc's malloc_trim (in <malloc.h>, which the Glibc module does not import).
+    if let symbol = dlsym(nil, "malloc_trim") {
+        _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+    }
+    #endif
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
+    let kilobytes = line.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { Int($0) } ?? 0
+    return kilobytes * 1_024
 }

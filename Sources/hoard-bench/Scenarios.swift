@@ -69,6 +69,12 @@ enum ScenarioRegistry {
             run: DiskGet.run
         ),
         Scenario(
+            name: "disk-open",
+            help:
+                "open a container of 10k / 100k / 1M entries, with its index and after deleting it; memory per entry",
+            run: DiskOpen.run
+        ),
+        Scenario(
             name: "compose-get",
             help: "async hits in the first level of memory.compose(disk) vs direct MemoryCacheLevel gets",
             run: ComposeGet.run

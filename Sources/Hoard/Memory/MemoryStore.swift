@@ -229,7 +229,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
                 needsVictimElsewhere = !claimRoom(inShard: index)
             }
         } else {
-            if !shards[index].index.contains(key, hash: hash) && (shardCount == 1 || !claimRoom(inShard: index)),
+            if !Self.holds(key, hash: hash, in: &shards[index]) && (shardCount == 1 || !claimRoom(inShard: index)),
                 let victim = shards[index].index.popVictim()
             {
                 evicted = Self.record(victim, in: &shards[index], returningEviction: returningEviction).reported
@@ -242,6 +242,16 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
             evicted = evictElsewhere(for: key, storedIn: index, returningEviction: returningEviction)
         }
         return (evicted, isObserved)
+    }
+
+    /// Whether `shard` holds `key`.
+    ///
+    /// Takes the shard `inout` so that the index is read where it is: a non-mutating call on
+    /// `shards[index].index` copies the whole index first (retaining every buffer it holds, then
+    /// releasing them), as the pointee of an unsafe pointer may change during the call.
+    @inlinable
+    static func holds(_ key: Key, hash: Int, in shard: inout Shard) -> Bool {
+        shard.index.contains(key, hash: hash)
     }
 
     /// Stores `value` with a cost, evicting until both the count and `costLimit` hold.
