@@ -17,13 +17,19 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     /// `CacheInvalidation.all(reason:)`, and `CacheInvalidation.tracking` once a new connection
     /// tracks again.
     ///
-    /// Blocks the caller until the server's first answer, at most the connect timeout plus the command
-    /// timeout.
+    /// Blocks the caller until the first attempt's outcome: the server accepted tracking, refused it
+    /// for good, or the attempt failed (the connect refused, or an error that may pass, such as too
+    /// many clients or a wrong password: the connection retries with a growing backoff and the cache
+    /// stays closed to local reads until it tracks). That is at most the connect timeout plus the
+    /// command timeout. Only an unknown `HELLO` or `NOPROTO`, and an unknown `CLIENT TRACKING` or
+    /// `NOPERM`, count as refusals, and only before the server has tracked once: afterwards they are
+    /// logged and retried.
     ///
     /// - Parameter handler: Told each event, on the tracking connection's I/O thread.
     /// - Returns: The subscription; the last one cancelled closes the tracking connection.
-    /// - Throws: `CacheError` with code `invalidConfiguration` when the server refuses `HELLO 3` or
-    ///   `CLIENT TRACKING` (Redis 5 and older, some proxies and managed services).
+    /// - Throws: `CacheError` with code `invalidConfiguration` when the server does not know `HELLO 3`
+    ///   or `CLIENT TRACKING`, or does not allow it (Redis 5 and older, some proxies and managed
+    ///   services).
     public func subscribeToInvalidations(
         _ handler: @escaping @Sendable (CacheInvalidation) -> Void
     ) throws -> any InvalidationSubscription {

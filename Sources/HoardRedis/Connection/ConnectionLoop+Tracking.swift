@@ -23,7 +23,8 @@ protocol TrackingObserver: AnyObject, Sendable {
     func trackingDidConfirm()
     /// The connection failed or closed (or never came up): changes may go unannounced.
     func trackingDidFail(_ failure: RedisFailure)
-    /// The server cannot track (no RESP3, or the tracking command refused); the connection stopped.
+    /// The server cannot track (no RESP3, or the tracking command unknown or not permitted) and never
+    /// tracked on this connection before; the connection stopped.
     func trackingWasRefused(_ reason: String)
     /// A push message arrived (an `invalidate`, say), its elements in order.
     func trackingDidReceive(_ push: [RESPValue])

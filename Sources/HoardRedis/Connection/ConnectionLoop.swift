@@ -36,9 +36,16 @@ final class ConnectionLoop {
         return limits
     }
 
+    /// How long a connection must serve before its failure counts as a new first one, retried at
+    /// once: a connection that breaks sooner (a flapping proxy, a server that drops each client)
+    /// is retried after the growing backoff, so that it cannot spin through handshakes.
+    static let stableService = Duration.seconds(5)
+
     /// Runs until the connection is stopped.
     func run() {
         var attempt = 0
+        /// Whether the server accepted tracking once: then a later refusal is taken as passing.
+        var hasTracked = false
         while !connection.isStopped {
             let failure: RedisFailure
             switch establish() {
@@ -46,15 +53,21 @@ final class ConnectionLoop {
                 failure = failed
                 attempt += 1
                 if let trackingRefusal, let tracking = connection.tracking {
-                    // Retrying cannot help: the server lacks what tracking needs.
-                    connection.stop()
-                    tracking.trackingWasRefused(trackingRefusal)
+                    if hasTracked {
+                        // It tracked on this server before: a failover or a changed ACL may pass.
+                        HoardLogger.log(.warning, "Redis at \(configuration.server): \(trackingRefusal) Retrying.")
+                    } else {
+                        // Retrying cannot help: the server lacks what tracking needs.
+                        connection.stop()
+                        tracking.trackingWasRefused(trackingRefusal)
+                    }
                 }
             case .success(let socket):
-                attempt = 0
+                let servedFrom = ContinuousClock.now
                 if connection.setStatus(.ready) {
                     failure = RedisFailure(.closed, "the level was released")
                 } else if let tracking = connection.tracking {
+                    hasTracked = true
                     tracking.trackingDidConfirm()
                     failure = serveTracking(socket, tracking)
                 } else {
@@ -62,12 +75,13 @@ final class ConnectionLoop {
                     failure = serve(socket)
                 }
                 socket.shutdown()
+                attempt = servedFrom.duration(to: .now) >= Self.stableService ? 0 : attempt + 1
             }
             connection.tracking?.trackingDidFail(failure)
             connection.failAll(failure)
             if connection.isStopped { break }
             guard attempt > 0 else {
-                // A connection that served and broke is retried at once; the next failure waits.
+                // A connection that served a while and broke is retried at once; the next failure waits.
                 if connection.setStatus(.connecting) { break }
                 continue
             }
@@ -110,6 +124,7 @@ final class ConnectionLoop {
 
     private func establish() -> Result<Socket, RedisFailure> {
         let deadline = ContinuousClock.now + configuration.connectTimeout
+        trackingRefusal = nil
         parser = RESPParser(limits: Self.limits(configuration))
         let addresses: [SocketAddress]
         switch resolve(until: deadline) {
@@ -182,7 +197,6 @@ final class ConnectionLoop {
     ///
     /// Then `SELECT` when a database other than 0 is asked for.
     private func handshake(_ socket: Socket, until deadline: ContinuousClock.Instant) -> Result<Void, RedisFailure> {
-        trackingRefusal = nil
         var hello = ["3"]
         if let password = configuration.password {
             hello += ["AUTH", configuration.username ?? "default", password]
@@ -195,16 +209,16 @@ final class ConnectionLoop {
         }
         var commands: [RESPCommand] = []
         if case .error(let message) = helloReply {
+            // Redis 5 and older, or a HELLO renamed away: unknown command. Anything else (a wrong
+            // password, an unknown user, too many clients) is the answer, and may pass.
+            let refused = message.hasPrefix("NOPROTO") || message.lowercased().contains("unknown command")
+            guard refused else { return .failure(RedisFailure(.handshake, "the server refused the login: \(message)")) }
             if connection.tracking != nil {
                 trackingRefusal =
                     "the server at \(configuration.server) does not speak RESP3, which invalidation pushes need "
                     + "(HELLO 3 was refused: \(message))."
                 return .failure(RedisFailure(.handshake, "HELLO 3 was refused: \(message)"))
             }
-            // Redis 5 and older, or a HELLO renamed away: unknown command. Anything else (a wrong
-            // password, an unknown user) is the answer.
-            let refused = message.hasPrefix("NOPROTO") || message.lowercased().contains("unknown command")
-            guard refused else { return .failure(RedisFailure(.handshake, "the server refused the login: \(message)")) }
             isRESP3 = false
             if let password = configuration.password {
                 let credentials = configuration.username.map { [$0, password] } ?? [password]
@@ -222,7 +236,7 @@ final class ConnectionLoop {
         case .success(let replies):
             for (command, reply) in zip(commands, replies) {
                 if case .error(let message) = reply {
-                    if connection.tracking != nil, command.name == "CLIENT" {
+                    if connection.tracking != nil, command.name == "CLIENT", Self.refusesTracking(message) {
                         trackingRefusal =
                             "the server at \(configuration.server) refused to track keys for client-side caching "
                             + "(CLIENT TRACKING: \(message))."
@@ -232,6 +246,15 @@ final class ConnectionLoop {
             }
             return .success(())
         }
+    }
+
+    /// Whether an error answering `CLIENT TRACKING` says the server will never track for this
+    /// client (no such command or subcommand, or no permission), rather than not now (`-BUSY`,
+    /// `-LOADING`, a replica in the middle of a sync).
+    static func refusesTracking(_ message: String) -> Bool {
+        let lowered = message.lowercased()
+        return message.hasPrefix("NOPERM") || lowered.contains("unknown command")
+            || lowered.contains("unknown subcommand")
     }
 
     /// Writes `commands` and reads one reply for each, before `deadline`.

@@ -13,8 +13,8 @@ import Hoard
 /// while tracking is confirmed is told `CacheInvalidation.tracking` from that thread too, so that it
 /// can never hear it after a later loss.
 final class TrackingHub: TrackingObserver, @unchecked Sendable {
-    // Safe because the mutable state is in `state` (a `Locked`), and `connection` is set once, in
-    // `init`, before the hub is shared: `connectionStorage` is never written again.
+    // Safe because the mutable state is in `state` and `connection` (each a `Locked`); the rest is
+    // set in `init`, before the hub is shared.
 
     /// Where tracking stands.
     enum Status: Sendable {
@@ -48,7 +48,9 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
     let trackingCommand: RESPCommand
     let prefix: [UInt8]
     let state = Locked(State())
-    private var connectionStorage: RedisConnection?
+    /// The tracking connection, until the last subscriber leaves: the connection holds the hub (its
+    /// observer), so the hub lets it go then, and both are freed once its thread ends.
+    private let connection = Locked<RedisConnection?>(nil)
 
     var pingInterval: Duration { configuration.trackingPingInterval }
     var pingTimeout: Duration { configuration.trackingPingTimeout }
@@ -67,7 +69,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         command.append(prefix)
         trackingCommand = command
         guard let connection = RedisConnection(tracking, tracking: self) else { return nil }
-        connectionStorage = connection
+        self.connection.withLock { $0 = connection }
     }
 
     /// The key of a hub: what makes two levels' announcements the same (and the client name, so that
@@ -137,7 +139,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             return (state.nextID, state.status)
         }
         switch status {
-        case .confirmed: connectionStorage?.wake.wake()
+        case .confirmed: connection.withLock { $0 }?.wake.wake()
         case .refused: subscriber.answered.semaphore.signal()
         case .connecting, .down: break
         }
@@ -154,7 +156,12 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             if isLast, hubs[key] === self { hubs[key] = nil }
             return isLast
         }
-        if isLast { connectionStorage?.stop() }
+        guard isLast else { return }
+        let closing = connection.withLock { connection in
+            defer { connection = nil }
+            return connection
+        }
+        closing?.stop()
     }
 
     // MARK: - TrackingObserver
@@ -193,6 +200,8 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             case .refused: return []
             case .connecting, .down:
                 state.status = .down
+                // The first answer: a subscribe call waits no longer (its gate stays closed).
+                for subscriber in state.subscribers.values { subscriber.answered.semaphore.signal() }
                 return []
             case .confirmed:
                 state.status = .down
