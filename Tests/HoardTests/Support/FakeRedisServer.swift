@@ -10,8 +10,9 @@ import Musl
 
 /// A listening socket on 127.0.0.1 that plays a script instead of being a Redis server: for each
 /// chunk a connection sends, the next answer of the script (`nil` closes the connection, at once
-/// when it follows an answer); once the script is played, it reads and never answers. Or, made with
-/// a responder, the answer it gives to each chunk.
+/// when it follows an answer); once the script is played, it reads and never answers.
+///
+/// Or, made with a responder, the answer it gives to each chunk.
 final class FakeRedisServer: Sendable {
     let port: UInt16
     var url: String { "redis://127.0.0.1:\(port)" }
