@@ -12,7 +12,7 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     /// pushes an `invalidate` message for each change of a key of the namespace (a set, a removal, an
     /// expiry or an eviction), this process's own writes included. A `FLUSHALL` or `FLUSHDB` is
     /// `CacheInvalidation.all(reason:)` followed by `CacheInvalidation.tracking`. The connection
-    /// pings the server after ``Configuration/trackingPingInterval`` of quiet; when it closes, fails or
+    /// pings the server ``Configuration/trackingPingInterval`` after each answer to its last ping; when it closes, fails or
     /// misses ``Configuration/trackingPingTimeout``, subscribers hear
     /// `CacheInvalidation.all(reason:)`, and `CacheInvalidation.tracking` once a new connection
     /// tracks again.

@@ -35,8 +35,8 @@ extension RedisCacheLevel {
         /// The tracking connection of `CacheCoherence.invalidations` is named `<clientName>-tracking`
         /// (`hoard-tracking` without one).
         public var clientName: String?
-        /// With `CacheCoherence.invalidations`: how long the tracking connection may be quiet before
-        /// it pings the server (1 s by default).
+        /// With `CacheCoherence.invalidations`: how long after the answer to its last ping the
+        /// tracking connection pings the server again, pushes or not (1 s by default).
         public var trackingPingInterval: Duration
         /// With `CacheCoherence.invalidations`: how long the server has to answer the tracking
         /// connection's ping before the connection counts as lost and the caches drop their local

@@ -1,3 +1,5 @@
+import Foundation
+
 extension Cache {
     /// Applies what the shared level announced: drops the keys others changed, or everything when
     /// tracking was lost, and reopens the local levels once tracking is confirmed.
@@ -24,13 +26,19 @@ extension Cache {
         return engine.stripes.locks.withLock(0) { coherence.isOpen }
     }
 
-    /// Closes the local levels and empties them: memory, and the entry files on disk.
+    /// Closes the local levels and empties them: memory at once, and the entry files on disk on a
+    /// thread of its own, so that the tracking connection's thread (which calls this) goes back to
+    /// reading at once; the disk level serves nothing from the close until that clear is done.
     func dropLocalCopies() {
-        engine.setCoherent(false)
-        guard let disk else { return }
-        engine.clearDisk()
-        // A read made between the two clears may have copied a disk value back into memory.
-        engine.forgetAll()
-        reporter.tellPeers(disk.observers(except: self), .cleared)
+        guard let disk else {
+            engine.setCoherent(false)
+            return
+        }
+        engine.setCoherent(false, clearsDisk: true)
+        Thread.detachNewThread { [self] in
+            engine.clearDisk()
+            engine.didClearDisk()
+            reporter.tellPeers(disk.observers(except: self), .cleared)
+        }
     }
 }

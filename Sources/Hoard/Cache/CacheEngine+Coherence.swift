@@ -20,11 +20,23 @@ extension CacheEngine {
 
     /// Closes or opens the gate (see ``CoherenceGate``), counted as a change of every key so that no
     /// fill sent before is installed; closing it empties memory.
-    func setCoherent(_ isOpen: Bool) {
+    ///
+    /// - Parameters:
+    ///   - isOpen: Whether the gate opens.
+    ///   - clearsDisk: When closing, whether a disk clear follows: the disk level serves nothing
+    ///     until ``didClearDisk()``, whether the gate opened again meanwhile or not.
+    func setCoherent(_ isOpen: Bool, clearsDisk: Bool = false) {
         guard let coherence else { return }
         stripes.changeAll {
             coherence.setOpen(isOpen)
+            if clearsDisk { coherence.countDiskClear(1) }
             if !isOpen { memory?.removeAll() }
         }
+    }
+
+    /// Ends a disk clear that ``setCoherent(_:clearsDisk:)`` began: the disk level serves again.
+    func didClearDisk() {
+        guard let coherence else { return }
+        stripes.changeAll { coherence.countDiskClear(-1) }
     }
 }

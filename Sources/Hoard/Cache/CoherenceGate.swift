@@ -17,6 +17,9 @@ final class CoherenceGate: @unchecked Sendable {
     /// The longest a value lives in memory or on disk, in seconds.
     let maxLocalAge: Double
     private var isOpenStorage: Bool
+    /// The disk clears begun after a loss and not finished yet: the disk level serves nothing
+    /// while one is under way, even once the gate opens again (its entries may predate the loss).
+    private var diskClearsStorage = 0
 
     init(_ coherence: CacheCoherence) {
         tracksInvalidations = coherence.tracksInvalidations
@@ -27,9 +30,18 @@ final class CoherenceGate: @unchecked Sendable {
     /// Whether the local levels may store values; read it holding a key stripe's lock.
     var isOpen: Bool { isOpenStorage }
 
+    /// Whether the disk level may serve reads: the gate is open and no disk clear is under way
+    /// (`true` without tracking); read it holding a key stripe's lock.
+    var servesDisk: Bool { isOpenStorage && diskClearsStorage == 0 }
+
     /// Opens or closes the gate; call it holding every key stripe's lock.
     func setOpen(_ isOpen: Bool) {
         isOpenStorage = isOpen
+    }
+
+    /// Counts a disk clear begun (`1`) or finished (`-1`); call it holding every key stripe's lock.
+    func countDiskClear(_ change: Int) {
+        diskClearsStorage += change
     }
 
     /// `expiresAt`, or the maximum local age from `now` when that is sooner.

@@ -33,9 +33,11 @@ protocol TrackingObserver: AnyObject, Sendable {
 }
 
 extension ConnectionLoop {
-    /// Serves a tracking connection: pushes go to `tracking`; a `PING` goes out after each quiet
-    /// ``TrackingObserver/pingInterval``, and a server that does not answer within
-    /// ``TrackingObserver/pingTimeout`` ends the connection.
+    /// Serves a tracking connection: pushes go to `tracking`, and pings keep it honest.
+    ///
+    /// A `PING` goes out ``TrackingObserver/pingInterval`` after the last ping's answer (pushes do
+    /// not delay it), and a server that does not answer within ``TrackingObserver/pingTimeout``
+    /// ends the connection. The deadline is judged after reading what has arrived.
     ///
     /// Nothing else is sent on it, so every reply is a ping's.
     func serveTracking(_ socket: Socket, _ tracking: any TrackingObserver) -> RedisFailure {
@@ -47,36 +49,34 @@ extension ConnectionLoop {
         while true {
             tracking.trackingDidWake()
             let now = ContinuousClock.now
-            if let pingDeadline, now >= pingDeadline {
-                return RedisFailure(
-                    .timeout,
-                    "the tracking connection's PING had no answer within \(tracking.pingTimeout)"
-                )
-            }
             if pingDeadline == nil, now >= nextPing {
                 output += ping
                 pingDeadline = now + tracking.pingTimeout
             }
             if offset < output.count, case .failure(let failure) = send(socket, &output, &offset) { return failure }
             let events = Int16(POLLIN) | (offset < output.count ? Int16(POLLOUT) : 0)
-            switch wait(socket, events, until: pingDeadline ?? nextPing) {
+            if case .failure(let failure) = wait(socket, events, until: pingDeadline ?? nextPing) { return failure }
+            // Read whatever came, then judge the deadline: a handler that held this thread past it
+            // (a long clear) must not pass for a silent server when the answer is waiting.
+            switch receive(socket) {
             case .failure(let failure): return failure
-            case .success(let revents):
-                guard revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
-                switch receive(socket) {
-                case .failure(let failure): return failure
-                case .success(let replies):
-                    for reply in replies {
-                        if case .error(let message) = reply {
-                            return RedisFailure(.server, "the tracking connection's PING was answered \(message)")
-                        }
-                    }
-                    // Pushes count as signs of life too, but only a ping's answer settles it.
-                    if !replies.isEmpty {
-                        pingDeadline = nil
-                        nextPing = .now + tracking.pingInterval
+            case .success(let replies):
+                for reply in replies {
+                    if case .error(let message) = reply {
+                        return RedisFailure(.server, "the tracking connection's PING was answered \(message)")
                     }
                 }
+                // Pushes count as signs of life too, but only a ping's answer settles it.
+                if !replies.isEmpty {
+                    pingDeadline = nil
+                    nextPing = .now + tracking.pingInterval
+                }
+            }
+            if let pingDeadline, ContinuousClock.now >= pingDeadline {
+                return RedisFailure(
+                    .timeout,
+                    "the tracking connection's PING had no answer within \(tracking.pingTimeout)"
+                )
             }
         }
     }

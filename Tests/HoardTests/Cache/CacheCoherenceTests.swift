@@ -115,7 +115,8 @@ struct CacheCoherenceTests {
         #expect(try await cache.getOrFetch(forKey: "k") == "v1")
         await cache.flush()
         #expect(cache.entry(forKey: "k") == nil)
-        #expect(folder.entryFiles().isEmpty)
+        // The disk is cleared on a thread of its own.
+        #expect(await waitUntil { folder.entryFiles().isEmpty })
 
         level.announce(.tracking)
         #expect(try await cache.getOrFetch(forKey: "k") == "v1")
@@ -174,5 +175,83 @@ struct CacheCoherenceTests {
         #expect(cache["k"] == nil)
         #expect(try await cache.getOrFetch(forKey: "k") == "v")
         #expect(level.gets == 1)
+    }
+
+    @Test func aReadBegunWhileTheGateIsClosedAndAnsweredAfterTrackingIsNotInstalled() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try coherentCache(folder, level, tracking: false)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let read = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { level.getsStarted == 1 })
+        // Changes made before tracking was confirmed went unannounced: the answer may be stale.
+        level.announce(.tracking)
+        held.open()
+        #expect(try await read.value == "old")
+        await cache.flush()
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(folder.entryFiles().isEmpty)
+    }
+
+    @Test func aReplyThatComesBeforeTheInvalidationIsInstalledThenDropped() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try coherentCache(folder, level)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let read = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { level.getsStarted == 1 })
+        // The server changes the key; the read's answer (the old value) comes before the push.
+        level.store.plant(envelope("k", "new"), forKey: "k")
+        held.open()
+        #expect(try await read.value == "old")
+        #expect(cache.entry(forKey: "k")?.value == "old")
+        level.announce(.keys(["k"]))
+        #expect(cache.entry(forKey: "k") == nil)
+        await cache.flush()
+        #expect(folder.entryFiles().isEmpty)
+        #expect(try await cache.getOrFetch(forKey: "k") == "new")
+    }
+
+    @Test func theEchoOfAnOlderOwnWriteNeverRemovesTheNewerOneBeforeTheServerHasIt() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try coherentCache(folder, level)
+        let first = level.holdNextSet()
+        cache.set("v1", forKey: "k")
+        #expect(await waitUntil { level.setsStarted == 1 })
+        let second = level.holdNextSet()
+        cache.set("v2", forKey: "k")
+        first.open()
+        #expect(await waitUntil { level.setsStarted == 2 })
+        // The server has v1 at most; its echo comes while v2 is on its way.
+        level.announce(.keys(["k"]))
+        #expect(cache["k"] == "v2")
+        level.announce(.keys(["k"]))
+        #expect(cache["k"] == "v2")
+        second.open()
+        await cache.flush()
+        #expect(try await cache.getOrFetch(forKey: "k") == "v2")
+    }
+
+    @Test func aDiskCopyIsNotServedWhileTheGateIsClosedNorUntilItsClearIsDone() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try coherentCache(folder, level)
+        level.store.plant(envelope("k", "v"), forKey: "k")
+        #expect(try await cache.getOrFetch(forKey: "k") == "v")
+        await cache.flush()
+        #expect(!folder.entryFiles().isEmpty)
+        // Closed, its disk not cleared yet: the entry file is still there, and serves nothing.
+        cache.engine.setCoherent(false, clearsDisk: true)
+        #expect(!folder.entryFiles().isEmpty)
+        #expect(cache["k"] == nil)
+        #expect(cache.entry(forKey: "k") == nil)
+        // Open again before the clear is done: the disk still serves nothing.
+        cache.engine.setCoherent(true)
+        #expect(cache["k"] == nil)
+        cache.engine.didClearDisk()
+        #expect(cache["k"] == "v")
     }
 }

@@ -105,7 +105,7 @@ struct RedisCoherenceTests {
             await first.flush()
             #expect(await waitUntil { second.memory?.peek(key) == nil })
             await #expect(throws: CacheError.self) { try await second.getOrFetch(forKey: key) }
-            #expect(second["k"] == nil)
+            #expect(second[key] == nil)
         }
         #expect(second.statistics.invalidations >= 400)
         latencies.sort()
