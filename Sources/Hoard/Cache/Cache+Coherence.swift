@@ -26,6 +26,13 @@ extension Cache {
         return engine.stripes.locks.withLock(0) { coherence.isOpen }
     }
 
+    /// Whether a disk clear begun by a loss of tracking (or by `build()`) is still under way, for
+    /// the tests.
+    var isClearingDisk: Bool {
+        guard let coherence = engine.coherence else { return false }
+        return engine.stripes.locks.withLock(0) { coherence.isClearingDisk }
+    }
+
     /// Closes the local levels and empties them: memory at once, and the entry files on disk on a
     /// thread of its own, so that the tracking connection's thread (which calls this) goes back to
     /// reading at once; the disk level serves nothing from the close until that clear is done.

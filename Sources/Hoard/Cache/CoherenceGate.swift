@@ -34,6 +34,9 @@ final class CoherenceGate: @unchecked Sendable {
     /// (`true` without tracking); read it holding a key stripe's lock.
     var servesDisk: Bool { isOpenStorage && diskClearsStorage == 0 }
 
+    /// Whether a disk clear is under way; read it holding a key stripe's lock.
+    var isClearingDisk: Bool { diskClearsStorage > 0 }
+
     /// Opens or closes the gate; call it holding every key stripe's lock.
     func setOpen(_ isOpen: Bool) {
         isOpenStorage = isOpen
