@@ -31,7 +31,17 @@ extension RedisCacheLevel {
         /// The largest reply accepted, in bytes (512 MB by default); a larger one closes its connection.
         public var maximumReplySize: Int
         /// The name the connections give themselves (`CLIENT SETNAME`), or `nil` for none.
+        ///
+        /// The tracking connection of `CacheCoherence.invalidations` is named `<clientName>-tracking`
+        /// (`hoard-tracking` without one).
         public var clientName: String?
+        /// With `CacheCoherence.invalidations`: how long after the answer to its last ping the
+        /// tracking connection pings the server again, pushes or not (1 s by default).
+        public var trackingPingInterval: Duration
+        /// With `CacheCoherence.invalidations`: how long the server has to answer the tracking
+        /// connection's ping before the connection counts as lost and the caches drop their local
+        /// copies (2 s by default).
+        public var trackingPingTimeout: Duration
 
         /// A configuration from its fields.
         ///
@@ -59,6 +69,8 @@ extension RedisCacheLevel {
             defaultTTL = nil
             maximumReplySize = 512 << 20
             clientName = nil
+            trackingPingInterval = .seconds(1)
+            trackingPingTimeout = .seconds(2)
         }
 
         /// A configuration from a `redis://[user:password@]host[:port][/db]` URL.
@@ -109,7 +121,9 @@ extension RedisCacheLevel {
             guard (1...64).contains(poolSize) else {
                 throw invalid("the pool size \(poolSize) is not between 1 and 64.")
             }
-            guard connectTimeout > .zero, commandTimeout > .zero else { throw invalid("timeouts must be positive.") }
+            guard connectTimeout > .zero, commandTimeout > .zero, trackingPingInterval > .zero,
+                trackingPingTimeout > .zero
+            else { throw invalid("timeouts must be positive.") }
             guard maximumReplySize >= 1024 else { throw invalid("the reply limit must be at least 1 KiB.") }
             if let defaultTTL, defaultTTL <= .zero { throw invalid("the default TTL must be positive.") }
         }

@@ -86,6 +86,12 @@ enum ScenarioRegistry {
             run: RedisBench.run
         ),
         Scenario(
+            name: "coherence",
+            help:
+                "coherence(.invalidations): invalidation latency over 10k sets, 2 × 32 callers Zipf 10 % writes vs TTL-only",
+            run: CoherenceBench.run
+        ),
+        Scenario(
             name: "hitrate",
             help: "hit rates of every policy next to Belady's optimum: static Zipf, scans, a moving hot set",
             run: HitRate.run

@@ -24,6 +24,7 @@ import Musl
 /// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
 /// hoard-test-worker faults-descriptors <folder>
 /// hoard-test-worker fleet-get <folder> <container> <redis url> <namespace> <key>…  # see `Fleet`
+/// hoard-test-worker fleet-watch <folder> <container> <redis url> <namespace>  # see `Fleet.watch`
 /// ```
 /// Every line is written with one `write(2)` straight to the descriptor, so that what a killed
 /// process reported before it died is exactly what the reader receives.
@@ -44,6 +45,7 @@ enum Worker {
             case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()
             case "faults-descriptors": try await FaultScenarios(arguments: rest).descriptors()
             case "fleet-get": try await Fleet.get(arguments: rest)
+            case "fleet-watch": try await Fleet.watch(arguments: rest)
             default: usage()
             }
         } catch {
@@ -55,7 +57,7 @@ enum Worker {
     static func usage() -> Never {
         emit(
             "error usage: hoard-test-worker "
-                + "crash|shared|write|hold|try-open|open-data|faults-permissions|faults-descriptors|fleet-get …"
+                + "crash|shared|write|hold|try-open|open-data|faults-permissions|faults-descriptors|fleet-get|fleet-watch …"
         )
         exit(64)
     }

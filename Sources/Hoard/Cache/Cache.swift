@@ -36,6 +36,8 @@ public final class Cache<Value: Sendable>: Sendable {
     let retryBackoff: RetryBackoff
     let retryCount: Locked<Int>
     let flights = SharedFlights<String, Value>()
+    /// The subscription to the shared level's invalidations, with ``CacheCoherence/invalidations``.
+    let invalidations = Locked<(any InvalidationSubscription)?>(nil)
     #if DEBUG
     /// Where this cache reports its invariant violations when released, in tests.
     let registry = CacheRegistry.current
@@ -56,12 +58,17 @@ public final class Cache<Value: Sendable>: Sendable {
         retryBackoff = configuration.retryBackoff
         retryCount = Locked(configuration.maxRetryCount)
         disk?.addObserver(self)
+        shared?.setInvalidationHandler { [weak self] key in
+            guard let self else { return }
+            reporter.deliver(engine.invalidate(key, origin: self), from: self)
+        }
     }
 
     deinit {
         #if DEBUG
         registry?.record(invariantViolations())
         #endif
+        invalidations.withLock { $0 }?.cancel()
         disk?.removeObserver(self)
         reporter.hub.finish()
     }

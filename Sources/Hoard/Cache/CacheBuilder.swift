@@ -43,6 +43,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var fileProtection: FileProtection?
     var isExclusiveProcess = false
     var sharedLevel: (any CacheLevel<String, Data>)?
+    var coherence: CacheCoherence?
 
     /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
     public init() where Value: Codable {
@@ -364,6 +365,9 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 sharingStore
                 ? try DiskStore.shared(at: url, options: options) : try DiskStore(at: url, options: options)
         }
-        return Cache(configuration: self, memory: memory, disk: disk)
+        try checkCoherence()
+        let cache = Cache(configuration: self, memory: memory, disk: disk)
+        try subscribeToInvalidations(cache)
+        return cache
     }
 }

@@ -54,7 +54,10 @@ extension CacheEngine {
         guard let disk else { return (nil, outcome) }
         let diskKey = DiskKey(key)
         let hash = key.hashValue
-        let changes = stripes.changes(hash)
+        // A coherent cache's disk serves nothing while the gate is closed or a clear is under way.
+        let coherence = coherence
+        let (changes, servesDisk) = stripes.changes(hash) { coherence?.servesDisk ?? true }
+        guard servesDisk else { return (nil, outcome) }
         let serializer = serializer
         let read = disk.read(
             diskKey,
@@ -94,7 +97,9 @@ extension CacheEngine {
         // Copy into memory unless the key changed meanwhile (memory would keep a stale value).
         if countsAccess, copiesIntoMemory, memory != nil, !cached.isExpired(at: { now }) {
             var isKept = true
-            let copied = stripes.ifUnchanged(hash, since: changes) {
+            let copied = stripes.ifUnchanged(hash, since: changes) { () -> [Eviction]? in
+                // Nothing is copied while the coherence gate is closed (see `CoherenceGate`).
+                if let coherence, !coherence.servesDisk { return nil }
                 let inserted = insertIntoMemory(cached, forKey: key, cost: cost)
                 isKept = inserted.isKept
                 return inserted.evicted

@@ -30,6 +30,9 @@ struct CacheEngine<Value: Sendable>: Sendable {
     @usableFromInline let shared: SharedLevel?
     /// The schema version the entries (on disk and on the shared level) are written under.
     let schemaVersion: UInt32
+    /// How the local levels keep in step with the shared level, when ``CacheBuilder/coherence(_:)``
+    /// is set.
+    let coherence: CoherenceGate?
 
     init(
         configuration: CacheBuilder<Value>,
@@ -40,6 +43,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
         self.memory = memory
         self.disk = disk
         self.shared = shared
+        coherence = configuration.coherence.map(CoherenceGate.init)
         schemaVersion = UInt32(clamping: max(0, configuration.version))
         serializer = configuration.serializer
         clock = configuration.clock
@@ -148,20 +152,39 @@ struct CacheEngine<Value: Sendable>: Sendable {
                 return didFailToSerialize(key: key, ifUnchangedSince: changes, error: error, origin: origin)
             }
         }
+        // The local copy lives at most the coherence's maximum local age; the shared level keeps the
+        // value's own expiry.
+        var local = cached
+        if let coherence { local.expiresAt = coherence.localExpiry(cached.expiresAt, now: now) }
         let pending = disk.map { _ in
             (
                 key: DiskKey(key),
                 value: PendingValue(
                     value: value,
                     serialize: { [data] in try data ?? serializer.serialize(value) },
-                    expiresAt: cached.expiresAt
+                    expiresAt: local.expiresAt
                 )
             )
         }
         var outcome = CacheOutcome<Value>(key: key)
         var isKept = true
+        var isBypassed = false
         let update = { () -> Void in
             outcome.stored = value
+            if let coherence, !coherence.isOpen {
+                isBypassed = true
+                // Tracking is down: the local levels are bypassed, and forget the older value.
+                if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
+                memory?.removeValue(forKey: key)
+                if toShared, let shared {
+                    shared.enqueue(
+                        sharedWrite(of: cached, forKey: key, serialized: data),
+                        forKey: key,
+                        completion: whenShared
+                    )
+                }
+                return
+            }
             if let pending, let disk {
                 if let whenOnDisk {
                     outcome.tell(
@@ -171,7 +194,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
                     outcome.tell(disk.enqueueWrite(pending.key, value: pending.value, observer: origin))
                 }
             }
-            (outcome.memoryEvictions, isKept) = insertIntoMemory(cached, forKey: key, cost: data?.count)
+            (outcome.memoryEvictions, isKept) = insertIntoMemory(local, forKey: key, cost: data?.count)
             // Under the stripe too, so that two sets of one key reach the shared level in order.
             if toShared, let shared {
                 shared.enqueue(
@@ -182,6 +205,8 @@ struct CacheEngine<Value: Sendable>: Sendable {
             }
         }
         changeKey(key, ifUnchangedSince: changes, update)
+        // A save waits for the disk: with the local levels bypassed, there is nothing to wait for.
+        if isBypassed { whenOnDisk?(.success(())) }
         if !isKept { logNotKept(key, cost: data?.count) }
         return outcome
     }

@@ -212,6 +212,16 @@ struct CacheReporter<Value: Sendable>: Sendable {
 
     // MARK: - The shared level
 
+    /// Counts keys invalidated by the shared level, once they are dropped.
+    func didInvalidate(_ count: Int) {
+        state.withLock { $0.statistics.invalidations += count }
+    }
+
+    /// Counts a drop of every local copy for coherence.
+    func didFlushForCoherence() {
+        state.withLock { $0.statistics.coherenceFlushes += 1 }
+    }
+
     /// Counts a read of the shared level that found nothing usable.
     func didMissShared(_ key: String) {
         let isObserved = state.withLock {

@@ -18,6 +18,12 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Reads and writes the shared level failed (a server down, a timeout); each read that failed was
     /// served as a miss.
     public var sharedErrors = 0
+    /// Keys the shared level announced as changed (``CacheBuilder/coherence(_:)``), each dropped from
+    /// memory and disk (or, while this cache's own write of it was under way, once that was made).
+    public var invalidations = 0
+    /// Times every local copy was dropped because the shared level's announcements could not be
+    /// trusted (tracking lost, or the server flushed), with ``CacheBuilder/coherence(_:)``.
+    public var coherenceFlushes = 0
     /// Calls made to the fetcher: every attempt counts, retries included.
     public var fetches = 0
     /// Fetches that failed after every attempt (before any delegate fallback).

@@ -6,42 +6,77 @@
 /// a stripe holds a lock and a count of the changes made under it. A reader notes the count before
 /// going to disk and puts what it read into memory only if the count has not moved.
 ///
+/// A stripe's count is the sum of two counts it guards: one for clears (``changeAll(_:)``), in the
+/// lock's own slot, and one of ``countCount`` finer counts, chosen by the key's hash, for a change
+/// of one key. A change to one key so moves the count of 1 key in 64 of its stripe, not of the whole
+/// stripe: a coherent cache, whose fills are checked against every invalidation the server sends
+/// while they are in flight, rejects 64 times fewer fills for another key's change. Both counts
+/// only grow, so their sum moves whenever either does.
+///
 /// Every method takes the key's hash value (`key.hashValue`), so that a set hashes its key once for
 /// the stripe and the memory store.
 @usableFromInline
-final class KeyStripes: Sendable {
+final class KeyStripes: @unchecked Sendable {
+    // Safe because each of `counts` is read and written only under its stripe's lock (count `i`
+    // under lock `i % stripeCount`), and the pointer itself never changes.
+
     @usableFromInline static var stripeCount: Int { 16 }
-    /// One lock per stripe, each guarding the stripe's change count.
+    /// The number of finer counts, a multiple of ``stripeCount``.
+    @usableFromInline static var countCount: Int { 1_024 }
+    /// One lock per stripe, each guarding the stripe's clear count.
     @usableFromInline let locks = LockArray(count: KeyStripes.stripeCount)
+    /// The finer change counts, count `i` guarded by lock `i % stripeCount`.
+    @usableFromInline let counts: UnsafeMutablePointer<UInt64>
 
     @usableFromInline
-    init() {}
+    init() {
+        counts = .allocate(capacity: Self.countCount)
+        counts.initialize(repeating: 0, count: Self.countCount)
+    }
 
+    deinit { counts.deallocate() }
+
+    /// The lock of the key with hash value `hash`.
     @inlinable
     func stripe(for hash: Int) -> Int {
         Int(UInt(bitPattern: hash) % UInt(Self.stripeCount))
     }
 
+    /// The finer count of the key with hash value `hash`, guarded by its stripe's lock.
+    @inlinable
+    func count(for hash: Int) -> UnsafeMutablePointer<UInt64> {
+        counts + Int(UInt(bitPattern: hash) % UInt(Self.countCount))
+    }
+
     /// Runs a change to the key with hash value `hash` under its stripe's lock, counting it.
     @inlinable
     func change<Result>(_ hash: Int, _ body: () -> Result) -> Result {
-        let stripe = stripe(for: hash)
-        return locks.withLock(stripe) {
-            locks.counter(stripe).pointee &+= 1
+        locks.withLock(stripe(for: hash)) {
+            count(for: hash).pointee &+= 1
             return body()
         }
     }
 
-    /// The number of changes made so far under the stripe of the key with hash value `hash`.
+    /// The number of changes so far that count for the key with hash value `hash`: the clears, and
+    /// the changes of the keys that share its finer count.
     func changes(_ hash: Int) -> UInt64 {
         let stripe = stripe(for: hash)
-        return locks.withLock(stripe) { locks.counter(stripe).pointee }
+        return locks.withLock(stripe) { locks.counter(stripe).pointee &+ count(for: hash).pointee }
     }
 
-    /// Runs `body` under the stripe's lock if no change was made under it since `changes`.
+    /// ``changes(_:)``, and what `body` reads under the same lock.
+    func changes<Result>(_ hash: Int, reading body: () -> Result) -> (UInt64, Result) {
+        let stripe = stripe(for: hash)
+        return locks.withLock(stripe) { (locks.counter(stripe).pointee &+ count(for: hash).pointee, body()) }
+    }
+
+    /// Runs `body` under the stripe's lock if no change that counts for the key was made since
+    /// `changes`.
     func ifUnchanged<Result>(_ hash: Int, since changes: UInt64, _ body: () -> Result?) -> Result? {
         let stripe = stripe(for: hash)
-        return locks.withLock(stripe) { locks.counter(stripe).pointee == changes ? body() : nil }
+        return locks.withLock(stripe) {
+            locks.counter(stripe).pointee &+ count(for: hash).pointee == changes ? body() : nil
+        }
     }
 
     /// Runs a change to every key (a clear) holding every stripe's lock, counting it in each.

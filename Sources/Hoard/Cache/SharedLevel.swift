@@ -58,6 +58,11 @@ final class SharedLevel: Sendable {
         var flushes: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
         /// Resumed when no write is under way, for the clear that waits for that.
         var idleWaiter: CheckedContinuation<Void, Never>?
+        /// Keys invalidated while one of this cache's own writes of them was queued or under way: told
+        /// to ``invalidationHandler`` once the last of those writes is made.
+        var deferredInvalidations: Set<String> = []
+        /// Told the keys whose deferred invalidation is due (see ``defersInvalidation(of:)``).
+        var invalidationHandler: (@Sendable (String) -> Void)?
     }
 
     let level: any CacheLevel<String, Data>
@@ -83,6 +88,28 @@ final class SharedLevel: Sendable {
             return .failure(error)
         } catch {
             return .failure(.io("The shared level failed to read \"\(key.prefix(100))\".", key: key, underlying: error))
+        }
+    }
+
+    // MARK: - Coherence
+
+    /// Sets who is told the keys whose deferred invalidation is due.
+    func setInvalidationHandler(_ handler: @escaping @Sendable (String) -> Void) {
+        state.withLock { $0.invalidationHandler = handler }
+    }
+
+    /// Whether an invalidation of `key` must wait for this cache's own write of it: when one is queued
+    /// or under way, the key is noted and handed to the invalidation handler once the last such write
+    /// is made, and this returns `true`.
+    ///
+    /// The invalidation may be the echo of that very write, which must not remove the newer local
+    /// value before the server has it; once the write is made, the server holds that value or a
+    /// later one, and dropping the local copy then costs one extra read at most.
+    func defersInvalidation(of key: String) -> Bool {
+        state.withLock { state in
+            guard state.pending[key] != nil || state.inFlight.contains(key) else { return false }
+            state.deferredInvalidations.insert(key)
+            return true
         }
     }
 
@@ -117,7 +144,9 @@ final class SharedLevel: Sendable {
     ///
     /// Returns at once; ``flush()`` waits for the clear.
     func clear() {
-        let (dropped, startsClear) = state.withLock { state -> ([Pending], Bool) in
+        let (dropped, startsClear, due) = state.withLock { state -> ([Pending], Bool, [String]) in
+            let due = state.deferredInvalidations.subtracting(state.inFlight)
+            state.deferredInvalidations.subtract(due)
             state.generation &+= 1
             for pending in state.pending.values { state.outstanding.remove(pending.generation) }
             defer { state.pending = [:] }
@@ -125,7 +154,10 @@ final class SharedLevel: Sendable {
             state.clears.append(state.generation)
             state.outstanding.insert(state.generation)
             defer { state.isClearing = true }
-            return (Array(state.pending.values), !state.isClearing)
+            return (Array(state.pending.values), !state.isClearing, due.isEmpty ? [] : Array(due))
+        }
+        if !due.isEmpty, let handler = state.withLock({ $0.invalidationHandler }) {
+            for key in due { handler(key) }
         }
         // A save the clear overtook returns: the key's latest state (none) is what the level gets.
         for waiter in dropped.flatMap(\.waiters) { waiter(.success(())) }
@@ -177,13 +209,20 @@ final class SharedLevel: Sendable {
             let result = await apply(pending.operation, forKey: key)
             if case .failure(let error) = result { onFailure(key, error) }
             for waiter in pending.waiters { waiter(result) }
-            let resumed = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            let (resumed, due) = state.withLock {
+                state -> ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) in
                 state.inFlight.remove(key)
                 state.outstanding.remove(pending.generation)
-                // A newer change of the key waited for this one: its turn now.
-                if state.pending[key] != nil { state.queue.append(key) }
-                return Self.takeDoneFlushes(&state)
+                var due: (@Sendable (String) -> Void)?
+                if state.pending[key] != nil {
+                    // A newer change of the key waited for this one: its turn now.
+                    state.queue.append(key)
+                } else if state.deferredInvalidations.remove(key) != nil {
+                    due = state.invalidationHandler
+                }
+                return (Self.takeDoneFlushes(&state), due)
             }
+            due?(key)
             for continuation in resumed { continuation.resume() }
         }
     }

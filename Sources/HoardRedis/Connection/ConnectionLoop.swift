@@ -13,12 +13,14 @@ import Musl
 ///
 /// Only that thread uses it; what it shares with callers is in ``RedisConnection/shared``.
 final class ConnectionLoop {
-    private let connection: RedisConnection
-    private var configuration: RedisCacheLevel.Configuration { connection.configuration }
+    let connection: RedisConnection
+    var configuration: RedisCacheLevel.Configuration { connection.configuration }
     private var parser: RESPParser
     private let readBuffer: UnsafeMutableRawBufferPointer
     /// Whether the handshake settled on RESP3, where pushes can arrive between replies.
     private var isRESP3 = false
+    /// Why the server cannot track keys, when a tracking connection's handshake found out.
+    private var trackingRefusal: String?
 
     init(_ connection: RedisConnection) {
         self.connection = connection
@@ -34,25 +36,52 @@ final class ConnectionLoop {
         return limits
     }
 
+    /// How long a connection must serve before its failure counts as a new first one, retried at
+    /// once: a connection that breaks sooner (a flapping proxy, a server that drops each client)
+    /// is retried after the growing backoff, so that it cannot spin through handshakes.
+    static let stableService = Duration.seconds(5)
+
     /// Runs until the connection is stopped.
     func run() {
         var attempt = 0
+        /// Whether the server accepted tracking once: then a later refusal is taken as passing.
+        var hasTracked = false
         while !connection.isStopped {
             let failure: RedisFailure
             switch establish() {
             case .failure(let failed):
                 failure = failed
                 attempt += 1
+                if let trackingRefusal, let tracking = connection.tracking {
+                    if hasTracked {
+                        // It tracked on this server before: a failover or a changed ACL may pass.
+                        HoardLogger.log(.warning, "Redis at \(configuration.server): \(trackingRefusal) Retrying.")
+                    } else {
+                        // Retrying cannot help: the server lacks what tracking needs.
+                        connection.stop()
+                        tracking.trackingWasRefused(trackingRefusal)
+                    }
+                }
             case .success(let socket):
-                attempt = 0
-                // Requests that queued during the handshake: their bytes go first.
-                failure = connection.setStatus(.ready) ? RedisFailure(.closed, "the level was released") : serve(socket)
+                let servedFrom = ContinuousClock.now
+                if connection.setStatus(.ready) {
+                    failure = RedisFailure(.closed, "the level was released")
+                } else if let tracking = connection.tracking {
+                    hasTracked = true
+                    tracking.trackingDidConfirm()
+                    failure = serveTracking(socket, tracking)
+                } else {
+                    // Requests that queued during the handshake: their bytes go first.
+                    failure = serve(socket)
+                }
                 socket.shutdown()
+                attempt = servedFrom.duration(to: .now) >= Self.stableService ? 0 : attempt + 1
             }
+            connection.tracking?.trackingDidFail(failure)
             connection.failAll(failure)
             if connection.isStopped { break }
             guard attempt > 0 else {
-                // A connection that served and broke is retried at once; the next failure waits.
+                // A connection that served a while and broke is retried at once; the next failure waits.
                 if connection.setStatus(.connecting) { break }
                 continue
             }
@@ -74,7 +103,7 @@ final class ConnectionLoop {
     ///
     /// - Returns: The socket's events, or a failure when the connection was stopped or the oldest
     ///   request has waited twice its timeout (the server stopped answering).
-    private func wait(
+    func wait(
         _ socket: Socket?,
         _ events: Int16,
         until deadline: ContinuousClock.Instant?
@@ -95,6 +124,7 @@ final class ConnectionLoop {
 
     private func establish() -> Result<Socket, RedisFailure> {
         let deadline = ContinuousClock.now + configuration.connectTimeout
+        trackingRefusal = nil
         parser = RESPParser(limits: Self.limits(configuration))
         let addresses: [SocketAddress]
         switch resolve(until: deadline) {
@@ -180,9 +210,15 @@ final class ConnectionLoop {
         var commands: [RESPCommand] = []
         if case .error(let message) = helloReply {
             // Redis 5 and older, or a HELLO renamed away: unknown command. Anything else (a wrong
-            // password, an unknown user) is the answer.
+            // password, an unknown user, too many clients) is the answer, and may pass.
             let refused = message.hasPrefix("NOPROTO") || message.lowercased().contains("unknown command")
             guard refused else { return .failure(RedisFailure(.handshake, "the server refused the login: \(message)")) }
+            if connection.tracking != nil {
+                trackingRefusal =
+                    "the server at \(configuration.server) does not speak RESP3, which invalidation pushes need "
+                    + "(HELLO 3 was refused: \(message))."
+                return .failure(RedisFailure(.handshake, "HELLO 3 was refused: \(message)"))
+            }
             isRESP3 = false
             if let password = configuration.password {
                 let credentials = configuration.username.map { [$0, password] } ?? [password]
@@ -193,17 +229,32 @@ final class ConnectionLoop {
             isRESP3 = true
         }
         if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
+        if let tracking = connection.tracking { commands.append(tracking.trackingCommand) }
         guard !commands.isEmpty else { return .success(()) }
         switch exchange(socket, commands, until: deadline) {
         case .failure(let failure): return .failure(failure)
         case .success(let replies):
             for (command, reply) in zip(commands, replies) {
                 if case .error(let message) = reply {
+                    if connection.tracking != nil, command.name == "CLIENT", Self.refusesTracking(message) {
+                        trackingRefusal =
+                            "the server at \(configuration.server) refused to track keys for client-side caching "
+                            + "(CLIENT TRACKING: \(message))."
+                    }
                     return .failure(RedisFailure(.handshake, "\(command.name) was refused: \(message)"))
                 }
             }
             return .success(())
         }
+    }
+
+    /// Whether an error answering `CLIENT TRACKING` says the server will never track for this
+    /// client (no such command or subcommand, or no permission), rather than not now (`-BUSY`,
+    /// `-LOADING`, a replica in the middle of a sync).
+    static func refusesTracking(_ message: String) -> Bool {
+        let lowered = message.lowercased()
+        return message.hasPrefix("NOPERM") || lowered.contains("unknown command")
+            || lowered.contains("unknown subcommand")
     }
 
     /// Writes `commands` and reads one reply for each, before `deadline`.
@@ -275,7 +326,7 @@ final class ConnectionLoop {
     }
 
     /// Sends what the socket takes of `output` from `offset`.
-    private func send(_ socket: Socket, _ output: inout [UInt8], _ offset: inout Int) -> Result<Void, RedisFailure> {
+    func send(_ socket: Socket, _ output: inout [UInt8], _ offset: inout Int) -> Result<Void, RedisFailure> {
         while offset < output.count {
             let start = offset
             let transfer = output.withUnsafeBytes { socket.send(UnsafeRawBufferPointer(rebasing: $0[start...])) }
@@ -292,14 +343,17 @@ final class ConnectionLoop {
     }
 
     /// Reads what has arrived and parses it: the whole replies it completes, pushes left out.
-    private func receive(_ socket: Socket) -> Result<[RESPValue], RedisFailure> {
+    func receive(_ socket: Socket) -> Result<[RESPValue], RedisFailure> {
         var replies: [RESPValue] = []
         while true {
             switch socket.receive(into: readBuffer) {
             case .done(let count):
                 do {
                     try parser.parse(UnsafeRawBufferPointer(rebasing: readBuffer[..<count])) { value in
-                        if case .push = value { return }
+                        if case .push(let parts) = value {
+                            connection.tracking?.trackingDidReceive(parts)
+                            return
+                        }
                         replies.append(value)
                     }
                 } catch {

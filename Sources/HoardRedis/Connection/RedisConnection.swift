@@ -33,14 +33,23 @@ final class RedisConnection: Sendable {
     let configuration: RedisCacheLevel.Configuration
     let shared = Locked(Shared())
     let wake: WakePipe
+    /// For the connection that tracks keys for client-side caching: what it tells, and how it pings.
+    ///
+    /// `nil` for a data connection.
+    let tracking: (any TrackingObserver)?
 
     /// Creates the connection and starts its thread, which connects at once.
     ///
-    /// - Returns: `nil` when the process is out of file descriptors or threads.
-    init?(_ configuration: RedisCacheLevel.Configuration) {
+    /// - Parameters:
+    ///   - configuration: The server and the timeouts.
+    ///   - tracking: Makes it a tracking connection (see ``TrackingObserver``).
+    ///
+    /// Fails (`nil`) when the process is out of file descriptors or threads.
+    init?(_ configuration: RedisCacheLevel.Configuration, tracking: (any TrackingObserver)? = nil) {
         guard let wake = WakePipe() else { return nil }
         self.configuration = configuration
         self.wake = wake
+        self.tracking = tracking
         let thread = Thread { [self] in ConnectionLoop(self).run() }
         thread.name = "Hoard Redis \(configuration.server)"
         thread.start()

@@ -11,13 +11,27 @@ import Musl
 /// A listening socket on 127.0.0.1 that plays a script instead of being a Redis server: for each
 /// chunk a connection sends, the next answer of the script (`nil` closes the connection, at once
 /// when it follows an answer); once the script is played, it reads and never answers.
+///
+/// Or, made with a responder, the answer it gives to each chunk.
 final class FakeRedisServer: Sendable {
     let port: UInt16
     var url: String { "redis://127.0.0.1:\(port)" }
     private let descriptor: Int32
 
     /// Starts listening; every connection plays `script` from its start.
-    init(script: [Data?]) throws {
+    convenience init(script: [Data?]) throws {
+        try self.init { connection in Self.play(script, on: connection) }
+    }
+
+    /// Starts listening; each chunk a connection sends is shown to `respond` as text, which
+    /// answers with the bytes to send back: `nil` sends nothing, empty bytes close the connection.
+    ///
+    /// For the handshakes that depend on what came before (a first refusal, then a welcome).
+    convenience init(respond: @escaping @Sendable (String) -> Data?) throws {
+        try self.init { connection in Self.answer(respond, on: connection) }
+    }
+
+    private init(serve: @escaping @Sendable (Int32) -> Void) throws {
         #if canImport(Darwin)
         let descriptor = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -49,7 +63,7 @@ final class FakeRedisServer: Sendable {
                     if errno == EINTR { continue }
                     return
                 }
-                Thread.detachNewThread { Self.play(script, on: connection) }
+                Thread.detachNewThread { serve(connection) }
             }
         }
     }
@@ -57,6 +71,23 @@ final class FakeRedisServer: Sendable {
     deinit {
         shutdown(descriptor, Int32(SHUT_RDWR))
         close(descriptor)
+    }
+
+    private static func answer(_ respond: @Sendable (String) -> Data?, on connection: Int32) {
+        defer { close(connection) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = recv(connection, &buffer, buffer.count, 0)
+            guard count > 0 else { return }
+            guard let answer = respond(String(decoding: buffer[..<count], as: UTF8.self)) else { continue }
+            guard !answer.isEmpty else { return }
+            #if canImport(Darwin)
+            let flags: Int32 = 0
+            #else
+            let flags = Int32(MSG_NOSIGNAL)
+            #endif
+            _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, flags) }
+        }
     }
 
     private static func play(_ script: [Data?], on connection: Int32) {

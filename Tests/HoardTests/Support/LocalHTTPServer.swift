@@ -73,7 +73,7 @@ final class LocalHTTPServer: Sendable {
     }
 
     /// A TCP socket bound to 127.0.0.1 on a port the system picks.
-    private static func boundSocket() throws -> Int32 {
+    static func boundSocket() throws -> Int32 {
         #if canImport(Darwin)
         let descriptor = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -97,7 +97,7 @@ final class LocalHTTPServer: Sendable {
         return descriptor
     }
 
-    private static func port(of descriptor: Int32) throws -> UInt16 {
+    static func port(of descriptor: Int32) throws -> UInt16 {
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let status = withUnsafeMutablePointer(to: &address) { pointer in

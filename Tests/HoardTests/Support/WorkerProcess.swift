@@ -184,6 +184,17 @@ final class WorkerProcess: @unchecked Sendable {
         _ = sendSignal(pid, SIGKILL)
     }
 
+    /// Writes `line` and a newline to the worker's standard input.
+    func send(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        var done = 0
+        while done < bytes.count {
+            let written = bytes[done...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+            guard written > 0 || errno == EINTR else { return }
+            done += max(0, written)
+        }
+    }
+
     /// Ends the worker's standard input.
     func closeInput() {
         guard !isInputClosed else { return }

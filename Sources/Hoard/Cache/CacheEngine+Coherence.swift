@@ -1,0 +1,42 @@
+extension CacheEngine {
+    /// Drops the local copies of `key`, which changed on the shared level, under its stripe.
+    ///
+    /// Counted as a change of the key, so that a fill whose shared read was sent before (see
+    /// ``store(_:forKey:ifUnchangedSince:origin:whenOnDisk:toShared:whenShared:serialized:)``) does
+    /// not install what it read. When this cache's own write of the key is queued or under way, the
+    /// local value is newer than the server's: it stays until that write is made, then the shared
+    /// level hands the key back here (``SharedLevel/defersInvalidation(of:)``).
+    ///
+    /// - Returns: What happened: the other caches on the container to tell.
+    func invalidate(_ key: String, origin: (any DiskStoreObserver)?) -> CacheOutcome<Value> {
+        var outcome = CacheOutcome<Value>(key: key)
+        stripes.change(key.hashValue) {
+            if let shared, shared.defersInvalidation(of: key) { return }
+            if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
+            memory?.removeValue(forKey: key)
+        }
+        return outcome
+    }
+
+    /// Closes or opens the gate (see ``CoherenceGate``), counted as a change of every key so that no
+    /// fill sent before is installed; closing it empties memory.
+    ///
+    /// - Parameters:
+    ///   - isOpen: Whether the gate opens.
+    ///   - clearsDisk: When closing, whether a disk clear follows: the disk level serves nothing
+    ///     until ``didClearDisk()``, whether the gate opened again meanwhile or not.
+    func setCoherent(_ isOpen: Bool, clearsDisk: Bool = false) {
+        guard let coherence else { return }
+        stripes.changeAll {
+            coherence.setOpen(isOpen)
+            if clearsDisk { coherence.countDiskClear(1) }
+            if !isOpen { memory?.removeAll() }
+        }
+    }
+
+    /// Ends a disk clear that ``setCoherent(_:clearsDisk:)`` began: the disk level serves again.
+    func didClearDisk() {
+        guard let coherence else { return }
+        stripes.changeAll { coherence.countDiskClear(-1) }
+    }
+}

@@ -1,0 +1,55 @@
+/// A coherent cache's state: whether the local levels may take copies from the shared level, and
+/// the longest a local copy lives.
+///
+/// The gate is open while the shared level's invalidations are known to arrive (tracking confirmed)
+/// and closed otherwise (before the first confirmation, and from a loss of tracking to the next
+/// confirmation). While it is closed the local levels are bypassed: nothing is stored in memory or on
+/// disk, so every read goes to the shared level.
+@usableFromInline
+final class CoherenceGate: @unchecked Sendable {
+    // Safe because `isOpenStorage` is written only while holding every key stripe's lock
+    // (`KeyStripes.changeAll`) and read only while holding one of them: each reader sees the value
+    // of the last writer, and a change of it is ordered with every change of every key.
+
+    /// Whether invalidations are tracked (`false` for ``CacheCoherence/ttlOnly(maxAge:)``: the gate
+    /// then stays open).
+    let tracksInvalidations: Bool
+    /// The longest a value lives in memory or on disk, in seconds.
+    let maxLocalAge: Double
+    private var isOpenStorage: Bool
+    /// The disk clears begun after a loss and not finished yet: the disk level serves nothing
+    /// while one is under way, even once the gate opens again (its entries may predate the loss).
+    private var diskClearsStorage = 0
+
+    init(_ coherence: CacheCoherence) {
+        tracksInvalidations = coherence.tracksInvalidations
+        maxLocalAge = coherence.maxLocalSeconds
+        isOpenStorage = !coherence.tracksInvalidations
+    }
+
+    /// Whether the local levels may store values; read it holding a key stripe's lock.
+    var isOpen: Bool { isOpenStorage }
+
+    /// Whether the disk level may serve reads: the gate is open and no disk clear is under way
+    /// (`true` without tracking); read it holding a key stripe's lock.
+    var servesDisk: Bool { isOpenStorage && diskClearsStorage == 0 }
+
+    /// Whether a disk clear is under way; read it holding a key stripe's lock.
+    var isClearingDisk: Bool { diskClearsStorage > 0 }
+
+    /// Opens or closes the gate; call it holding every key stripe's lock.
+    func setOpen(_ isOpen: Bool) {
+        isOpenStorage = isOpen
+    }
+
+    /// Counts a disk clear begun (`1`) or finished (`-1`); call it holding every key stripe's lock.
+    func countDiskClear(_ change: Int) {
+        diskClearsStorage += change
+    }
+
+    /// `expiresAt`, or the maximum local age from `now` when that is sooner.
+    func localExpiry(_ expiresAt: Expiry, now: Double) -> Expiry {
+        let limit = now + maxLocalAge
+        return expiresAt.deadline <= limit ? expiresAt : .at(limit)
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// What a shared level that tracks changes tells the caches in front of it.
+///
+/// A level that adopts ``InvalidatingCacheLevel`` delivers these, one at a time and in order, to
+/// the handler given to ``InvalidatingCacheLevel/subscribeToInvalidations(_:)``.
+public enum CacheInvalidation: Sendable, Equatable {
+    /// These keys changed (were set, removed or expired) on the shared level: a copy in front of it
+    /// may be stale. The keys are the level's keys, without any prefix the level adds.
+    case keys([String])
+    /// Any key may have changed and the level cannot say which (the tracking connection was lost,
+    /// missed its deadline, or the server was flushed): every copy in front of the level may be
+    /// stale, and no copy may be taken until ``tracking`` comes.
+    case all(reason: String)
+    /// Tracking is in place (again): every change from now on is announced, so copies may be taken.
+    case tracking
+}
+
+/// A subscription to a level's invalidations; ``cancel()`` ends it.
+public protocol InvalidationSubscription: Sendable {
+    /// Stops the deliveries; the handler is not called once this returns (except for a call under
+    /// way on another thread). Calling it again does nothing.
+    func cancel()
+}
+
+/// A cache level shared by several processes that announces which keys change, so that the caches in
+/// front of it can drop their copies.
+///
+/// It is what ``CacheBuilder/coherence(_:)`` with ``CacheCoherence/invalidations`` needs. `RedisCacheLevel` (in `HoardRedis`) adopts it with
+/// Redis's server-assisted client-side caching.
+public protocol InvalidatingCacheLevel<Key, Value>: CacheLevel {
+    /// Starts delivering invalidations to `handler`.
+    ///
+    /// The handler is called one event at a time, in order, on a thread of the level's; it must be
+    /// quick and must not block. Until it has been told ``CacheInvalidation/tracking``, and after each
+    /// ``CacheInvalidation/all(reason:)`` until the next ``CacheInvalidation/tracking``, the subscriber
+    /// must assume that changes go unannounced.
+    ///
+    /// This may block the calling thread until the level knows whether it can track (at most about
+    /// its connect timeout); a level that cannot reach its server yet returns, and announces
+    /// ``CacheInvalidation/tracking`` once it can.
+    ///
+    /// - Parameter handler: Told each event.
+    /// - Returns: The subscription; releasing it does not cancel it.
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the server refuses to track
+    ///   (it has no push protocol, or refuses the tracking command), saying why.
+    func subscribeToInvalidations(
+        _ handler: @escaping @Sendable (CacheInvalidation) -> Void
+    ) throws -> any InvalidationSubscription
+}

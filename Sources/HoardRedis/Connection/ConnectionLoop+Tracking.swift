@@ -1,0 +1,83 @@
+import Foundation
+import Hoard
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What a tracking connection (the one that receives a namespace's invalidations) tells, from its
+/// I/O thread, one call at a time.
+protocol TrackingObserver: AnyObject, Sendable {
+    /// Sent at the end of each handshake: `CLIENT TRACKING ON BCAST PREFIX …`.
+    var trackingCommand: RESPCommand { get }
+    /// How long the connection may stay silent before it pings the server.
+    var pingInterval: Duration { get }
+    /// How long the server has to answer a ping before the connection counts as lost.
+    var pingTimeout: Duration { get }
+    /// The server accepted the tracking command on a new connection: every change from now on is
+    /// announced on it.
+    func trackingDidConfirm()
+    /// The connection failed or closed (or never came up): changes may go unannounced.
+    func trackingDidFail(_ failure: RedisFailure)
+    /// The server cannot track (no RESP3, or the tracking command unknown or not permitted) and never
+    /// tracked on this connection before; the connection stopped.
+    func trackingWasRefused(_ reason: String)
+    /// A push message arrived (an `invalidate`, say), its elements in order.
+    func trackingDidReceive(_ push: [RESPValue])
+    /// The connection was woken (``RedisConnection/wake``) or pinged: a chance to tell newcomers.
+    func trackingDidWake()
+}
+
+extension ConnectionLoop {
+    /// Serves a tracking connection: pushes go to `tracking`, and pings keep it honest.
+    ///
+    /// A `PING` goes out ``TrackingObserver/pingInterval`` after the last ping's answer (pushes do
+    /// not delay it), and a server that does not answer within ``TrackingObserver/pingTimeout``
+    /// ends the connection. The deadline is judged after reading what has arrived.
+    ///
+    /// Nothing else is sent on it, so every reply is a ping's.
+    func serveTracking(_ socket: Socket, _ tracking: any TrackingObserver) -> RedisFailure {
+        let ping = RESPCommand("PING", []).bytes
+        var output: [UInt8] = []
+        var offset = 0
+        var nextPing = ContinuousClock.now + tracking.pingInterval
+        var pingDeadline: ContinuousClock.Instant?
+        while true {
+            tracking.trackingDidWake()
+            let now = ContinuousClock.now
+            if pingDeadline == nil, now >= nextPing {
+                output += ping
+                pingDeadline = now + tracking.pingTimeout
+            }
+            if offset < output.count, case .failure(let failure) = send(socket, &output, &offset) { return failure }
+            let events = Int16(POLLIN) | (offset < output.count ? Int16(POLLOUT) : 0)
+            if case .failure(let failure) = wait(socket, events, until: pingDeadline ?? nextPing) { return failure }
+            // Read whatever came, then judge the deadline: a handler that held this thread past it
+            // (a long clear) must not pass for a silent server when the answer is waiting.
+            switch receive(socket) {
+            case .failure(let failure): return failure
+            case .success(let replies):
+                for reply in replies {
+                    if case .error(let message) = reply {
+                        return RedisFailure(.server, "the tracking connection's PING was answered \(message)")
+                    }
+                }
+                // Pushes count as signs of life too, but only a ping's answer settles it.
+                if !replies.isEmpty {
+                    pingDeadline = nil
+                    nextPing = .now + tracking.pingInterval
+                }
+            }
+            if let pingDeadline, ContinuousClock.now >= pingDeadline {
+                return RedisFailure(
+                    .timeout,
+                    "the tracking connection's PING had no answer within \(tracking.pingTimeout)"
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import Hoard
+
+extension RedisCacheLevel: InvalidatingCacheLevel {
+    /// Subscribes to the invalidations of this level's namespace: Redis's server-assisted
+    /// client-side caching (RESP3, `CLIENT TRACKING ON BCAST PREFIX <namespace>:`), for
+    /// `CacheCoherence.invalidations`.
+    ///
+    /// Each process opens one tracking connection per server, database, user, client name and
+    /// namespace, whatever the number of levels and caches on it; the data connections stay
+    /// untracked. The server then
+    /// pushes an `invalidate` message for each change of a key of the namespace (a set, a removal, an
+    /// expiry or an eviction), this process's own writes included. A `FLUSHALL` or `FLUSHDB` is
+    /// `CacheInvalidation.all(reason:)` followed by `CacheInvalidation.tracking`. The connection
+    /// pings the server ``Configuration/trackingPingInterval`` after each answer to its last ping; when it closes, fails or
+    /// misses ``Configuration/trackingPingTimeout``, subscribers hear
+    /// `CacheInvalidation.all(reason:)`, and `CacheInvalidation.tracking` once a new connection
+    /// tracks again.
+    ///
+    /// Blocks the caller until the first attempt's outcome: the server accepted tracking, refused it
+    /// for good, or the attempt failed (the connect refused, or an error that may pass, such as too
+    /// many clients or a wrong password: the connection retries with a growing backoff and the cache
+    /// stays closed to local reads until it tracks). That is at most the connect timeout plus the
+    /// command timeout. Only an unknown `HELLO` or `NOPROTO`, and an unknown `CLIENT TRACKING` or
+    /// `NOPERM`, count as refusals, and only before the server has tracked once: afterwards they are
+    /// logged and retried.
+    ///
+    /// - Parameter handler: Told each event, on the tracking connection's I/O thread.
+    /// - Returns: The subscription; the last one cancelled closes the tracking connection.
+    /// - Throws: `CacheError` with code `invalidConfiguration` when the server does not know `HELLO 3`
+    ///   or `CLIENT TRACKING`, or does not allow it (Redis 5 and older, some proxies and managed
+    ///   services).
+    public func subscribeToInvalidations(
+        _ handler: @escaping @Sendable (CacheInvalidation) -> Void
+    ) throws -> any InvalidationSubscription {
+        try TrackingHub.subscribe(configuration, namespace: namespace, handler: handler)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Hoard
+import HoardRedis
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension Fleet {
+    /// The child's side of the two-process coherence test: one coherent instance of a fleet that
+    /// does what the parent says, one command per line on standard input.
+    ///
+    /// Builds a string cache on `container` inside `folder` over the Redis server at `url` under
+    /// `namespace` with `coherence(.invalidations)` (no fetcher), prints `ready`, then for each line:
+    /// - `get <key>`: prints `value <key>=<value> <memory|none>` (where the key is after the read) or
+    ///   `miss <key>`;
+    /// - `watch <key> <value>`: prints `watching <key>`, waits until memory no longer holds `value` for
+    ///   the key and prints `dropped <key> <monotonic nanoseconds>` (`CLOCK_MONOTONIC`, comparable with
+    ///   the parent's);
+    /// - `stats`: prints `stats invalidations <n> flushes <n>`.
+    ///
+    /// Ends at the end of its input.
+    static func watch(arguments: [String]) async throws {
+        let cache = try CacheBuilder<String>(serializer: StringSerializer())
+            .containerName(argument(arguments, 1))
+            .directory(URL(fileURLWithPath: argument(arguments, 0), isDirectory: true))
+            .sharedLevel(try RedisCacheLevel(url: argument(arguments, 2), namespace: argument(arguments, 3)))
+            .coherence(.invalidations)
+            .build()
+        emit("ready")
+        while let line = Swift.readLine() {
+            let words = line.split(separator: " ").map(String.init)
+            switch words.first {
+            case "get" where words.count == 2:
+                let key = words[1]
+                if let value = try? await cache.getOrFetch(forKey: key) {
+                    await cache.flush()
+                    let level = cache.entry(forKey: key)?.level == .memory ? "memory" : "none"
+                    emit("value \(key)=\(value) \(level)")
+                } else {
+                    emit("miss \(key)")
+                }
+            case "watch" where words.count == 3:
+                let (key, value) = (words[1], words[2])
+                emit("watching \(key)")
+                while cache.entry(forKey: key).map({ $0.level == .memory && $0.value == value }) ?? false {
+                    usleep(20)
+                }
+                emit("dropped \(key) \(monotonicNanoseconds())")
+            case "stats":
+                let statistics = cache.statistics
+                emit("stats invalidations \(statistics.invalidations) flushes \(statistics.coherenceFlushes)")
+            default:
+                emit("error unknown command \(line)")
+            }
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process of the machine.
+func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}

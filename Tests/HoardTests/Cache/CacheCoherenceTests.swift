@@ -1,0 +1,260 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// `coherence(_:)` against a shared level the test drives: which events drop which local copies, a
+/// fill racing an invalidation, the closed gate after a loss, the echo of the cache's own write, and
+/// the maximum local age.
+struct CacheCoherenceTests {
+    /// The bytes another instance would have stored for `value`.
+    private func envelope(_ key: String, _ value: String) -> Data {
+        Data(EntryFormat.encode(key: key, payload: Data(value.utf8), schemaVersion: 0, expiresAt: .never))
+    }
+
+    private func coherentCache(
+        _ folder: TemporaryDirectory,
+        _ level: FakeInvalidatingLevel,
+        tracking: Bool = true
+    ) async throws -> Cache<String> {
+        let cache = try folder.stringBuilder().sharedLevel(level).coherence(.invalidations).build()
+        // `build()` empties the disk (what it holds was not tracked) on a thread of its own: a fill
+        // written before that clear runs would be removed by it.
+        #expect(await waitUntil { !cache.isClearingDisk })
+        if tracking { level.announce(.tracking) }
+        return cache
+    }
+
+    @Test func invalidationsNeedASharedLevelThatAnnouncesChanges() throws {
+        let folder = TemporaryDirectory()
+        let plain = folder.stringBuilder().sharedLevel(FakeSharedLevel())
+        let noAnnouncements = #expect(throws: CacheError.self) { try plain.coherence(.invalidations).build() }
+        #expect(noAnnouncements?.code == .invalidConfiguration)
+        #expect(noAnnouncements?.message.contains("ttlOnly") == true)
+        let noShared = #expect(throws: CacheError.self) {
+            try folder.stringBuilder("b").coherence(.ttlOnly(maxAge: .seconds(5))).build()
+        }
+        #expect(noShared?.code == .invalidConfiguration)
+        let zeroAge = #expect(throws: CacheError.self) { try plain.coherence(.ttlOnly(maxAge: .zero)).build() }
+        #expect(zeroAge?.code == .invalidConfiguration)
+        let cache = try plain.coherence(.ttlOnly(maxAge: .seconds(5))).build()
+        cache["k"] = "v"
+        #expect(cache["k"] == "v")
+    }
+
+    @Test func aLevelThatCannotTrackMakesBuildThrowAndNamesTheFallback() throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        level.refuse("the server does not speak RESP3.")
+        let error = #expect(throws: CacheError.self) {
+            try folder.stringBuilder().sharedLevel(level).coherence(.invalidations).build()
+        }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.message.contains("RESP3") == true)
+        #expect(error?.message.contains(".ttlOnly(maxAge:)") == true)
+        _ = try folder.stringBuilder("b").sharedLevel(level).coherence(.ttlOnly(maxAge: .seconds(30))).build()
+    }
+
+    @Test func anInvalidationDropsTheKeyFromMemoryAndDisk() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        #expect(try await cache.getOrFetch(forKey: "k") == "old")
+        await cache.flush()
+        #expect(cache.entry(forKey: "k")?.level == .memory)
+        level.store.plant(envelope("k", "new"), forKey: "k")
+        level.announce(.keys(["k", "some other key"]))
+        #expect(cache.entry(forKey: "k") == nil)
+        await cache.flush()
+        #expect(folder.entryFiles().isEmpty)
+        #expect(try await cache.getOrFetch(forKey: "k") == "new")
+        #expect(cache["k"] == "new")
+    }
+
+    @Test func aFillWhoseReadRacedAnInvalidationIsNotInstalled() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let read = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { level.getsStarted == 1 })
+        // Another instance writes while the read's answer (the old value) is on its way.
+        level.store.plant(envelope("k", "new"), forKey: "k")
+        level.announce(.keys(["k"]))
+        held.open()
+        // The read began before the write: it may return the old value, but must not keep it.
+        #expect(try await read.value == "old")
+        await cache.flush()
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(try await cache.getOrFetch(forKey: "k") == "new")
+        #expect(cache.entry(forKey: "k")?.value == "new")
+    }
+
+    @Test func nothingIsStoredLocallyBeforeTrackingIsConfirmedNorBetweenALossAndTheNext() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level, tracking: false)
+        level.store.plant(envelope("k", "v1"), forKey: "k")
+        #expect(try await cache.getOrFetch(forKey: "k") == "v1")
+        #expect(cache.entry(forKey: "k") == nil)
+        cache.set("mine", forKey: "m")
+        await cache.flush()
+        #expect(cache.entry(forKey: "m") == nil)
+        #expect(level.store.values["m"] != nil)
+
+        level.announce(.tracking)
+        #expect(try await cache.getOrFetch(forKey: "k") == "v1")
+        #expect(try await cache.getOrFetch(forKey: "m") == "mine")
+        await cache.flush()
+        #expect(cache.entry(forKey: "k")?.value == "v1")
+        #expect(!folder.entryFiles().isEmpty)
+
+        level.announce(.all(reason: "the test lost the connection"))
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(cache.entry(forKey: "m") == nil)
+        #expect(try await cache.getOrFetch(forKey: "k") == "v1")
+        await cache.flush()
+        #expect(cache.entry(forKey: "k") == nil)
+        // The disk is cleared on a thread of its own.
+        #expect(await waitUntil { folder.entryFiles().isEmpty })
+
+        level.announce(.tracking)
+        #expect(try await cache.getOrFetch(forKey: "k") == "v1")
+        #expect(cache.entry(forKey: "k")?.value == "v1")
+    }
+
+    @Test func aFillInFlightAcrossALossAndARecoveryIsNotInstalled() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let read = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { level.getsStarted == 1 })
+        // Tracking is lost and comes back while the read is out: a change made meanwhile went unannounced.
+        level.announce(.all(reason: "lost"))
+        level.announce(.tracking)
+        held.open()
+        #expect(try await read.value == "old")
+        #expect(cache.entry(forKey: "k") == nil)
+    }
+
+    @Test func theEchoOfTheCachesOwnWriteNeverRemovesANewerValue() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        let held = level.holdNextSet()
+        cache.set("v2", forKey: "k")
+        #expect(await waitUntil { level.setsStarted == 1 })
+        // An invalidation while the write is under way: the local value is newer than the server's.
+        level.announce(.keys(["k"]))
+        #expect(cache["k"] == "v2")
+        held.open()
+        await cache.flush()
+        // Once the write is made, the deferred invalidation drops the copy: one more shared read.
+        #expect(await waitUntil { cache.entry(forKey: "k") == nil })
+        #expect(try await cache.getOrFetch(forKey: "k") == "v2")
+        // An echo that comes after the write is made drops the copy at once; the server has the value.
+        level.announce(.keys(["k"]))
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(try await cache.getOrFetch(forKey: "k") == "v2")
+    }
+
+    @Test func aLocalCopyLivesAtMostTheMaximumLocalAgeAndTheSharedLevelKeepsItsOwnExpiry() async throws {
+        let folder = TemporaryDirectory()
+        let clock = ManualClock(Date())
+        let level = FakeSharedLevel()
+        let cache = try folder.stringBuilder().sharedLevel(level).clock(clock.read)
+            .coherence(.ttlOnly(maxAge: .seconds(10))).build()
+        cache.set("v", forKey: "k")
+        await cache.flush()
+        #expect(level.values["k"]?.expiresAt == nil)
+        clock.advance(by: 9)
+        #expect(cache["k"] == "v")
+        clock.advance(by: 2)
+        #expect(cache["k"] == nil)
+        #expect(try await cache.getOrFetch(forKey: "k") == "v")
+        #expect(level.gets == 1)
+    }
+
+    @Test func aReadBegunWhileTheGateIsClosedAndAnsweredAfterTrackingIsNotInstalled() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level, tracking: false)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let read = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { level.getsStarted == 1 })
+        // Changes made before tracking was confirmed went unannounced: the answer may be stale.
+        level.announce(.tracking)
+        held.open()
+        #expect(try await read.value == "old")
+        await cache.flush()
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(folder.entryFiles().isEmpty)
+    }
+
+    @Test func aReplyThatComesBeforeTheInvalidationIsInstalledThenDropped() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let read = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { level.getsStarted == 1 })
+        // The server changes the key; the read's answer (the old value) comes before the push.
+        level.store.plant(envelope("k", "new"), forKey: "k")
+        held.open()
+        #expect(try await read.value == "old")
+        #expect(cache.entry(forKey: "k")?.value == "old")
+        level.announce(.keys(["k"]))
+        #expect(cache.entry(forKey: "k") == nil)
+        await cache.flush()
+        #expect(folder.entryFiles().isEmpty)
+        #expect(try await cache.getOrFetch(forKey: "k") == "new")
+    }
+
+    @Test func theEchoOfAnOlderOwnWriteNeverRemovesTheNewerOneBeforeTheServerHasIt() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        let first = level.holdNextSet()
+        cache.set("v1", forKey: "k")
+        #expect(await waitUntil { level.setsStarted == 1 })
+        let second = level.holdNextSet()
+        cache.set("v2", forKey: "k")
+        first.open()
+        #expect(await waitUntil { level.setsStarted == 2 })
+        // The server has v1 at most; its echo comes while v2 is on its way.
+        level.announce(.keys(["k"]))
+        #expect(cache["k"] == "v2")
+        level.announce(.keys(["k"]))
+        #expect(cache["k"] == "v2")
+        second.open()
+        await cache.flush()
+        #expect(try await cache.getOrFetch(forKey: "k") == "v2")
+    }
+
+    @Test func aDiskCopyIsNotServedWhileTheGateIsClosedNorUntilItsClearIsDone() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        level.store.plant(envelope("k", "v"), forKey: "k")
+        #expect(try await cache.getOrFetch(forKey: "k") == "v")
+        await cache.flush()
+        #expect(!folder.entryFiles().isEmpty)
+        // Closed, its disk not cleared yet: the entry file is still there, and serves nothing.
+        cache.engine.setCoherent(false, clearsDisk: true)
+        #expect(!folder.entryFiles().isEmpty)
+        #expect(cache["k"] == nil)
+        #expect(cache.entry(forKey: "k") == nil)
+        // Open again before the clear is done: the disk still serves nothing.
+        cache.engine.setCoherent(true)
+        #expect(cache["k"] == nil)
+        cache.engine.didClearDisk()
+        #expect(cache["k"] == "v")
+    }
+}

@@ -1,0 +1,324 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+@testable import HoardRedis
+
+/// `coherence(.invalidations)` over a real server: two caches on separate connections, a read whose
+/// reply is held while the other writes, a killed tracking connection, `FLUSHALL`, a restart, and
+/// servers that cannot track.
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+struct RedisCoherenceTests {
+    init() { TestLog.install() }
+
+    /// A coherent cache on its own level (its own data connections) at `port`, named so that the
+    /// test can find its tracking connection.
+    static func coherentCache(
+        _ folder: TemporaryDirectory,
+        _ container: String,
+        port: UInt16,
+        namespace: String,
+        clientName: String,
+        pingInterval: Duration = .seconds(1),
+        pingTimeout: Duration = .seconds(2)
+    ) throws -> Cache<String> {
+        let level = try Self.level(
+            port: port,
+            namespace: namespace,
+            clientName: clientName,
+            pingInterval: pingInterval,
+            pingTimeout: pingTimeout
+        )
+        return try folder.stringBuilder(container).sharedLevel(level).coherence(.invalidations).build()
+    }
+
+    /// A level with its own data connection at `port`, whose tracking connection is named
+    /// `<clientName>-tracking`.
+    static func level(
+        port: UInt16,
+        namespace: String,
+        clientName: String,
+        pingInterval: Duration = .seconds(1),
+        pingTimeout: Duration = .seconds(2)
+    ) throws -> RedisCacheLevel {
+        var configuration = RedisCacheLevel.Configuration(host: "127.0.0.1", port: Int(port))
+        configuration.clientName = clientName
+        configuration.trackingPingInterval = pingInterval
+        configuration.trackingPingTimeout = pingTimeout
+        configuration.commandTimeout = .seconds(10)
+        configuration.connectTimeout = .seconds(10)
+        configuration.poolSize = 1
+        return try RedisCacheLevel(configuration, namespace: namespace)
+    }
+
+    /// A level for the test's own commands.
+    static func admin(_ port: UInt16) throws -> RedisCacheLevel {
+        try RedisCacheLevel(url: "redis://127.0.0.1:\(port)", namespace: "admin", commandTimeout: .seconds(10))
+    }
+
+    /// The ids of the server's tracking connections named `<clientName>-tracking`.
+    static func trackingClients(_ admin: RedisCacheLevel, _ clientName: String) async throws -> [String] {
+        let list = try await admin.send(RESPCommand("CLIENT", ["LIST"])).bytes ?? Data()
+        return String(decoding: list, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.contains(where: { $0 == "name=\(clientName)-tracking" }) else { return nil }
+            return fields.first { $0.hasPrefix("id=") }.map { String($0.dropFirst(3)) }
+        }
+    }
+
+    /// Saves `value` on `writer` and waits until `reader` has heard of it: a fill the reader starts
+    /// after that is installed (one started before is not, as its reply may predate the write).
+    static func save(
+        _ value: String,
+        forKey key: String,
+        on writer: Cache<String>,
+        heardBy reader: Cache<String>
+    ) async throws {
+        let heard = reader.statistics.invalidations
+        try await writer.save(value, forKey: key)
+        #expect(await waitUntil { reader.statistics.invalidations > heard })
+    }
+
+    @Test func aSetOrRemovalOnOneCacheDropsTheOthersCopyAndItsNextReadIsNew() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "coherent-\(UUID().uuidString)"
+        let name = "coh-\(UUID().uuidString.prefix(8))"
+        let first = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: name)
+        let second = try Self.coherentCache(folder, "b", port: server.port, namespace: namespace, clientName: name)
+        #expect(await waitUntil { first.isCoherent && second.isCoherent })
+        // Two caches of one namespace in one process share one tracking connection.
+        #expect(try await Self.trackingClients(try Self.admin(server.port), name).count == 1)
+        var latencies: [Duration] = []
+        for round in 0..<200 {
+            let key = "k\(round % 5)"
+            try await Self.save("old \(round)", forKey: key, on: first, heardBy: second)
+            #expect(try await second.getOrFetch(forKey: key) == "old \(round)")
+            #expect(second.entry(forKey: key)?.value == "old \(round)")
+            try await first.save("new \(round)", forKey: key)
+            let saved = ContinuousClock.now
+            #expect(await waitUntil { second.memory?.peek(key)?.value != "old \(round)" })
+            latencies.append(saved.duration(to: .now))
+            #expect(try await second.getOrFetch(forKey: key) == "new \(round)")
+            first.removeValue(forKey: key)
+            await first.flush()
+            #expect(await waitUntil { second.memory?.peek(key) == nil })
+            await #expect(throws: CacheError.self) { try await second.getOrFetch(forKey: key) }
+            #expect(second[key] == nil)
+        }
+        #expect(second.statistics.invalidations >= 400)
+        latencies.sort()
+        print(
+            "Invalidation latency over \(latencies.count) sets: p50 \(latencies[latencies.count / 2]), "
+                + "p99 \(latencies[latencies.count * 99 / 100]), max \(latencies[latencies.count - 1])"
+        )
+    }
+
+    @Test func theTrackingConnectionIsSharedAndClosesWithTheLastCacheOnIt() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "shared-\(UUID().uuidString)"
+        let name = "shared-\(UUID().uuidString.prefix(8))"
+        let admin = try Self.admin(server.port)
+        var first: Cache<String>? = try Self.coherentCache(
+            folder,
+            "a",
+            port: server.port,
+            namespace: namespace,
+            clientName: name
+        )
+        var second: Cache<String>? = try Self.coherentCache(
+            folder,
+            "b",
+            port: server.port,
+            namespace: namespace,
+            clientName: name
+        )
+        #expect(await waitUntil { first?.isCoherent == true && second?.isCoherent == true })
+        #expect(try await Self.trackingClients(admin, name).count == 1)
+        first = nil
+        #expect(try await Self.trackingClients(admin, name).count == 1)
+        #expect(second?.isCoherent == true)
+        second = nil
+        var remaining = 1
+        for _ in 0..<10_000 where remaining > 0 {
+            remaining = try await Self.trackingClients(admin, name).count
+            if remaining > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(remaining == 0)
+    }
+
+    @Test func aReadWhoseReplyIsHeldWhileAnotherInstanceWritesDoesNotInstallTheOldValue() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "race-\(UUID().uuidString)"
+        let proxy = try HoldingProxy(upstreamPort: server.port)
+        let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: "race-a")
+        let reader = try Self.coherentCache(folder, "b", port: proxy.port, namespace: namespace, clientName: "race-b")
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        for round in 0..<20 {
+            let key = "k\(round)"
+            try await Self.save("old", forKey: key, on: writer, heardBy: reader)
+            proxy.holdReplies(toRequestContaining: key)
+            let read = Task { try await reader.getOrFetch(forKey: key) }
+            #expect(await waitUntil { proxy.held > 0 })
+            // The old value is on its way to the reader; the writer replaces it, and the reader
+            // hears of it (on its tracking connection, which the proxy does not hold).
+            try await Self.save("new", forKey: key, on: writer, heardBy: reader)
+            proxy.release()
+            #expect(try await read.value == "old")
+            await reader.flush()
+            #expect(reader.entry(forKey: key) == nil)
+            #expect(try await reader.getOrFetch(forKey: key) == "new")
+        }
+    }
+
+    @Test func killingTheTrackingConnectionFlushesRefusesFillsUntilItTracksAgain() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "kill-\(UUID().uuidString)"
+        let name = "kill-\(UUID().uuidString.prefix(8))"
+        let proxy = try HoldingProxy(upstreamPort: server.port)
+        let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: "kill-a")
+        let reader = try Self.coherentCache(folder, "b", port: proxy.port, namespace: namespace, clientName: name)
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v1")
+        #expect(reader.entry(forKey: "k")?.value == "v1")
+
+        // The reader's tracking connection is killed, and cannot come back for now.
+        proxy.cut(connectionsSending: "TRACKING")
+        let admin = try Self.admin(server.port)
+        let ids = try await Self.trackingClients(admin, name)
+        #expect(ids.count == 1)
+        for id in ids { _ = try await admin.send(RESPCommand("CLIENT", ["KILL", "ID", id])) }
+        #expect(await waitUntil { reader.statistics.coherenceFlushes == 1 })
+        #expect(reader.entry(forKey: "k") == nil)
+        #expect(!reader.isCoherent)
+        // Fills are refused: reads go to the server and see every write.
+        try await writer.save("v2", forKey: "k")
+        #expect(try await reader.getOrFetch(forKey: "k") == "v2")
+        #expect(reader.entry(forKey: "k") == nil)
+        try await writer.save("v3", forKey: "k")
+        #expect(try await reader.getOrFetch(forKey: "k") == "v3")
+
+        // Once it tracks again, fills resume, and the next write drops them.
+        proxy.cut(connectionsSending: nil)
+        #expect(await waitUntil { reader.isCoherent })
+        #expect(try await Self.trackingClients(admin, name).count == 1)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v3")
+        await reader.flush()
+        #expect(reader.entry(forKey: "k")?.value == "v3")
+        try await writer.save("v4", forKey: "k")
+        #expect(await waitUntil { reader.memory?.peek("k") == nil })
+        #expect(try await reader.getOrFetch(forKey: "k") == "v4")
+    }
+
+    @Test func aTrackingConnectionThatMissesItsPingDeadlineCountsAsLost() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "ping-\(UUID().uuidString)"
+        let proxy = try HoldingProxy(upstreamPort: server.port)
+        let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: "ping-a")
+        let reader = try Self.coherentCache(
+            folder,
+            "b",
+            port: proxy.port,
+            namespace: namespace,
+            clientName: "ping-b",
+            pingInterval: .milliseconds(50),
+            pingTimeout: .milliseconds(300)
+        )
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v1")
+        #expect(reader.entry(forKey: "k")?.value == "v1")
+        // The server goes silent on the tracking connection (its pings get no answer): the
+        // connection counts as lost once the ping timeout passes, and the copies are dropped.
+        proxy.holdReplies(toRequestContaining: "PING")
+        #expect(await waitUntil { reader.statistics.coherenceFlushes == 1 })
+        #expect(reader.entry(forKey: "k") == nil)
+        proxy.release()
+        #expect(await waitUntil { reader.isCoherent })
+        try await Self.save("v2", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v2")
+        await reader.flush()
+        #expect(reader.entry(forKey: "k")?.value == "v2")
+    }
+
+    @Test func aFlushAllAndARestartDropEveryLocalCopyAndTrackingResumes() async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        var server = try RedisTestServer.start()
+        let port = server.port
+        let writer = try Self.coherentCache(folder, "a", port: port, namespace: "n", clientName: "restart-a")
+        let reader = try Self.coherentCache(folder, "b", port: port, namespace: "n", clientName: "restart-b")
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v1")
+        await reader.flush()
+        #expect(reader.entry(forKey: "k") != nil)
+
+        _ = try await Self.admin(port).send(RESPCommand("FLUSHALL", []))
+        #expect(await waitUntil { reader.statistics.coherenceFlushes == 1 })
+        #expect(reader.entry(forKey: "k") == nil)
+        await #expect(throws: CacheError.self) { try await reader.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { reader.isCoherent })
+        try await Self.save("v2", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v2")
+        await reader.flush()
+        #expect(reader.entry(forKey: "k")?.value == "v2")
+
+        // A restart loses every value and every tracking connection.
+        server.kill()
+        #expect(await waitUntil { reader.statistics.coherenceFlushes == 2 })
+        #expect(reader.entry(forKey: "k") == nil)
+        server = try RedisTestServer.start(port: port)
+        #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
+        // The data connections come back on their own schedule (their backoff); wait for them with
+        // reads (a write would send an invalidation that could race the fills below).
+        func isBack(_ cache: Cache<String>) async -> Bool {
+            let errors = cache.statistics.sharedErrors
+            _ = try? await cache.getOrFetch(forKey: "probe")
+            return cache.statistics.sharedErrors == errors
+        }
+        var isBothBack = false
+        for _ in 0..<10_000 where !isBothBack {
+            let isWriterBack = await isBack(writer)
+            isBothBack = await isBack(reader) && isWriterBack
+            if !isBothBack { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(isBothBack)
+        try await Self.save("v3", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v3")
+        await reader.flush()
+        #expect(reader.entry(forKey: "k")?.value == "v3")
+        try await writer.save("v4", forKey: "k")
+        #expect(await waitUntil { reader.memory?.peek("k") == nil })
+        #expect(try await reader.getOrFetch(forKey: "k") == "v4")
+        _ = server
+    }
+
+    @Test func aServerWithoutRESP3OrTrackingMakesBuildThrowUnlessTTLOnlyIsAskedFor() async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        for renamed in ["HELLO", "CLIENT"] {
+            let server = try RedisTestServer.start(configuration: ["rename-command \(renamed) \"\""])
+            let level = try RedisCacheLevel(url: server.url, namespace: "n")
+            let error = #expect(throws: CacheError.self) {
+                try folder.stringBuilder(renamed).sharedLevel(level).coherence(.invalidations).build()
+            }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(
+                error?.message.contains(renamed == "HELLO" ? "RESP3" : "CLIENT TRACKING") == true,
+                "\(error?.message ?? "")"
+            )
+            #expect(error?.message.contains(".ttlOnly(maxAge:)") == true)
+            let fallback = try folder.stringBuilder(renamed).sharedLevel(level)
+                .coherence(.ttlOnly(maxAge: .seconds(30))).build()
+            try await fallback.save("v", forKey: "k")
+            #expect(fallback["k"] == "v")
+        }
+    }
+}

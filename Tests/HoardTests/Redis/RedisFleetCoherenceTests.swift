@@ -1,0 +1,86 @@
+import Foundation
+import HoardRedis
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Two processes, one coherent fleet: a set or a removal in this process makes the child's next read
+/// the new value or a miss, never the old one; and the time from the set returning here to the
+/// child's memory dropping the key, measured on the machine's monotonic clock.
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+struct RedisFleetCoherenceTests {
+    /// Reads lines from the child until one starts with `prefix`; records any other as an issue.
+    private func expectLine(_ child: WorkerProcess, _ prefix: String) async -> String? {
+        let line = await onPlainThread { child.readLine() }
+        #expect(line?.hasPrefix(prefix) == true, "expected \(prefix)…, got \(line ?? "the end")")
+        return line
+    }
+
+    @Test func aWriteInOneProcessDropsTheOtherProcesssCopy() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "fleet-coherent-\(UUID().uuidString)"
+        let writer = try folder.stringBuilder("parent")
+            .sharedLevel(try RedisCacheLevel(url: server.url, namespace: namespace, commandTimeout: .seconds(10)))
+            .coherence(.invalidations)
+            .build()
+        let child = try WorkerProcess(["fleet-watch", folder.url.path, "child", server.url, namespace])
+        _ = await expectLine(child, "ready")
+        var latencies: [UInt64] = []
+        for round in 0..<50 {
+            let key = "k\(round % 4)"
+            try await writer.save("old-\(round)", forKey: key)
+            // The child reads the old value into memory (again, if the write's own invalidation
+            // reached it during the read, which then is not installed).
+            var installed = false
+            for _ in 0..<100 where !installed {
+                child.send("get \(key)")
+                let line = await expectLine(child, "value \(key)=old-\(round)")
+                installed = line?.hasSuffix(" memory") == true
+            }
+            #expect(installed)
+            child.send("watch \(key) old-\(round)")
+            _ = await expectLine(child, "watching \(key)")
+            try await writer.save("new-\(round)", forKey: key)
+            let saved = monotonicNanoseconds()
+            let dropped = await expectLine(child, "dropped \(key) ")
+            let at = dropped.flatMap { UInt64($0.split(separator: " ").last ?? "") } ?? saved
+            latencies.append(at > saved ? at - saved : 0)
+            child.send("get \(key)")
+            _ = await expectLine(child, "value \(key)=new-\(round)")
+            // A removal: the child's next read misses.
+            child.send("watch \(key) new-\(round)")
+            _ = await expectLine(child, "watching \(key)")
+            writer.removeValue(forKey: key)
+            await writer.flush()
+            _ = await expectLine(child, "dropped \(key) ")
+            child.send("get \(key)")
+            _ = await expectLine(child, "miss \(key)")
+        }
+        child.send("stats")
+        let stats = await expectLine(child, "stats invalidations ")
+        #expect((stats?.split(separator: " ").dropFirst(2).first).flatMap { Int($0) } ?? 0 >= 150)
+        child.closeInput()
+        #expect(await onPlainThread { child.wait() } == .exited(0))
+        latencies.sort()
+        func micro(_ nanoseconds: UInt64) -> String { "\(nanoseconds / 1_000) µs" }
+        print(
+            "Two processes, \(latencies.count) sets: invalidation latency p50 \(micro(latencies[latencies.count / 2])), "
+                + "p99 \(micro(latencies[latencies.count * 99 / 100])), max \(micro(latencies[latencies.count - 1]))"
+        )
+        withExtendedLifetime((writer, folder)) {}
+    }
+
+    private func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}

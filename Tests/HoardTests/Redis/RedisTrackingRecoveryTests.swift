@@ -1,0 +1,111 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+@testable import HoardRedis
+
+/// The tracking connection after a handshake that failed for now (too many clients, a wrong
+/// password, `-BUSY`), after a refusal on a server that tracked before, and after the last cache on
+/// it closed: it retries, and it is freed.
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+struct RedisTrackingRecoveryTests {
+    init() { TestLog.install() }
+
+    /// A fake server whose tracking connection's handshake is answered by `tracking` (given how many
+    /// tracking handshakes came before, and the command), every other command as a plain server
+    /// would; and the count of tracking `HELLO`s it saw.
+    static func fake(
+        _ tracking: @escaping @Sendable (Int, String) -> Data?
+    ) throws -> (FakeRedisServer, Locked<Int>) {
+        let hellos = Locked(0)
+        let server = try FakeRedisServer { request in
+            if request.contains("HELLO") {
+                guard request.contains("-tracking") else { return Data("%0\r\n".utf8) }
+                let earlier = hellos.withLock { count in
+                    defer { count += 1 }
+                    return count
+                }
+                return tracking(earlier, "HELLO")
+            }
+            if request.contains("TRACKING") { return tracking(hellos.withLock { $0 } - 1, "TRACKING") }
+            if request.contains("PING") { return tracking(hellos.withLock { $0 } - 1, "PING") }
+            return Data("_\r\n".utf8)
+        }
+        return (server, hellos)
+    }
+
+    /// A coherent cache on `server`, pinging every 100 ms.
+    static func cache(_ folder: TemporaryDirectory, _ server: FakeRedisServer) throws -> Cache<String> {
+        let level = try RedisCoherenceTests.level(
+            port: server.port,
+            namespace: "n",
+            clientName: "recovery-\(UUID().uuidString.prefix(8))",
+            pingInterval: .milliseconds(100),
+            pingTimeout: .seconds(5)
+        )
+        return try folder.stringBuilder().sharedLevel(level).coherence(.invalidations).build()
+    }
+
+    @Test(arguments: [
+        ("HELLO", "-ERR max number of clients reached\r\n"),
+        ("HELLO", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"),
+        ("TRACKING", "-BUSY Redis is busy running a script.\r\n"),
+        ("TRACKING", "-LOADING Redis is loading the dataset in memory\r\n"),
+    ])
+    func aHandshakeErrorThatMayPassIsRetriedAndTrackingComes(step: String, error: String) async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let (server, hellos) = try Self.fake { earlier, command in
+            if earlier == 0, command == step { return Data(error.utf8) }
+            return Data((command == "HELLO" ? "%0\r\n" : command == "PING" ? "+PONG\r\n" : "+OK\r\n").utf8)
+        }
+        // Before, the first error made build() throw "does not speak RESP3" or "refused to track".
+        let cache = try Self.cache(folder, server)
+        #expect(await waitUntil { cache.isCoherent })
+        #expect(hellos.withLock { $0 } >= 2)
+    }
+
+    @Test func aRefusalAfterTrackingWorkedIsRetriedAndTrackingComesBack() async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        // The first tracking connection works until its first ping, which closes it; the second
+        // handshake is refused as if HELLO were unknown (a failover to an old replica, say); the
+        // third works.
+        let (server, hellos) = try Self.fake { earlier, command in
+            switch (earlier, command) {
+            case (0, "PING"): return Data()
+            case (1, "HELLO"): return Data("-ERR unknown command 'HELLO'\r\n".utf8)
+            case (_, "HELLO"): return Data("%0\r\n".utf8)
+            case (_, "PING"): return Data("+PONG\r\n".utf8)
+            default: return Data("+OK\r\n".utf8)
+            }
+        }
+        let cache = try Self.cache(folder, server)
+        // Before, the refusal stopped the connection for good at the second handshake.
+        #expect(await waitUntil { hellos.withLock { $0 } >= 3 && cache.isCoherent })
+    }
+
+    @Test func aClosedCoherentCacheFreesItsTrackingConnection() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        for round in 0..<20 {
+            let namespace = "free-\(UUID().uuidString)"
+            let level = try RedisCoherenceTests.level(
+                port: server.port,
+                namespace: namespace,
+                clientName: "free-\(round)"
+            )
+            var cache: Cache<String>? = try folder.stringBuilder("c\(round)").sharedLevel(level)
+                .coherence(.invalidations).build()
+            #expect(await waitUntil { cache?.isCoherent == true })
+            let key = TrackingHub.key(level.configuration, namespace: namespace)
+            // The hub and its connection hold each other until the last subscriber leaves; the
+            // connection owns the wake pipe's two descriptors and the socket.
+            weak let hub = TrackingHub.hubs.withLock { $0[key] }
+            #expect(hub != nil)
+            cache = nil
+            #expect(await waitUntil { hub == nil }, "round \(round)")
+        }
+    }
+}
