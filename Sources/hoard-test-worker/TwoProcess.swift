@@ -37,6 +37,27 @@ enum TwoProcess {
         emit("released")
     }
 
+    /// Locks the whole lock file of the container at `<folder>/<container>` for writing, as releases
+    /// before shared containers did for a cache's whole life; prints `ready` (or `failed <errno>`,
+    /// exit status 5), then holds it until standard input ends.
+    static func holdAsEarlierRelease(arguments: [String]) throws {
+        let path = "\(argument(arguments, 0))/\(argument(arguments, 1))/.hoard-lock"
+        let file = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = 0
+        request.l_len = 0
+        guard file >= 0, fcntl(file, F_SETLK, &request) == 0 else {
+            emit("failed \(errno)")
+            exit(5)
+        }
+        emit("ready")
+        var byte: UInt8 = 0
+        while read(0, &byte, 1) > 0 {}
+        close(file)
+    }
+
     /// Opens the container as a cache of `Data` values: prints `opened <entry count>`, or
     /// `invalid <message>` and exits with status 4 when the container holds another type.
     static func openAsData(arguments: [String]) async throws {

@@ -177,23 +177,57 @@ enum ContainerLock {
     /// Runs `body` holding the container's section lock: no other thread of this process and no
     /// other process changes the container's files meanwhile.
     ///
-    /// Without a hold, or on a file system without record locks, `body` runs under the in-process
-    /// lock only. The caller holds no state lock; `body` must not call user code.
-    static func withSection<Result>(_ hold: Hold?, _ body: () throws -> Result) rethrows -> Result {
+    /// `body` is told whether it may change the container's files. Without a hold, on a file system
+    /// without record locks, or for a read-only lock file, it runs under the in-process lock only
+    /// and may (a read-only container changes nothing anyway). It may not when another process holds
+    /// a lock over the whole file, as releases before sections did for a cache's whole life: waiting
+    /// would hang until that process closes its cache, so the section is refused instead (the race
+    /// of such a process locking between the check and the wait remains), and when the lock fails
+    /// for another reason. The caller holds no state lock; `body` must not call user code.
+    static func withSection<Result>(_ hold: Hold?, _ body: (SectionAccess) throws -> Result) rethrows -> Result {
         guard let hold, let (section, file) = holders.withLock({ $0[hold].map { ($0.section, $0.descriptor) } })
-        else { return try body() }
+        else { return try body(.granted) }
         return try section.withLock {
-            // A read-only lock file cannot take a write lock (EBADF): a read-only container changes nothing.
-            let locked = file.map { lock($0, byte: sectionByte, type: F_WRLCK, waits: true) == nil } ?? false
-            if locked, let file { mark(file, writer: getpid()) }
-            defer {
-                if locked, let file {
+            guard let file else { return try body(.granted) }
+            if let holder = wholeFileHolder(file) {
+                return try body(
+                    .refused("process \(holder) holds the whole container, as releases before shared containers did")
+                )
+            }
+            let failure = lock(file, byte: sectionByte, type: F_WRLCK, waits: true)
+            switch failure {
+            case nil:
+                mark(file, writer: getpid())
+                defer {
                     mark(file, writer: 0)
                     _ = lock(file, byte: sectionByte, type: F_UNLCK)
                 }
+                return try body(.granted)
+            case EBADF?, ENOLCK?, EINVAL?, EOPNOTSUPP?:
+                // A read-only lock file, or a file system without record locks.
+                return try body(.granted)
+            case let number?:
+                return try body(.refused("its lock cannot be taken (\(String(cString: strerror(number))))"))
             }
-            return try body()
         }
+    }
+
+    /// Whether a section may change the container's files, and why not.
+    enum SectionAccess {
+        case granted
+        case refused(String)
+    }
+
+    /// The process that holds a record lock over more than the section byte of the lock file (an
+    /// earlier release's lifetime lock), if any.
+    private static func wholeFileHolder(_ file: Int32) -> Int32? {
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = sectionByte
+        request.l_len = 1
+        guard fcntl(file, F_GETLK, &request) == 0, request.l_type != Int16(F_UNLCK) else { return nil }
+        return request.l_start == sectionByte && request.l_len == 1 ? nil : request.l_pid
     }
 
     /// Records in the lock file's first 4 bytes which process is in a section (0 when none), so

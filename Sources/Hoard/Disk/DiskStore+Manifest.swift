@@ -85,7 +85,11 @@ extension DiskStore {
         }
         do {
             // In a section, like every write: a kill in the middle is seen by the next opener.
-            try directory.withSection {
+            try directory.withSection { access in
+                if case .refused(let reason) = access {
+                    log.add(.warning, "Cannot record what the container \(directory.path) holds: \(reason).")
+                    return
+                }
                 try directory.writeAtomically(
                     ContainerManifest.encode(contents, version: options.schemaVersion),
                     to: ContainerFile.manifest,

@@ -185,8 +185,8 @@ extension DiskStore {
                 // Changing files from a view that may miss other processes' changes could undo
                 // theirs: every operation fails, and changes nothing.
                 let error = CacheError.io(
-                    "Cannot read what other processes changed in the container \(directory.path); "
-                        + "the change is not made."
+                    "Cannot change the container \(directory.path) now: another process holds it, or what "
+                        + "other processes changed in it cannot be read; the change is not made."
                 )
                 return batch.map { pending in
                     withState { $0.didNotApply(pending) }
