@@ -101,11 +101,18 @@ extension Directory {
     /// Creates `name`, which must not exist, and writes `bytes` to it; removes it again on failure.
     ///
     /// For a file nobody reads before it is complete (the index, written under the section lock):
-    /// no temporary file is left behind by a kill, at worst a short file that fails its checksum.
+    /// no temporary file is left behind by a kill, at worst a short file that fails its checksum. A
+    /// deleted folder is created again first, as for ``writeAtomically(_:to:through:)``.
     /// - Throws: ``POSIXFileError``, with `EEXIST` when the name is taken.
     func writeNew(_ bytes: [UInt8], to name: String) throws(POSIXFileError) {
-        let folder = self.folder
-        let file = openat(folder.descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        var folder = self.folder
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var file = openat(folder.descriptor, name, flags, 0o600)
+        if file < 0 && errno == ENOENT, let reopened = try reopenIfDeleted(folder) {
+            // The folder was deleted: it is created again first, as for every write.
+            folder = reopened
+            file = openat(folder.descriptor, name, flags, 0o600)
+        }
         guard file >= 0 else { throw error("open", name) }
         let written = RawIO.append(bytes, to: file)
         let failure = written ? nil : error("write", name)

@@ -69,8 +69,9 @@ final class Directory: Sendable {
     var writerInSection: Int32? { ContainerLock.writerInSection(folder.lock) }
 
     /// Runs `body` holding the container's section lock (see ``ContainerLock``): no other process,
-    /// and no other thread of this one, changes the container's files meanwhile.
-    func withSection<Result>(_ body: () throws -> Result) rethrows -> Result {
+    /// and no other thread of this one, changes the container's files meanwhile. `body` learns
+    /// whether it may change them (see ``ContainerLock/withSection(_:_:)``).
+    func withSection<Result>(_ body: (ContainerLock.SectionAccess) throws -> Result) rethrows -> Result {
         let folder = self.folder
         return try withExtendedLifetime(folder) { try ContainerLock.withSection(folder.lock, body) }
     }
@@ -96,7 +97,7 @@ final class Directory: Sendable {
 
     /// Opens the folder again at ``path`` if `stale` is the current opening and its folder was
     /// deleted; returns the opening to retry with, or `nil` when the folder was not deleted.
-    private func reopenIfDeleted(_ stale: OpenFolder) throws(POSIXFileError) -> OpenFolder? {
+    func reopenIfDeleted(_ stale: OpenFolder) throws(POSIXFileError) -> OpenFolder? {
         guard isDeleted(stale) else { return nil }
         let result = current.withLock { current -> Result<OpenFolder, POSIXFileError> in
             // Another call may have opened it again already.

@@ -20,8 +20,12 @@ import Foundation
 /// belonged to a process killed in its middle: a reader checks the files it names instead of
 /// trusting it (and rebuilds from the entry files if it holds a clear), so a kill leaves neither a
 /// counted entry without a file nor a file nobody counts. A process killed in the middle of an
-/// append leaves a torn last record: the next holder of the lock cuts it off. A damaged record before
-/// the last one means the journal cannot be trusted.
+/// append leaves a torn last record; so does a file cut short by damage, which may have lost whole
+/// records, so a torn tail in the current index file makes the next holder of the lock rebuild the
+/// index from the entry files (in a replaced file it is only the end: the snapshot that replaced it
+/// holds the rest). A damaged record before the last one, or a "torn" one after which an intact
+/// record can still be found (a damaged length field, not a cut), means the journal cannot be
+/// trusted.
 enum DiskJournal {
     /// One change to the container.
     enum Record: Equatable {
@@ -103,10 +107,10 @@ enum DiskJournal {
                 length <= maximumBodySize
             else {
                 // A length that cannot be read, or a forged one: torn if nothing follows it.
-                return (records, offset, bytes.count - offset < 8 ? .tornTail : .damaged)
+                return (records, offset, bytes.count - offset < 8 ? tailEnding(bytes, after: offset) : .damaged)
             }
             let recordEnd = offset + 4 + length + 4
-            guard recordEnd <= bytes.count else { return (records, offset, .tornTail) }
+            guard recordEnd <= bytes.count else { return (records, offset, tailEnding(bytes, after: offset)) }
             let covered = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 4 + length])
             let stored: UInt32 = bytes.loadLittleEndian(at: offset + 4 + length)
             guard CRC32.checksum(covered) == stored,
@@ -118,6 +122,38 @@ enum DiskJournal {
             offset = recordEnd
         }
         return (records, offset, .clean)
+    }
+
+    /// How a read that cannot go on at `offset` ends: a torn tail when no intact record starts
+    /// after it (what a cut append leaves), damage otherwise.
+    ///
+    /// - Complexity: O(n) in the bytes after `offset`: a checksum is only computed where a record of
+    ///   a plausible kind and length starts.
+    private static func tailEnding(_ bytes: UnsafeRawBufferPointer, after offset: Int) -> Ending {
+        var start = offset + 1
+        while bytes.count - start >= 9 {
+            defer { start += 1 }
+            guard let length = Int(exactly: bytes.loadLittleEndian(at: start) as UInt32),
+                length >= 1, length <= bytes.count - start - 8
+            else { continue }
+            let kind = bytes[start + 4]
+            let plausible =
+                switch kind {
+                case putKind: length >= 53
+                case removeKind: length == 33
+                case clearKind, beginKind, commitKind: length == 1
+                default: false
+                }
+            guard plausible else { continue }
+            let covered = UnsafeRawBufferPointer(rebasing: bytes[start..<start + 4 + length])
+            let stored: UInt32 = bytes.loadLittleEndian(at: start + 4 + length)
+            if CRC32.checksum(covered) == stored,
+                decodeBody(UnsafeRawBufferPointer(rebasing: bytes[start + 4..<start + 4 + length])) != nil
+            {
+                return .damaged
+            }
+        }
+        return .tornTail
     }
 
     /// Decodes one record's body; `nil` when it is not a record this version writes.

@@ -48,7 +48,8 @@ extension DiskStore {
     /// what other processes journaled; writes a snapshot afterwards when the journal has grown long.
     ///
     /// `isCurrent` tells `body` whether the store caught up: when it is `false` (the index file
-    /// cannot be looked at or read, the folder cannot be listed), the store's index may miss other
+    /// cannot be looked at or read, the folder cannot be listed, the section lock was refused; see
+    /// ``ContainerLock/withSection(_:_:)``), the store's index may miss other
     /// processes' changes, so `body` must change no file, and no snapshot is written. When a process
     /// died in the middle of a section, the section resolved the entries it named; `body` then runs
     /// after the count and byte limits are made to hold again.
@@ -61,7 +62,12 @@ extension DiskStore {
         _ body: (inout DeferredLog, _ isCurrent: Bool) throws -> Result
     ) rethrows -> Result {
         try withIOLock {
-            try directory.withSection {
+            try directory.withSection { access in
+                if case .refused(let reason) = access {
+                    // Not even the journal is read: a peer may be appending to it right now.
+                    log.add(.warning, "Cannot change the container \(directory.path): \(reason).")
+                    return try body(&log, false)
+                }
                 var resolved = false
                 let isCurrent = catchUp(log: &log, news: &news, resolvedUncommitted: &resolved)
                 defer {
@@ -204,7 +210,7 @@ extension DiskStore {
             // process may have replaced the index, so what this store knows may be stale.
             log.add(.warning, "Cannot look at the index of \(directory.path): \(error)")
             if cursor.descriptor >= 0 {
-                _ = readJournal(&cursor, truncatesTornTail: false, log: &log, news: &news, resolved: &resolvedUncommitted)
+                _ = readJournal(&cursor, isCurrentFile: false, log: &log, news: &news, resolved: &resolvedUncommitted)
                 withState { $0.journal = cursor }
             }
             return false
@@ -213,7 +219,7 @@ extension DiskStore {
             let isCurrent = current == cursor.identity
             // Finish the file this store has open, even when it was replaced: its last records were
             // written before the snapshot that replaced it, which holds them.
-            guard readJournal(&cursor, truncatesTornTail: isCurrent, log: &log, news: &news, resolved: &resolvedUncommitted) else {
+            guard readJournal(&cursor, isCurrentFile: isCurrent, log: &log, news: &news, resolved: &resolvedUncommitted) else {
                 return rebuild(replacing: &cursor, log: &log)
             }
             if isCurrent {
@@ -267,7 +273,7 @@ extension DiskStore {
             apply(
                 UnsafeRawBufferPointer(rebasing: buffer[snapshot.end...]),
                 to: &cursor,
-                truncates: true,
+                isCurrentFile: true,
                 news: &news,
                 resolved: &resolved
             )
@@ -284,7 +290,7 @@ extension DiskStore {
     /// Reads and applies the journal records after the cursor; `false` when the journal is damaged.
     private func readJournal(
         _ cursor: inout JournalCursor,
-        truncatesTornTail: Bool,
+        isCurrentFile: Bool,
         log: inout DeferredLog,
         news: inout PeerNews,
         resolved: inout Bool
@@ -294,7 +300,7 @@ extension DiskStore {
             return false
         }
         if bytes.isEmpty { return true }
-        let applied = bytes.withUnsafeBytes { apply($0, to: &cursor, truncates: truncatesTornTail, news: &news, resolved: &resolved) }
+        let applied = bytes.withUnsafeBytes { apply($0, to: &cursor, isCurrentFile: isCurrentFile, news: &news, resolved: &resolved) }
         if !applied {
             log.add(.warning, "The journal of \(directory.path) is damaged; rebuilding the index from the entry files.")
         }
@@ -302,22 +308,26 @@ extension DiskStore {
     }
 
     /// Applies journal bytes that start at the cursor's offset to the index, moving the cursor past
-    /// them; cuts a torn last record off the file when `truncates`.
+    /// them. A torn tail is damage in the file the container uses now (`isCurrentFile`), and the end
+    /// of the records in a replaced one.
     ///
     /// - Returns: `false` when a record before the last one is damaged.
     private func apply(
         _ bytes: UnsafeRawBufferPointer,
         to cursor: inout JournalCursor,
-        truncates: Bool,
+        isCurrentFile: Bool,
         news: inout PeerNews,
         resolved: inout Bool
     ) -> Bool {
         let decoded = DiskJournal.decode(bytes)
-        let sections = DiskJournal.sections(decoded.records)
-        guard let records = settled(sections) else { return false }
-        if sections.contains(where: { !$0.isCommitted }) { resolved = true }
-        withState { state in
-            for record in records { state.replay(record, news: &news) }
+        // In order: an uncommitted section is checked against the index as the sections before it
+        // left it (an entry it removed may have been put earlier in this same read).
+        for section in DiskJournal.sections(decoded.records) {
+            guard let records = settled([section]) else { return false }
+            if !section.isCommitted { resolved = true }
+            withState { state in
+                for record in records { state.replay(record, news: &news) }
+            }
         }
         cursor.offset += decoded.end
         cursor.records += decoded.records.count
@@ -326,9 +336,12 @@ extension DiskStore {
         case .clean:
             return true
         case .tornTail:
-            // A process died appending its last record; the bytes after the cursor are only that.
-            if truncates { _ = ftruncate(cursor.descriptor, off_t(cursor.offset)) }
-            return true
+            // A process killed in the middle of an append leaves this, and cutting it off would be
+            // enough (it journals before it renames or unlinks), but so does a file cut short by
+            // damage, which may have lost whole committed records that nothing else would tell:
+            // the current file is rebuilt from the entry files. A replaced file's records are in
+            // the snapshot that replaced it.
+            return !isCurrentFile
         case .damaged:
             return false
         }
@@ -430,6 +443,13 @@ extension DiskStore {
         if cursor.descriptor >= 0 { close(cursor.descriptor) }
         cursor = JournalCursor()
         withState { $0.journal = JournalCursor() }
+        if directory.isOpenFolderGone {
+            // The container was deleted: nothing is left in it. It is made again with an empty index,
+            // which this section's changes are journaled to.
+            withState { $0.index.removeAll() }
+            compact(log: &log)
+            return true
+        }
         // A folder that cannot be listed keeps the index this store has.
         guard let index = rebuildIndex(log: &log) else { return false }
         withState { $0.index = index }

@@ -55,18 +55,35 @@ import Testing
         await cache.flush()
     }
 
-    @Test func aTornLastRecordIsCutOffAndTheRestIsTrusted() async throws {
+    @Test func aTornLastRecordMakesTheStoreRebuildFromTheEntryFiles() async throws {
         let folder = TemporaryDirectory()
         try await populate(folder, count: 5)
         let path = folder.container().appendingPathComponent(ContainerFile.index).path
-        let intact = try RawFiles.read(path)
+        // A cut append, or a file cut short by damage: which one, and what was lost, is unknown.
         let torn = DiskJournal.encode([.begin, .remove(digest: DiskKey("key 0").digest)])
         try append(Array(torn.dropLast(3)), to: folder)
         let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
         #expect(cache.diskCount == 5)
         #expect(cache["key 0"] == "value 0")
-        // The torn bytes are gone; the complete `begin` before them stays, harmless.
-        #expect(try RawFiles.read(path) == intact + DiskJournal.encode([.begin]))
+        #expect(cache.disk?.invariantViolations() == [])
+        // Rebuilt and saved: the index file is an intact snapshot again.
+        #expect(try RawFiles.read(path).withUnsafeBytes { DiskIndexFile.decode($0) }?.count == 5)
+    }
+
+    @Test func anIndexCutShortLosesNoEntry() async throws {
+        let folder = TemporaryDirectory()
+        // Many writes after the last snapshot: their records are all in the journal.
+        let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        try await cache.save("first", forKey: "first")
+        await cache.flush()
+        for index in 0..<20 { try await cache.save("value \(index)", forKey: "key \(index)") }
+        await cache.flush()
+        let path = folder.container().appendingPathComponent(ContainerFile.index).path
+        let bytes = try RawFiles.read(path)
+        try RawFiles.write(Array(bytes.prefix(bytes.count * 2 / 3)), to: path)
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened.diskCount == 21)
+        #expect(reopened.disk?.invariantViolations() == [])
     }
 
     @Test func anUncommittedSectionIsCheckedAgainstTheFiles() async throws {
