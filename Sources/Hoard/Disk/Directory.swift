@@ -69,8 +69,9 @@ final class Directory: Sendable {
     var writerInSection: Int32? { ContainerLock.writerInSection(folder.lock) }
 
     /// Runs `body` holding the container's section lock (see ``ContainerLock``): no other process,
-    /// and no other thread of this one, changes the container's files meanwhile. `body` learns
-    /// whether it may change them (see ``ContainerLock/withSection(_:_:)``).
+    /// and no other thread of this one, changes the container's files meanwhile.
+    ///
+    /// `body` learns whether it may change them (see ``ContainerLock/withSection(_:_:)``).
     func withSection<Result>(_ body: (ContainerLock.SectionAccess) throws -> Result) rethrows -> Result {
         let folder = self.folder
         return try withExtendedLifetime(folder) { try ContainerLock.withSection(folder.lock, body) }

@@ -4,8 +4,9 @@
 /// holds. Not thread-safe: the store holds its state lock around every call.
 struct DiskEntryIndex {
     private var order: EvictionIndex<SHA256Digest, DiskEntryInfo>
-    /// The sum of the entries' file sizes, in bytes, kept in 64 bits with wrapping arithmetic: an
-    /// index file is not trusted to be sane, and sizes read from a forged one must not trap (nor
+    /// The sum of the entries' file sizes, in bytes, in 64 bits with wrapping arithmetic.
+    ///
+    /// An index file is not trusted to be sane, and sizes read from a forged one must not trap (nor
     /// overflow a 32-bit `Int`). The sum is exact whenever the real one fits in 63 bits.
     private var bytes: Int64 = 0
 

@@ -193,8 +193,11 @@ extension DiskStore {
     /// Applies what other processes appended since the store last looked, following the index file
     /// when another process replaced it; rebuilds from the entry files when it cannot be trusted.
     ///
-    /// - Parameter resolvedUncommitted: Set when a section that a killed process left uncommitted
-    ///   was resolved against the files.
+    /// - Parameters:
+    ///   - log: Receives what went wrong.
+    ///   - news: Receives what other processes changed.
+    ///   - resolvedUncommitted: Set when a section that a killed process left uncommitted
+    ///     was resolved against the files.
     /// - Returns: Whether the store's index is the container's: `false` when the index file cannot
     ///   be looked at, or it cannot be read and the folder cannot be listed to rebuild it. The store
     ///   then keeps the index it has, which may miss other processes' changes.
@@ -202,7 +205,10 @@ extension DiskStore {
         var cursor = withState { $0.journal }
         let current: FileIdentity?
         let injected = Self.journalTestHooks.catchUpFails(at: directory.path)
-        switch injected ? .failure(directory.error("stat", ContainerFile.index, EMFILE)) : directory.identity(of: ContainerFile.index) {
+        switch injected
+            ? .failure(directory.error("stat", ContainerFile.index, EMFILE))
+            : directory.identity(of: ContainerFile.index)
+        {
         case .success(let identity):
             current = identity
         case .failure(let error):
@@ -219,7 +225,8 @@ extension DiskStore {
             let isCurrent = current == cursor.identity
             // Finish the file this store has open, even when it was replaced: its last records were
             // written before the snapshot that replaced it, which holds them.
-            guard readJournal(&cursor, isCurrentFile: isCurrent, log: &log, news: &news, resolved: &resolvedUncommitted) else {
+            guard readJournal(&cursor, isCurrentFile: isCurrent, log: &log, news: &news, resolved: &resolvedUncommitted)
+            else {
                 return rebuild(replacing: &cursor, log: &log)
             }
             if isCurrent {
@@ -300,7 +307,9 @@ extension DiskStore {
             return false
         }
         if bytes.isEmpty { return true }
-        let applied = bytes.withUnsafeBytes { apply($0, to: &cursor, isCurrentFile: isCurrentFile, news: &news, resolved: &resolved) }
+        let applied = bytes.withUnsafeBytes {
+            apply($0, to: &cursor, isCurrentFile: isCurrentFile, news: &news, resolved: &resolved)
+        }
         if !applied {
             log.add(.warning, "The journal of \(directory.path) is damaged; rebuilding the index from the entry files.")
         }
@@ -308,7 +317,9 @@ extension DiskStore {
     }
 
     /// Applies journal bytes that start at the cursor's offset to the index, moving the cursor past
-    /// them. A torn tail is damage in the file the container uses now (`isCurrentFile`), and the end
+    /// them.
+    ///
+    /// A torn tail is damage in the file the container uses now (`isCurrentFile`), and the end
     /// of the records in a replaced one.
     ///
     /// - Returns: `false` when a record before the last one is damaged.

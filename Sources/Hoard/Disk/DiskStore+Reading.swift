@@ -142,20 +142,20 @@ extension DiskStore {
         defer { messages.flush() }
         let expired: [(key: SHA256Digest, payload: DiskEntryInfo, count: UInt32)] =
             withContainer { log in
-            let expired = withState { state in
-                state.index.entriesInEvictionOrder.filter { entry in
-                    entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
+                let expired = withState { state in
+                    state.index.entriesInEvictionOrder.filter { entry in
+                        entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
+                    }
                 }
-            }
-            journal(expired.map { .remove(digest: $0.key) }, log: &log)
-            for entry in expired {
-                removeFile(entry.key.hex, log: &log)
-            }
-            withState { state in
-                for entry in expired { state.forgetEntry(entry.key) }
-            }
-            return expired
-        } ?? []
+                journal(expired.map { .remove(digest: $0.key) }, log: &log)
+                for entry in expired {
+                    removeFile(entry.key.hex, log: &log)
+                }
+                withState { state in
+                    for entry in expired { state.forgetEntry(entry.key) }
+                }
+                return expired
+            } ?? []
         if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
         return expired.map(\.payload.key)
     }

@@ -15,7 +15,9 @@ import Musl
 /// appended to, or locked: it changes nothing it cannot record, and nothing from a stale view.
 @Suite struct DiskJournalFaultTests {
     /// The journal after the snapshot of the container's index file, decoded.
-    private func journal(of folder: TemporaryDirectory) throws -> (records: [DiskJournal.Record], ending: DiskJournal.Ending) {
+    private func journal(
+        of folder: TemporaryDirectory
+    ) throws -> (records: [DiskJournal.Record], ending: DiskJournal.Ending) {
         let bytes = try RawFiles.read(folder.container().appendingPathComponent(ContainerFile.index).path)
         return try bytes.withUnsafeBytes { buffer in
             let snapshot = try #require(DiskIndexFile.decodeSnapshot(buffer))
