@@ -121,15 +121,44 @@ extension DiskStore {
             log.add(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
         }
         let unindexedNames = unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }).map(\.key)
-        for (position, name) in unindexedNames.enumerated() {
-            if position == unindexedNames.count / 2 { Self.testHooks.run(.rebuilding, at: directory.path) }
-            if let info = validEntry(named: name, log: &log) {
-                index.append(info.info, forKey: info.digest, count: 1)
-            } else {
-                removeFile(name, log: &log)
+        let half = unindexedNames.count / 2
+        for names in [unindexedNames[..<half], unindexedNames[half...]] {
+            if names.startIndex == half && !names.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
+            for (name, entry) in zip(names, validEntries(named: names, log: &log)) {
+                if let entry {
+                    index.append(entry.info, forKey: entry.digest, count: 1)
+                } else {
+                    removeFile(name, log: &log)
+                }
             }
         }
         return index
+    }
+
+    /// Reads files found in the container on every core (each read is a system call or two and a
+    /// checksum; the order of `names` is kept); see ``validEntry(named:log:)``.
+    private func validEntries(
+        named names: ArraySlice<String>,
+        log: inout DeferredLog
+    ) -> [(digest: SHA256Digest, info: DiskEntryInfo)?] {
+        let chunkSize = 256
+        let chunks = (names.count + chunkSize - 1) / chunkSize
+        let results = Locked<[Int: ([(digest: SHA256Digest, info: DiskEntryInfo)?], DeferredLog)]>([:])
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            var chunkLog = DeferredLog()
+            let start = names.startIndex + chunk * chunkSize
+            let read = names[start..<min(start + chunkSize, names.endIndex)].map { name in
+                validEntry(named: name, log: &chunkLog)
+            }
+            results.withLock { $0[chunk] = (read, chunkLog) }
+        }
+        return results.withLock { results in
+            (0..<chunks).flatMap { chunk -> [(digest: SHA256Digest, info: DiskEntryInfo)?] in
+                guard let (read, chunkLog) = results[chunk] else { return [] }
+                log.append(chunkLog)
+                return read
+            }
+        }
     }
 
     /// Reads a file found in the container; returns its entry if it is intact and named by its key.
