@@ -249,6 +249,37 @@ enum ContainerLock {
         return count == 4 && writer != 0 ? writer : nil
     }
 
+    /// The offset in the lock file of the index file's recorded end: device u64 | inode u64 |
+    /// length u64 | check u64 (the three xor'ed with a constant), little-endian.
+    private static let indexEndOffset: off_t = 8
+    private static let indexEndCheck: UInt64 = 0x486F_6172_6445_6E64
+
+    /// Records, inside a section, how long the index file `identity` is once this section's
+    /// records are in it, so that a reader can tell a file cut short (whose last whole records
+    /// look like an end) from one that ends where its last writer left it.
+    static func recordIndexEnd(_ hold: Hold?, identity: FileIdentity, length: Int) {
+        guard let hold, let file = holders.withLock({ $0[hold]?.descriptor }) else { return }
+        let numbers = [identity.device, identity.inode, UInt64(truncatingIfNeeded: length)]
+        var bytes: [UInt8] = []
+        for number in numbers + [numbers.reduce(indexEndCheck, ^)] { bytes.appendLittleEndian(number) }
+        _ = bytes.withUnsafeBytes { pwrite(file, $0.baseAddress, $0.count, indexEndOffset) }
+    }
+
+    /// The index file's end as last recorded by ``recordIndexEnd(_:identity:length:)``, if any.
+    static func recordedIndexEnd(_ hold: Hold?) -> (identity: FileIdentity, length: Int)? {
+        guard let hold, let file = holders.withLock({ $0[hold]?.descriptor }) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { pread(file, $0.baseAddress, 32, indexEndOffset) }
+        guard count == 32 else { return nil }
+        let numbers = bytes.withUnsafeBytes { buffer in
+            (0..<4).map { buffer.loadLittleEndian(at: $0 * 8) as UInt64 }
+        }
+        guard numbers[0...2].reduce(indexEndCheck, ^) == numbers[3], let length = Int(exactly: numbers[2]) else {
+            return nil
+        }
+        return (FileIdentity(device: numbers[0], inode: numbers[1]), length)
+    }
+
     /// Whether this process holds the lifetime lock of the folder at `path`.
     static func isHeld(at path: String) -> Bool {
         var status = stat()

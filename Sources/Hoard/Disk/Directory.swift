@@ -65,6 +65,19 @@ final class Directory: Sendable {
         current = Locked(try OpenFolder(path: path, exclusive: exclusive, log: &log))
     }
 
+    /// Records how long the index file is after a section's appends (see
+    /// ``ContainerLock/recordIndexEnd(_:identity:length:)``); called inside a section.
+    func recordIndexEnd(identity: FileIdentity, length: Int) {
+        let folder = self.folder
+        withExtendedLifetime(folder) { ContainerLock.recordIndexEnd(folder.lock, identity: identity, length: length) }
+    }
+
+    /// The index file's end as last recorded, if any; read inside a section.
+    var recordedIndexEnd: (identity: FileIdentity, length: Int)? {
+        let folder = self.folder
+        return withExtendedLifetime(folder) { ContainerLock.recordedIndexEnd(folder.lock) }
+    }
+
     /// The process the container's lock file names as in a section, if any (see ``ContainerLock``).
     var writerInSection: Int32? { ContainerLock.writerInSection(folder.lock) }
 
@@ -147,7 +160,12 @@ final class Directory: Sendable {
     /// Reads a whole regular file; `nil` when it does not exist.
     ///
     /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
-    func read(_ name: String) throws(POSIXFileError) -> [UInt8]? {
+    func read(_ name: String) throws(POSIXFileError) -> [UInt8]? { try readWithTime(name)?.bytes }
+
+    /// Reads a whole regular file, with its modification time; `nil` when it does not exist.
+    ///
+    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
+    func readWithTime(_ name: String) throws(POSIXFileError) -> (bytes: [UInt8], modified: Double)? {
         let folder = self.folder
         let file = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else {
@@ -163,7 +181,7 @@ final class Directory: Sendable {
         // An empty file is the empty array: `Array(unsafeUninitializedCapacity: 0)` stores its count
         // into the shared empty-array singleton, a race ThreadSanitizer reports when two threads read
         // empty files at once.
-        if size == 0 { return [] }
+        if size == 0 { return ([], Platform.modificationTime(of: status)) }
         var failure: Int32 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             var done = 0
@@ -181,7 +199,7 @@ final class Directory: Sendable {
             initialized = done
         }
         if failure != 0 { throw error("read", name, failure) }
-        return bytes
+        return (bytes, Platform.modificationTime(of: status))
     }
 
     /// Writes `bytes` to `name` through the temporary file `temporaryName`, then renames it into place.
@@ -281,14 +299,23 @@ final class Directory: Sendable {
         return names
     }
 
+    /// The names in the folder, `.` and `..` left out.
+    ///
+    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    /// - Complexity: One `readdir` pass; no `stat`.
+    func names() throws(POSIXFileError) -> [String] {
+        let folder = self.folder
+        return try withExtendedLifetime(folder) { () throws(POSIXFileError) in try names(in: folder.descriptor, path: ".") }
+    }
+
     /// The names in the folder with their modification times and sizes (of the name itself, a link
     /// not followed), `.` and `..` left out.
     ///
     /// - Throws: ``POSIXFileError`` when the folder cannot be read.
-    /// - Complexity: One `readdir` pass and one `fstatat` per name.
+    /// - Complexity: One `readdir` pass and one `fstatat` per name, on every core.
     func list() throws(POSIXFileError) -> [(name: String, modified: Double, size: Int)] {
         let folder = self.folder
-        return try names(in: folder.descriptor, path: ".").map { name in
+        return try names(in: folder.descriptor, path: ".").concurrentMap { name in
             var status = stat()
             guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return (name, 0, 0) }
             return (name, Platform.modificationTime(of: status), Int(clamping: status.st_size))

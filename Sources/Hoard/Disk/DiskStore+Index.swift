@@ -82,34 +82,31 @@ extension DiskStore {
     ///   (every file when there is none).
     func rebuildIndex(log: inout DeferredLog) -> DiskEntryIndex? {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
-        let listing: [(name: String, modified: Double, size: Int)]
+        let names: [String]
         do {
-            listing = try directory.list()
+            // Names only: each file's size and time come from its read (or, for the entries an
+            // earlier index names, one `stat`), not from a `stat` of every name first.
+            names = try directory.names()
         } catch {
             log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
             return nil
         }
-        var unindexed: [String: Double] = [:]
-        // The sizes of the files, not those an old index saved: it may be stale.
-        var sizes: [String: Int] = [:]
-        var hasIndexFile = false
-        for (name, modified, size) in listing {
-            if ContainerFile.isEntryName(name) {
-                unindexed[name] = modified
-                sizes[name] = size
-            } else if name == ContainerFile.index {
-                hasIndexFile = true
-            }
-        }
+        var unindexed = Set(names.filter(ContainerFile.isEntryName))
+        let hasIndexFile = names.contains(ContainerFile.index)
         let legacy =
             hasIndexFile
             ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
                 bytes.withUnsafeBytes { DiskIndexFile.decodeSnapshot($0, version: DiskIndexFile.legacyVersion) }
             } : nil
         if let legacy {
-            for record in legacy.records where unindexed.removeValue(forKey: record.digest.hex) != nil {
+            let named = legacy.records.filter { unindexed.remove($0.digest.hex) != nil }
+            // The sizes of the files, not those the old index saved: it may be stale.
+            let directory = self.directory
+            let sizes = named.map(\.digest.hex).concurrentMap { directory.size(of: $0) }
+            for (record, size) in zip(named, sizes) {
+                guard let size else { continue }
                 var info = record.info
-                info.size = sizes[record.digest.hex] ?? info.size
+                info.size = size
                 index.append(info, forKey: record.digest, count: record.count)
             }
         } else if hasIndexFile {
@@ -120,53 +117,52 @@ extension DiskStore {
         if !unindexed.isEmpty {
             log.add(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
         }
-        let unindexedNames = unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }).map(\.key)
+        let unindexedNames = Array(unindexed)
         let half = unindexedNames.count / 2
+        var found: [(name: String, entry: ValidEntry?)] = []
+        found.reserveCapacity(unindexedNames.count)
         for names in [unindexedNames[..<half], unindexedNames[half...]] {
             if names.startIndex == half && !names.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
-            for (name, entry) in zip(names, validEntries(named: names, log: &log)) {
-                if let entry {
-                    index.append(entry.info, forKey: entry.digest, count: 1)
-                } else {
-                    removeFile(name, log: &log)
-                }
+            found += zip(names, validEntries(named: names, log: &log)).map { ($0, $1) }
+        }
+        // Oldest first, as they were written: the order by modification time, then by name.
+        found.sort { ($0.entry?.modified ?? 0, $0.name) < ($1.entry?.modified ?? 0, $1.name) }
+        for (name, entry) in found {
+            if let entry {
+                index.append(entry.info, forKey: entry.digest, count: 1)
+            } else {
+                removeFile(name, log: &log)
             }
         }
         return index
     }
 
-    /// Reads files found in the container on every core (each read is a system call or two and a
-    /// checksum; the order of `names` is kept); see ``validEntry(named:log:)``.
-    private func validEntries(
-        named names: ArraySlice<String>,
-        log: inout DeferredLog
-    ) -> [(digest: SHA256Digest, info: DiskEntryInfo)?] {
-        let chunkSize = 256
-        let chunks = (names.count + chunkSize - 1) / chunkSize
-        let results = Locked<[Int: ([(digest: SHA256Digest, info: DiskEntryInfo)?], DeferredLog)]>([:])
-        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-            var chunkLog = DeferredLog()
-            let start = names.startIndex + chunk * chunkSize
-            let read = names[start..<min(start + chunkSize, names.endIndex)].map { name in
-                validEntry(named: name, log: &chunkLog)
-            }
-            results.withLock { $0[chunk] = (read, chunkLog) }
+    /// An intact entry file found while rebuilding.
+    private struct ValidEntry {
+        var digest: SHA256Digest
+        var info: DiskEntryInfo
+        var modified: Double
+    }
+
+    /// Reads files found in the container on every core, in their order (each read is a system
+    /// call or two and a checksum); see ``validEntry(named:log:)``.
+    private func validEntries(named names: ArraySlice<String>, log: inout DeferredLog) -> [ValidEntry?] {
+        let read = names.concurrentMap { name in
+            var entryLog = DeferredLog()
+            let entry = validEntry(named: name, log: &entryLog)
+            return (entry, entryLog)
         }
-        return results.withLock { results in
-            (0..<chunks).flatMap { chunk -> [(digest: SHA256Digest, info: DiskEntryInfo)?] in
-                guard let (read, chunkLog) = results[chunk] else { return [] }
-                log.append(chunkLog)
-                return read
-            }
+        return read.map { entry, entryLog in
+            log.append(entryLog)
+            return entry
         }
     }
 
     /// Reads a file found in the container; returns its entry if it is intact and named by its key.
-    private func validEntry(named name: String, log: inout DeferredLog) -> (digest: SHA256Digest, info: DiskEntryInfo)?
-    {
+    private func validEntry(named name: String, log: inout DeferredLog) -> ValidEntry? {
         guard let digest = SHA256Digest(hex: name) else { return nil }
         do {
-            guard let bytes = try directory.read(name) else { return nil }
+            guard let (bytes, modified) = try directory.readWithTime(name) else { return nil }
             let entry = try EntryFormat.decode(bytes)
             guard DiskKey(entry.key).digest == digest else {
                 log.add(.warning, "Removed \(directory.path)/\(name): it holds another key's entry.")
@@ -179,9 +175,10 @@ extension DiskStore {
                 )
                 return nil
             }
-            return (
-                digest,
-                DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt)
+            return ValidEntry(
+                digest: digest,
+                info: DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt),
+                modified: modified
             )
         } catch {
             log.add(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")

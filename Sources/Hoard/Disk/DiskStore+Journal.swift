@@ -164,6 +164,9 @@ extension DiskStore {
         }
         let number = errno
         if written {
+            if let identity = cursor.identity {
+                directory.recordIndexEnd(identity: identity, length: cursor.offset + bytes.count)
+            }
             withState { state in
                 state.journal.offset += bytes.count
                 state.journal.records += records.count
@@ -266,7 +269,8 @@ extension DiskStore {
         }
         var status = stat()
         guard fstat(file, &status) == 0, let bytes = RawIO.readToEnd(file, from: 0),
-            let snapshot = bytes.withUnsafeBytes({ DiskIndexFile.decodeSnapshot($0) })
+            let snapshot = bytes.withUnsafeBytes({ DiskIndexFile.decodeSnapshot($0) }),
+            !isCutShort(FileIdentity(status), length: bytes.count, log: &log)
         else {
             close(file)
             return false
@@ -306,6 +310,11 @@ extension DiskStore {
             log.add(.warning, "Cannot read the journal of \(directory.path) (errno \(errno)).")
             return false
         }
+        if isCurrentFile, let identity = cursor.identity,
+            isCutShort(identity, length: cursor.offset + bytes.count, log: &log)
+        {
+            return false
+        }
         if bytes.isEmpty { return true }
         let applied = bytes.withUnsafeBytes {
             apply($0, to: &cursor, isCurrentFile: isCurrentFile, news: &news, resolved: &resolved)
@@ -314,6 +323,19 @@ extension DiskStore {
             log.add(.warning, "The journal of \(directory.path) is damaged; rebuilding the index from the entry files.")
         }
         return applied
+    }
+
+    /// Whether the index file `identity` is shorter than its last writer recorded: it was cut short,
+    /// and whole records may be missing from its end, which its checksums cannot tell.
+    private func isCutShort(_ identity: FileIdentity, length: Int, log: inout DeferredLog) -> Bool {
+        guard let recorded = directory.recordedIndexEnd, recorded.identity == identity, length < recorded.length
+        else { return false }
+        log.add(
+            .warning,
+            "The index of \(directory.path) is \(length) bytes, \(recorded.length) when last written; "
+                + "rebuilding it from the entry files."
+        )
+        return true
     }
 
     /// Applies journal bytes that start at the cursor's offset to the index, moving the cursor past
@@ -434,6 +456,7 @@ extension DiskStore {
             if fstat(file, &status) == 0 {
                 cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: bytes.count)
                 cursor.snapshotBytes = bytes.count
+                directory.recordIndexEnd(identity: FileIdentity(status), length: bytes.count)
             } else {
                 close(file)
             }

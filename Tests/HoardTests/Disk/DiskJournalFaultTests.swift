@@ -117,6 +117,10 @@ import Musl
             DiskIndexFile.encode(records),
             to: folder.container().appendingPathComponent(ContainerFile.index).path
         )
+        // Forged whole: the lock file's record of the index's length goes too (a shorter index than
+        // recorded is rebuilt as cut short, which would hide the forged sizes).
+        let lock = folder.container().appendingPathComponent(ContainerFile.lock).path
+        try RawFiles.write(Array(try RawFiles.read(lock).prefix(8)), to: lock)
         let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
         #expect(cache.diskCount == 3)
         #expect(cache["b"] == "value of b")
@@ -124,6 +128,25 @@ import Musl
         let limited = try folder.stringBuilder().maxRamCount(0).maxDiskBytes(1 << 20).build(sharingStore: false)
         #expect(limited.diskCount == 0)
         #expect(limited.disk?.invariantViolations() == [])
+    }
+
+    @Test func anIndexCutAtARecordBoundaryIsRebuilt() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        try await cache.save("first", forKey: "first")
+        await cache.flush()
+        let path = folder.container().appendingPathComponent(ContainerFile.index).path
+        let before = try RawFiles.read(path).count
+        for index in 0..<5 { try await cache.save("value \(index)", forKey: "key \(index)") }
+        await cache.flush()
+        // Cut exactly where the records of the later writes begin: what is left reads as whole.
+        let bytes = try RawFiles.read(path)
+        try RawFiles.write(Array(bytes.prefix(before)), to: path)
+        #expect(DiskIndexFile.entryCount(ofFile: try RawFiles.read(path)) == 1)
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened.diskCount == 6)
+        #expect(reopened["key 4"] == "value 4")
+        #expect(reopened.disk?.invariantViolations() == [])
     }
 
     @Test func aCutAfterWhichAnIntactRecordFollowsIsDamageNotATornTail() {
