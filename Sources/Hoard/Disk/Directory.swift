@@ -305,7 +305,9 @@ final class Directory: Sendable {
     /// - Complexity: One `readdir` pass; no `stat`.
     func names() throws(POSIXFileError) -> [String] {
         let folder = self.folder
-        return try withExtendedLifetime(folder) { () throws(POSIXFileError) in try names(in: folder.descriptor, path: ".") }
+        return try withExtendedLifetime(folder) { () throws(POSIXFileError) in
+            try names(in: folder.descriptor, path: ".")
+        }
     }
 
     /// The names in the folder with their modification times and sizes (of the name itself, a link
