@@ -10,7 +10,8 @@ enum MakeSeeds {
         let root = URL(fileURLWithPath: CommandLine.arguments.dropFirst().first ?? "Fuzz/corpus", isDirectory: true)
         let entries = root.appendingPathComponent("entry", isDirectory: true)
         let indexes = root.appendingPathComponent("index", isDirectory: true)
-        for folder in [entries, indexes] {
+        let journals = root.appendingPathComponent("journal", isDirectory: true)
+        for folder in [entries, indexes, journals] {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
         func save(_ bytes: [UInt8], _ name: String, in folder: URL) throws {
@@ -100,6 +101,30 @@ enum MakeSeeds {
         try save(hugeKey, "edge-huge-key-length", in: indexes)
         try save(Array(three.dropLast(5)), "edge-truncated", in: indexes)
         try save(Array("HRDI".utf8) + [1, 0, 0, 0], "edge-header-only", in: indexes)
-        print("Wrote \(valid.count + 5) entry seeds to \(entries.path) and 7 index seeds to \(indexes.path)")
+        try save(Array("HRDI".utf8) + [2, 0, 0, 0, 0, 0, 0, 0], "edge-version-2", in: indexes)
+
+        // Index files with journals: committed sections, an uncommitted one, a torn tail, damage.
+        let digest = SHA256Digest.hash("a".utf8)
+        let put = DiskJournal.Record.put(digest: digest, size: 40, expiresAt: .never, key: "a")
+        let committed = DiskJournal.encode([.begin, put, .remove(digest: SHA256Digest.hash("b".utf8)), .commit])
+        let expiring = DiskJournal.encode([
+            .begin,
+            .put(digest: SHA256Digest.hash("caf\u{E9}".utf8), size: 9, expiresAt: .at(1_800_000_000), key: "caf\u{E9}"),
+            .commit, .begin, .clear, .commit,
+        ])
+        try save(three + committed, "snapshot-and-journal", in: journals)
+        try save(three + committed + expiring, "two-sections-and-a-clear", in: journals)
+        try save(committed + DiskJournal.encode([.begin, put]), "uncommitted-section", in: journals)
+        try save(Array((three + committed).dropLast(3)), "edge-torn-tail", in: journals)
+        var damaged = three + committed + expiring
+        damaged[three.count + 9] ^= 0x40
+        try save(damaged, "edge-damaged-middle", in: journals)
+        var hugeRecord = committed
+        hugeRecord.replaceSubrange(0..<4, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        try save(hugeRecord, "edge-huge-length", in: journals)
+        print(
+            "Wrote \(valid.count + 5) entry seeds to \(entries.path), 8 index seeds to \(indexes.path) and 6 "
+                + "journal seeds to \(journals.path)"
+        )
     }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the parsers of untrusted bytes with libFuzzer and AddressSanitizer: the two of bytes read from
-# disk, the entry decoder (EntryFormat.decode) and the index parser (DiskIndexFile.decode), and the
-# RESP reply parser of the Redis level (HoardRedis's RESPParser), which reads what a server sends.
+# Fuzzes the parsers of untrusted bytes with libFuzzer and AddressSanitizer: the three of bytes read
+# from disk, the entry decoder (EntryFormat.decode), the index snapshot parser (DiskIndexFile.decode)
+# and the journal that follows the snapshot (DiskJournal.decode and .sections), and the RESP reply
+# parser of the Redis level (HoardRedis's RESPParser), which reads what a server sends.
 #
 #   bash Fuzz/run.sh [seconds per target]   # default 30; exits non-zero on any crash or failed check
 #   bash Fuzz/run.sh --make-seeds           # rewrites the checked-in seed corpus in Fuzz/corpus
@@ -25,6 +26,7 @@ resp_sources=(
 sources=(
     Sources/Hoard/Disk/EntryFormat.swift
     Sources/Hoard/Disk/DiskIndex.swift
+    Sources/Hoard/Disk/DiskJournal.swift
     Sources/Hoard/Cache/Expiry.swift
     Sources/Hoard/Support/CRC32.swift
     Sources/Hoard/Support/SHA256.swift
@@ -37,14 +39,14 @@ export SWIFT_BACKTRACE=enable=no
 if [ "${1:-}" = "--make-seeds" ]; then
     swiftc -O -parse-as-library -module-name Seeds "${sources[@]}" Fuzz/MakeSeeds.swift -o "$out/make-seeds"
     # Fuzz/corpus/resp is written by hand (short replies, one per file), not by make-seeds.
-    rm -rf Fuzz/corpus/entry Fuzz/corpus/index
+    rm -rf Fuzz/corpus/entry Fuzz/corpus/index Fuzz/corpus/journal
     "$out/make-seeds" Fuzz/corpus
     exit 0
 fi
 
 seconds="${1:-30}"
 status=0
-for target in entry index resp; do
+for target in entry index journal resp; do
     name="$(tr '[:lower:]' '[:upper:]' <<<"${target:0:1}")${target:1}Fuzzer"
     echo "== fuzz $target ($seconds s)"
     if [ "$target" = resp ]; then target_sources=("${resp_sources[@]}"); else target_sources=("${sources[@]}"); fi

@@ -16,8 +16,11 @@ import Musl
 /// Usage:
 /// ```
 /// hoard-test-worker crash <folder> <container> <seed> <operations> <maxDiskCount> <maxRamCount> <lfu|lru>
-/// hoard-test-worker hold <folder> <container>          # opens, prints "ready", waits for end of input
-/// hoard-test-worker try-open <folder> <container>      # prints "opened <value of key held>" or "inUse"
+/// hoard-test-worker shared <worker> <crash arguments>  # one of several processes on one container
+/// hoard-test-worker hold <folder> <container> [exclusive]  # opens, prints "ready", waits for end of input
+/// hoard-test-worker hold-as-earlier-release <folder> <container>  # locks the whole lock file, prints "ready"
+/// hoard-test-worker try-open <folder> <container> [exclusive]  # prints "opened <value of key parent>" or "inUse"
+/// hoard-test-worker write <folder> <container> <key> <value>|- …  # sets (or removes) each pair, flushes, "flushed"
 /// hoard-test-worker open-data <folder> <container>     # opens a Cache<Data>: "opened <n>" or "invalid <why>"
 /// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
 /// hoard-test-worker faults-descriptors <folder>
@@ -35,7 +38,10 @@ enum Worker {
         do {
             switch mode {
             case "crash": try await CrashWorkload.run(arguments: rest)
+            case "shared": try await SharedWorkload.run(arguments: rest)
+            case "write": try await TwoProcess.write(arguments: rest)
             case "hold": try await TwoProcess.hold(arguments: rest)
+            case "hold-as-earlier-release": try TwoProcess.holdAsEarlierRelease(arguments: rest)
             case "try-open": try await TwoProcess.tryOpen(arguments: rest)
             case "open-data": try await TwoProcess.openAsData(arguments: rest)
             case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()
@@ -53,7 +59,7 @@ enum Worker {
     static func usage() -> Never {
         emit(
             "error usage: hoard-test-worker "
-                + "crash|hold|try-open|open-data|faults-permissions|faults-descriptors|fleet-get|fleet-watch …"
+                + "crash|shared|write|hold|hold-as-earlier-release|try-open|open-data|faults-permissions|faults-descriptors|fleet-get|fleet-watch …"
         )
         exit(64)
     }
@@ -88,6 +94,7 @@ func stringCache(
     maxRamCount: Int = 100,
     maxDiskCount: Int = 100,
     policy: EvictionPolicy = .lfu,
+    exclusive: Bool = false,
     delegate: (any CacheDelegate<String>)? = nil
 ) throws -> Cache<String> {
     var builder = CacheBuilder<String>(serializer: StringSerializer())
@@ -96,6 +103,7 @@ func stringCache(
         .maxRamCount(maxRamCount)
         .maxDiskCount(maxDiskCount)
         .evictionPolicy(policy)
+        .exclusiveProcess(exclusive)
     if let delegate { builder = builder.delegate(delegate) }
     return try builder.build()
 }

@@ -41,6 +41,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var delegateBox = WeakDelegate()
     var isTemporary = false
     var fileProtection: FileProtection?
+    var isExclusiveProcess = false
     var sharedLevel: (any CacheLevel<String, Data>)?
     var coherence: CacheCoherence?
 
@@ -163,6 +164,20 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// - Concurrent misses for one key share one shared-level read and at most one fetch.
     /// - The subscript and ``Cache/value(forKey:)`` are synchronous: they read memory and disk only.
     public func sharedLevel(_ level: some CacheLevel<String, Data>) -> Self { with { $0.sharedLevel = level } }
+
+    /// Sets whether this process keeps every other process out of the container while the cache is
+    /// open (default `false`).
+    ///
+    /// By default several processes may open one container at once (an app and its extensions in an
+    /// App Group, the workers of one service): each change to the container's files takes a file
+    /// lock for the moment it lasts, and none is held while the cache is idle. With `true`, the
+    /// cache also holds a lock for its whole life, and opening the container in another process
+    /// throws ``CacheError/containerInUse`` (as does opening it here while another process holds it
+    /// open). A process that did not ask for exclusivity holds no lock while idle, so it cannot be
+    /// seen: exclusivity holds only when every process on the container asks for it. Do not use it in
+    /// an iOS app whose container is shared: iOS terminates a suspended app that holds a file lock
+    /// there.
+    public func exclusiveProcess(_ on: Bool) -> Self { with { $0.isExclusiveProcess = on } }
 
     /// Sets how many times a failed fetch is retried after the first attempt (default 0).
     public func maxRetryCount(_ count: Int) -> Self { with { $0.maxRetryCount = count } }
@@ -343,7 +358,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 byteLimit: maxDiskBytes,
                 contents: ContainerContents(Value.self, serializer: serializer),
                 removedWhenClosed: temporaryRoot,
-                fileProtection: fileProtection
+                fileProtection: fileProtection,
+                exclusiveProcess: isExclusiveProcess
             )
             disk =
                 sharingStore

@@ -40,7 +40,8 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         public static let deserializationFailed = Code("deserializationFailed")
         /// A file-system operation failed.
         public static let io = Code("io")
-        /// Another process has the container open; one container serves one process at a time.
+        /// Another process has the container open, and one of the two asked to be alone on it
+        /// (``CacheBuilder/exclusiveProcess(_:)``).
         public static let containerInUse = Code("containerInUse")
         /// A value's entry file is larger than the disk level's byte limit, so it is not kept on disk.
         public static let valueTooLarge = Code("valueTooLarge")
@@ -215,8 +216,9 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
     public static func containerInUse(path: String) -> CacheError {
         CacheError(
             code: .containerInUse,
-            message: "The container \(path) is open in another process, and a container serves one process at a "
-                + "time. Close the cache there, or give this process a container of its own."
+            message: "The container \(path) is open in another process, and one of the two asked to be alone on "
+                + "it with exclusiveProcess(true). Close the cache there, open both without exclusiveProcess(true) "
+                + "to share the container, or give this process a container of its own."
         )
     }
 

@@ -9,28 +9,35 @@ import Musl
 #endif
 
 extension ContainerFile {
-    /// The file whose advisory lock (`fcntl(F_SETLK)`) marks a container as open in some process.
+    /// The file whose advisory record locks (`fcntl`) coordinate the processes that share a container.
     ///
     /// Never an entry (not 64 hex digits) and never swept as a temporary file; it stays in the
-    /// container, empty, after the cache closes.
+    /// container after the cache closes. Its first 4 bytes name the process in a section, if any.
     static let lock = ".hoard-lock"
 }
 
-/// Keeps two processes from opening one container at the same time.
+/// Coordinates the processes that open one container.
 ///
-/// A disk store keeps its eviction order in memory and saves it over the container's index; two
-/// processes writing one container would undo each other's index and evictions, and a count limit
-/// would no longer hold. So the first process to open a container takes an exclusive, non-blocking
-/// lock on its ``ContainerFile/lock`` file and keeps it while any of its stores has the folder open;
-/// another process then fails to open it with ``CacheError/Code/containerInUse``. The kernel releases
-/// the lock when the process exits, however it ends (a crash or `SIGKILL` included).
+/// Several processes may share a container (an app and its extensions in an App Group, the workers
+/// of one service). Whoever changes the container's files (writes an entry, evicts, removes, clears,
+/// appends to the journal, writes a snapshot) first takes the *section lock*, a POSIX record lock
+/// on byte 1 of the ``ContainerFile/lock`` file taken with `F_SETLKW` and released as soon as that
+/// change is done: no lock is held while the cache is idle, so a suspended iOS app holds none (iOS
+/// terminates a suspended app that holds a file lock in a shared container, exception `0xdead10cc`).
+/// Threads of one process serialize on an in-process lock first: record locks do not exclude the
+/// threads of the process that holds them.
 ///
-/// The lock is a POSIX record lock (`fcntl(F_SETLK)`), not `flock`: a `flock` lock belongs to the open
-/// file, so a child process that the app forks shares it until the child calls `exec` (or for good
-/// if it never does), and the app could not open its own container again meanwhile; a record lock
-/// belongs to the process and is not inherited. Closing any descriptor of the file releases a record
-/// lock, so a process opens the lock file once per folder (identified by device and inode, whatever
-/// path names it) and counts its users: the stores of one process share the hold.
+/// A cache built with `exclusiveProcess(true)` also takes, for its whole life, an exclusive lock on
+/// byte 0 without waiting: a process that already holds it, or opens the container later (whether
+/// it asks for exclusivity or not), fails with ``CacheError/Code/containerInUse``. A process that
+/// did not ask for it holds nothing while idle, so an exclusive opener cannot see it: exclusivity
+/// only holds when every process on the container asks for it.
+///
+/// The locks are POSIX record locks (`fcntl`), not `flock`: a `flock` lock belongs to the open file,
+/// so a child process that the app forks shares it until the child calls `exec`; a record lock
+/// belongs to the process and is not inherited. Closing any descriptor of the file releases a
+/// process's record locks, so a process opens the lock file once per folder (identified by device
+/// and inode, whatever path names it) and counts its users: the stores of one process share it.
 enum ContainerLock {
     /// A folder, by device and inode.
     struct Hold: Hashable, Sendable {
@@ -45,19 +52,36 @@ enum ContainerLock {
         }
     }
 
+    /// The byte of the lock file an exclusive process locks for its whole life.
+    private static let lifetimeByte: off_t = 0
+    /// The byte of the lock file whoever changes the container's files locks, briefly.
+    private static let sectionByte: off_t = 1
+
+    /// This process's opening of one container's lock file.
     private struct Holder {
-        var descriptor: Int32
+        /// The lock file, or `nil` when it cannot be opened (a read-only folder without one).
+        var descriptor: Int32?
         var users: Int
+        /// How many of the users asked for the lifetime lock; it is held while this is above 0.
+        var exclusiveUsers: Int
+        /// Serializes this process's sections on the container.
+        let section: Lock
     }
 
     private static let holders = Locked<[Hold: Holder]>([:])
 
-    /// Takes the lock of the folder open as `folder`, or joins this process's hold on it.
+    /// Joins this process's hold on the folder open as `folder`, opening its lock file if needed.
     ///
-    /// - Returns: The hold to release, or `nil` when the folder cannot be locked (a read-only folder
-    ///   that has no lock file yet, a file system without locks); a warning then goes to `log`.
-    /// - Throws: ``CacheError`` with code `containerInUse` when another process holds the lock.
-    static func acquire(folder: Int32, path: String, log: inout DeferredLog) throws -> Hold? {
+    /// - Parameters:
+    ///   - folder: The folder's open descriptor.
+    ///   - path: The folder's path, for messages.
+    ///   - exclusive: Whether to take (or share) the lifetime lock that keeps other processes out.
+    ///   - log: Receives a warning when the lock file cannot be opened or locked.
+    /// - Returns: The hold to release; `nil` when the folder cannot be identified (a warning then
+    ///   goes to `log`).
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process holds the lifetime
+    ///   lock, or when `exclusive` and another process holds the lifetime lock.
+    static func acquire(folder: Int32, path: String, exclusive: Bool, log: inout DeferredLog) throws -> Hold? {
         var status = stat()
         guard fstat(folder, &status) == 0 else {
             log.add(.warning, "Cannot lock the container \(path): fstat failed (errno \(errno)).")
@@ -67,69 +91,205 @@ enum ContainerLock {
         var warning: String?
         defer { if let warning { log.add(.warning, warning) } }
         return try holders.withLock { holders in
-            if holders[hold] != nil {
-                holders[hold]?.users += 1
-                return hold
+            var holder: Holder
+            if let existing = holders[hold] {
+                holder = existing
+            } else {
+                var file = openat(folder, ContainerFile.lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                if file < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) {
+                    // A read-only container: an existing lock file can still be probed.
+                    file = openat(folder, ContainerFile.lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                }
+                if file < 0 {
+                    warning =
+                        "Cannot open the lock file of the container \(path) "
+                        + "(\(String(cString: strerror(errno)))); it is used without a lock, so another process "
+                        + "changing it at the same time could undo this one's changes."
+                }
+                holder = Holder(descriptor: file >= 0 ? file : nil, users: 0, exclusiveUsers: 0, section: Lock())
             }
-            var file = openat(folder, ContainerFile.lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            var isWritable = true
-            if file < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) {
-                // A read-only container: an existing lock file can still take a shared lock, which
-                // keeps out a process that would write.
-                file = openat(folder, ContainerFile.lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-                isWritable = false
-            }
-            guard file >= 0 else {
-                warning =
-                    "Cannot open the lock file of the container \(path) "
-                    + "(\(String(cString: strerror(errno)))); it is used without a lock, so another process "
-                    + "opening it at the same time could undo this one's changes."
-                return nil
-            }
-            while !lockWholeFile(file, exclusive: isWritable) {
-                let number = errno
-                if number == EINTR { continue }
-                close(file)
-                if number == EAGAIN || number == EACCES {
+            if let file = holder.descriptor {
+                if exclusive && holder.exclusiveUsers == 0 {
+                    if let number = lock(file, byte: lifetimeByte, type: F_WRLCK) {
+                        if holder.users == 0 { close(file) }
+                        if number == EAGAIN || number == EACCES { throw CacheError.containerInUse(path: path) }
+                        if number == EBADF {
+                            warning = "Cannot lock the read-only container \(path) for this process alone."
+                        } else {
+                            warning = "Cannot lock the container \(path) (\(String(cString: strerror(number))))."
+                        }
+                    }
+                } else if !exclusive && holder.exclusiveUsers == 0 && isLockedByAnotherProcess(file) {
+                    if holder.users == 0 { close(file) }
                     throw CacheError.containerInUse(path: path)
                 }
-                warning =
-                    "Cannot lock the container \(path) (\(String(cString: strerror(number)))); it is used "
-                    + "without a lock, so another process opening it at the same time could undo this one's changes."
-                return nil
             }
-            holders[hold] = Holder(descriptor: file, users: 1)
+            holder.users += 1
+            if exclusive { holder.exclusiveUsers += 1 }
+            holders[hold] = holder
             return hold
         }
     }
 
-    /// Takes a POSIX record lock on the whole file without waiting; `false` with `errno` set when
-    /// another process holds a conflicting one.
-    private static func lockWholeFile(_ file: Int32, exclusive: Bool) -> Bool {
+    /// Takes or releases (`F_UNLCK`) a record lock on one byte without waiting; returns `errno` on
+    /// failure.
+    private static func lock(_ file: Int32, byte: off_t, type: Int32, waits: Bool = false) -> Int32? {
         var request = flock()
-        request.l_type = Int16(exclusive ? F_WRLCK : F_RDLCK)
+        request.l_type = Int16(type)
         request.l_whence = Int16(SEEK_SET)
-        request.l_start = 0
-        request.l_len = 0
-        return fcntl(file, F_SETLK, &request) == 0
+        request.l_start = byte
+        request.l_len = 1
+        while fcntl(file, waits ? F_SETLKW : F_SETLK, &request) != 0 {
+            if errno != EINTR { return errno }
+        }
+        return nil
     }
 
-    /// Lets go of a hold; the lock is released when the last store of the process lets go.
-    static func release(_ hold: Hold) {
+    /// Whether another process holds the lifetime lock of the file.
+    private static func isLockedByAnotherProcess(_ file: Int32) -> Bool {
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = lifetimeByte
+        request.l_len = 1
+        guard fcntl(file, F_GETLK, &request) == 0 else { return false }
+        return request.l_type != Int16(F_UNLCK)
+    }
+
+    /// Lets go of a hold; the lock file is closed when the last store of the process lets go.
+    static func release(_ hold: Hold, exclusive: Bool) {
         holders.withLock { holders in
             guard var holder = holders[hold] else { return }
             holder.users -= 1
+            if exclusive { holder.exclusiveUsers -= 1 }
             if holder.users > 0 {
+                if holder.exclusiveUsers == 0, exclusive, let file = holder.descriptor {
+                    _ = lock(file, byte: lifetimeByte, type: F_UNLCK)
+                }
                 holders[hold] = holder
             } else {
                 holders[hold] = nil
-                close(holder.descriptor)
+                if let file = holder.descriptor { close(file) }
             }
         }
     }
 
-    /// Whether this process holds the lock of the folder at `path`.
+    /// Runs `body` holding the container's section lock: no other thread of this process and no
+    /// other process changes the container's files meanwhile.
+    ///
+    /// `body` is told whether it may change the container's files. Without a hold, on a file system
+    /// without record locks, or for a read-only lock file, it runs under the in-process lock only
+    /// and may (a read-only container changes nothing anyway). It may not when another process holds
+    /// a lock over the whole file, as releases before sections did for a cache's whole life: waiting
+    /// would hang until that process closes its cache, so the section is refused instead (the race
+    /// of such a process locking between the check and the wait remains), and when the lock fails
+    /// for another reason. The caller holds no state lock; `body` must not call user code.
+    static func withSection<Result>(_ hold: Hold?, _ body: (SectionAccess) throws -> Result) rethrows -> Result {
+        guard let hold, let (section, file) = holders.withLock({ $0[hold].map { ($0.section, $0.descriptor) } })
+        else { return try body(.granted) }
+        return try section.withLock {
+            guard let file else { return try body(.granted) }
+            if let holder = wholeFileHolder(file) {
+                return try body(
+                    .refused("process \(holder) holds the whole container, as releases before shared containers did")
+                )
+            }
+            let failure = lock(file, byte: sectionByte, type: F_WRLCK, waits: true)
+            switch failure {
+            case nil:
+                mark(file, writer: getpid())
+                defer {
+                    mark(file, writer: 0)
+                    _ = lock(file, byte: sectionByte, type: F_UNLCK)
+                }
+                return try body(.granted)
+            case EBADF?, ENOLCK?, EINVAL?, EOPNOTSUPP?:
+                // A read-only lock file, or a file system without record locks.
+                return try body(.granted)
+            case let number?:
+                return try body(.refused("its lock cannot be taken (\(String(cString: strerror(number))))"))
+            }
+        }
+    }
+
+    /// Whether a section may change the container's files, and why not.
+    enum SectionAccess {
+        case granted
+        case refused(String)
+    }
+
+    /// The process that holds a record lock over more than the section byte of the lock file (an
+    /// earlier release's lifetime lock), if any.
+    private static func wholeFileHolder(_ file: Int32) -> Int32? {
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = sectionByte
+        request.l_len = 1
+        guard fcntl(file, F_GETLK, &request) == 0, request.l_type != Int16(F_UNLCK) else { return nil }
+        return request.l_start == sectionByte && request.l_len == 1 ? nil : request.l_pid
+    }
+
+    /// Records in the lock file's first 4 bytes which process is in a section (0 when none), so
+    /// that an opener can tell a section was cut short by a kill.
+    private static func mark(_ file: Int32, writer: Int32) {
+        var value = writer.littleEndian
+        _ = withUnsafeBytes(of: &value) { pwrite(file, $0.baseAddress, 4, 0) }
+    }
+
+    /// The process the lock file says is in a section, or `nil` when none is (or it cannot be read).
+    ///
+    /// Read without the section lock: a live process may be in a section now. A process that died
+    /// in one stays named until the next section, so its temporary files are worth looking for.
+    static func writerInSection(_ hold: Hold?) -> Int32? {
+        guard let hold, let file = holders.withLock({ $0[hold]?.descriptor }) else { return nil }
+        var value: Int32 = 0
+        let count = withUnsafeMutableBytes(of: &value) { pread(file, $0.baseAddress, 4, 0) }
+        let writer = Int32(littleEndian: value)
+        return count == 4 && writer != 0 ? writer : nil
+    }
+
+    /// The offset in the lock file of the index file's recorded end: device u64 | inode u64 |
+    /// length u64 | check u64 (the three xor'ed with a constant), little-endian.
+    private static let indexEndOffset: off_t = 8
+    private static let indexEndCheck: UInt64 = 0x486F_6172_6445_6E64
+
+    /// Records, inside a section, how long the index file `identity` is once this section's
+    /// records are in it, so that a reader can tell a file cut short (whose last whole records
+    /// look like an end) from one that ends where its last writer left it.
+    static func recordIndexEnd(_ hold: Hold?, identity: FileIdentity, length: Int) {
+        guard let hold, let file = holders.withLock({ $0[hold]?.descriptor }) else { return }
+        let numbers = [identity.device, identity.inode, UInt64(truncatingIfNeeded: length)]
+        var bytes: [UInt8] = []
+        for number in numbers + [numbers.reduce(indexEndCheck, ^)] { bytes.appendLittleEndian(number) }
+        _ = bytes.withUnsafeBytes { pwrite(file, $0.baseAddress, $0.count, indexEndOffset) }
+    }
+
+    /// The index file's end as last recorded by ``recordIndexEnd(_:identity:length:)``, if any.
+    static func recordedIndexEnd(_ hold: Hold?) -> (identity: FileIdentity, length: Int)? {
+        guard let hold, let file = holders.withLock({ $0[hold]?.descriptor }) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { pread(file, $0.baseAddress, 32, indexEndOffset) }
+        guard count == 32 else { return nil }
+        let numbers = bytes.withUnsafeBytes { buffer in
+            (0..<4).map { buffer.loadLittleEndian(at: $0 * 8) as UInt64 }
+        }
+        guard numbers[0...2].reduce(indexEndCheck, ^) == numbers[3], let length = Int(exactly: numbers[2]) else {
+            return nil
+        }
+        return (FileIdentity(device: numbers[0], inode: numbers[1]), length)
+    }
+
+    /// Whether this process holds the lifetime lock of the folder at `path`.
     static func isHeld(at path: String) -> Bool {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return false }
+        let hold = Hold(device: status.st_dev, inode: status.st_ino)
+        return holders.withLock { ($0[hold]?.exclusiveUsers ?? 0) > 0 }
+    }
+
+    /// Whether this process has the folder at `path` open, exclusively or not.
+    static func isOpen(at path: String) -> Bool {
         var status = stat()
         guard stat(path, &status) == 0 else { return false }
         let hold = Hold(device: status.st_dev, inode: status.st_ino)

@@ -16,10 +16,11 @@ import Musl
 /// with `O_EXCL` and are renamed into place without `fsync`: a crash can lose the last writes, never
 /// tear one (readers see the old file or the new one, and a torn file fails its checksum).
 ///
-/// Opening a folder takes its container lock (see ``ContainerLock``), so that two processes never
-/// write one container at once. When the folder is deleted while it is open, the next write creates
-/// it again at the same path, if its parent folder still exists, and takes the lock there: deleting
-/// a cache's folder clears it, it does not break it for the rest of the process.
+/// Opening a folder joins its container lock (see ``ContainerLock``): changes to its files run in
+/// ``withSection(_:)``, so that two processes never change one container at once. When the folder
+/// is deleted while it is open, the next write creates it again at the same path, if its parent
+/// folder still exists, and joins the lock there: deleting a cache's folder clears it, it does not
+/// break it for the rest of the process.
 final class Directory: Sendable {
     /// The folder's path, for messages.
     let path: String
@@ -28,6 +29,8 @@ final class Directory: Sendable {
     /// Each call keeps the opening it started with alive until it returns, so a descriptor is never
     /// closed (and its number reused) while another thread still uses it.
     private let current: Locked<OpenFolder>
+    /// Whether this process keeps other processes out of the folder while it is open.
+    let isExclusive: Bool
 
     /// Creates a folder (mode 0700) and its parents if needed; returns its real path.
     ///
@@ -45,18 +48,46 @@ final class Directory: Sendable {
         return String(cString: resolved)
     }
 
-    /// Opens a folder, creating it (mode 0700) and its parents if needed, and takes its container lock.
+    /// Opens a folder, creating it (mode 0700) and its parents if needed, and joins its container lock.
     ///
     /// - Parameters:
     ///   - url: The folder.
+    ///   - exclusive: Whether this process keeps every other process out while the folder is open.
     ///   - log: Receives a warning when the container cannot be locked (a read-only folder without a
     ///     lock file, a file system without locks); the folder is opened all the same.
-    /// - Throws: ``CacheError`` with code `containerInUse` when another process holds the container,
-    ///   or with code `io` when the folder cannot be created or opened.
-    init(creatingAt url: URL, log: inout DeferredLog) throws {
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process holds the container
+    ///   exclusively (or, with `exclusive`, holds it at all), or with code `io` when the folder cannot
+    ///   be created or opened.
+    init(creatingAt url: URL, exclusive: Bool = false, log: inout DeferredLog) throws {
         path = url.path
+        isExclusive = exclusive
         try Self.createFolder(at: url)
-        current = Locked(try OpenFolder(path: path, log: &log))
+        current = Locked(try OpenFolder(path: path, exclusive: exclusive, log: &log))
+    }
+
+    /// Records how long the index file is after a section's appends (see
+    /// ``ContainerLock/recordIndexEnd(_:identity:length:)``); called inside a section.
+    func recordIndexEnd(identity: FileIdentity, length: Int) {
+        let folder = self.folder
+        withExtendedLifetime(folder) { ContainerLock.recordIndexEnd(folder.lock, identity: identity, length: length) }
+    }
+
+    /// The index file's end as last recorded, if any; read inside a section.
+    var recordedIndexEnd: (identity: FileIdentity, length: Int)? {
+        let folder = self.folder
+        return withExtendedLifetime(folder) { ContainerLock.recordedIndexEnd(folder.lock) }
+    }
+
+    /// The process the container's lock file names as in a section, if any (see ``ContainerLock``).
+    var writerInSection: Int32? { ContainerLock.writerInSection(folder.lock) }
+
+    /// Runs `body` holding the container's section lock (see ``ContainerLock``): no other process,
+    /// and no other thread of this one, changes the container's files meanwhile.
+    ///
+    /// `body` learns whether it may change them (see ``ContainerLock/withSection(_:_:)``).
+    func withSection<Result>(_ body: (ContainerLock.SectionAccess) throws -> Result) rethrows -> Result {
+        let folder = self.folder
+        return try withExtendedLifetime(folder) { try ContainerLock.withSection(folder.lock, body) }
     }
 
     private static func createFolder(at url: URL) throws {
@@ -76,11 +107,11 @@ final class Directory: Sendable {
     }
 
     /// The folder's current descriptor, kept open until the returned opening is released.
-    private var folder: OpenFolder { current.withLock { $0 } }
+    var folder: OpenFolder { current.withLock { $0 } }
 
     /// Opens the folder again at ``path`` if `stale` is the current opening and its folder was
     /// deleted; returns the opening to retry with, or `nil` when the folder was not deleted.
-    private func reopenIfDeleted(_ stale: OpenFolder) throws(POSIXFileError) -> OpenFolder? {
+    func reopenIfDeleted(_ stale: OpenFolder) throws(POSIXFileError) -> OpenFolder? {
         guard isDeleted(stale) else { return nil }
         let result = current.withLock { current -> Result<OpenFolder, POSIXFileError> in
             // Another call may have opened it again already.
@@ -92,7 +123,7 @@ final class Directory: Sendable {
             }
             do {
                 var ignored = DeferredLog()
-                current = try OpenFolder(path: path, log: &ignored)
+                current = try OpenFolder(path: path, exclusive: isExclusive, log: &ignored)
                 return .success(current)
             } catch let error as CacheError {
                 let number = error.code == .containerInUse ? EAGAIN : EACCES
@@ -122,14 +153,19 @@ final class Directory: Sendable {
             != ContainerLock.Hold(device: named.st_dev, inode: named.st_ino)
     }
 
-    private func error(_ operation: String, _ name: String, _ number: Int32 = errno) -> POSIXFileError {
+    func error(_ operation: String, _ name: String, _ number: Int32 = errno) -> POSIXFileError {
         POSIXFileError(operation: operation, path: path + "/" + name, errorNumber: number)
     }
 
     /// Reads a whole regular file; `nil` when it does not exist.
     ///
     /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
-    func read(_ name: String) throws(POSIXFileError) -> [UInt8]? {
+    func read(_ name: String) throws(POSIXFileError) -> [UInt8]? { try readWithTime(name)?.bytes }
+
+    /// Reads a whole regular file, with its modification time; `nil` when it does not exist.
+    ///
+    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
+    func readWithTime(_ name: String) throws(POSIXFileError) -> (bytes: [UInt8], modified: Double)? {
         let folder = self.folder
         let file = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else {
@@ -145,7 +181,7 @@ final class Directory: Sendable {
         // An empty file is the empty array: `Array(unsafeUninitializedCapacity: 0)` stores its count
         // into the shared empty-array singleton, a race ThreadSanitizer reports when two threads read
         // empty files at once.
-        if size == 0 { return [] }
+        if size == 0 { return ([], Platform.modificationTime(of: status)) }
         var failure: Int32 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             var done = 0
@@ -163,7 +199,7 @@ final class Directory: Sendable {
             initialized = done
         }
         if failure != 0 { throw error("read", name, failure) }
-        return bytes
+        return (bytes, Platform.modificationTime(of: status))
     }
 
     /// Writes `bytes` to `name` through the temporary file `temporaryName`, then renames it into place.
@@ -263,14 +299,25 @@ final class Directory: Sendable {
         return names
     }
 
+    /// The names in the folder, `.` and `..` left out.
+    ///
+    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    /// - Complexity: One `readdir` pass; no `stat`.
+    func names() throws(POSIXFileError) -> [String] {
+        let folder = self.folder
+        return try withExtendedLifetime(folder) { () throws(POSIXFileError) in
+            try names(in: folder.descriptor, path: ".")
+        }
+    }
+
     /// The names in the folder with their modification times and sizes (of the name itself, a link
     /// not followed), `.` and `..` left out.
     ///
     /// - Throws: ``POSIXFileError`` when the folder cannot be read.
-    /// - Complexity: One `readdir` pass and one `fstatat` per name.
+    /// - Complexity: One `readdir` pass and one `fstatat` per name, on every core.
     func list() throws(POSIXFileError) -> [(name: String, modified: Double, size: Int)] {
         let folder = self.folder
-        return try names(in: folder.descriptor, path: ".").map { name in
+        return try names(in: folder.descriptor, path: ".").concurrentMap { name in
             var status = stat()
             guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return (name, 0, 0) }
             return (name, Platform.modificationTime(of: status), Int(clamping: status.st_size))
@@ -281,14 +328,15 @@ final class Directory: Sendable {
 /// One opening of a container folder: its descriptor and this process's hold on its lock.
 ///
 /// Closing the descriptor and releasing the hold happen when the last user lets go of the opening.
-private final class OpenFolder: Sendable {
+final class OpenFolder: Sendable {
     let descriptor: Int32
-    private let lock: ContainerLock.Hold?
+    let lock: ContainerLock.Hold?
+    private let isExclusive: Bool
 
-    /// Opens the folder at `path` and takes its container lock.
+    /// Opens the folder at `path` and joins its container lock.
     ///
     /// - Throws: ``CacheError`` with code `containerInUse` or `io`.
-    init(path: String, log: inout DeferredLog) throws {
+    init(path: String, exclusive: Bool, log: inout DeferredLog) throws {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw CacheError.io(
@@ -297,16 +345,17 @@ private final class OpenFolder: Sendable {
             )
         }
         do {
-            lock = try ContainerLock.acquire(folder: descriptor, path: path, log: &log)
+            lock = try ContainerLock.acquire(folder: descriptor, path: path, exclusive: exclusive, log: &log)
         } catch {
             close(descriptor)
             throw error
         }
         self.descriptor = descriptor
+        isExclusive = exclusive
     }
 
     deinit {
-        if let lock { ContainerLock.release(lock) }
+        if let lock { ContainerLock.release(lock, exclusive: isExclusive) }
         close(descriptor)
     }
 }

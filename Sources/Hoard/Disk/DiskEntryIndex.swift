@@ -4,8 +4,14 @@
 /// holds. Not thread-safe: the store holds its state lock around every call.
 struct DiskEntryIndex {
     private var order: EvictionIndex<SHA256Digest, DiskEntryInfo>
-    /// The sum of the entries' file sizes, in bytes.
-    private(set) var byteCount = 0
+    /// The sum of the entries' file sizes, in bytes, in 64 bits with wrapping arithmetic.
+    ///
+    /// An index file is not trusted to be sane, and sizes read from a forged one must not trap (nor
+    /// overflow a 32-bit `Int`). The sum is exact whenever the real one fits in 63 bits.
+    private var bytes: Int64 = 0
+
+    /// The sum of the entries' file sizes, in bytes (clamped to `Int`'s range).
+    var byteCount: Int { Int(clamping: bytes) }
 
     init(policy: EvictionPolicy, capacity: Int) {
         order = EvictionIndex(policy: policy, capacity: capacity)
@@ -30,30 +36,33 @@ struct DiskEntryIndex {
 
     /// Stores the entry for `key`, counting an access.
     mutating func upsert(_ info: DiskEntryInfo, forKey key: SHA256Digest) {
-        if let old = order.upsert(info, forKey: key) { byteCount -= old.size }
-        byteCount += info.size
+        if let old = order.upsert(info, forKey: key) { subtract(old.size) }
+        add(info.size)
     }
 
     /// Adds an entry with a restored access count (see `EvictionIndex.append(_:forKey:count:)`).
     mutating func append(_ info: DiskEntryInfo, forKey key: SHA256Digest, count: UInt32) {
-        if let old = order.peek(key) { byteCount -= old.size }
+        if let old = order.peek(key) { subtract(old.size) }
         order.append(info, forKey: key, count: count)
-        byteCount += info.size
+        add(info.size)
     }
 
     /// Removes the entry for `key`; returns it.
     @discardableResult
     mutating func removeValue(forKey key: SHA256Digest) -> DiskEntryInfo? {
         guard let old = order.removeValue(forKey: key) else { return nil }
-        byteCount -= old.size
+        subtract(old.size)
         return old
     }
 
     /// Removes every entry.
     mutating func removeAll() {
         order.removeAll()
-        byteCount = 0
+        bytes = 0
     }
+
+    private mutating func add(_ size: Int) { bytes &+= Int64(truncatingIfNeeded: size) }
+    private mutating func subtract(_ size: Int) { bytes &-= Int64(truncatingIfNeeded: size) }
 
     /// Checks the eviction order's links and counts (see `EvictionIndex.checkInvariants()`).
     func checkInvariants() { order.checkInvariants() }
@@ -75,7 +84,11 @@ struct DiskEntryIndex {
         /// The limit that does not hold yet, or `nil` when both hold.
         func exceededLimit(_ index: DiskEntryIndex) -> EvictionReason? {
             if index.count + extraCount > capacity { return .capacity }
-            if let byteLimit, index.byteCount + extraBytes > byteLimit { return .cost }
+            if let byteLimit,
+                index.bytes &+ Int64(truncatingIfNeeded: extraBytes) > Int64(truncatingIfNeeded: byteLimit)
+            {
+                return .cost
+            }
             return nil
         }
         var victims: [Victim] = []
@@ -90,7 +103,7 @@ struct DiskEntryIndex {
                 break
             }
             _ = order.popVictim()
-            byteCount -= victim.payload.size
+            subtract(victim.payload.size)
             victims.append((victim.key, victim.payload, reason))
         }
         return victims

@@ -10,23 +10,34 @@ struct DiskEntryInfo: Sendable {
     var expiresAt: Expiry = .never
 }
 
-/// The saved eviction order of a disk store: the file `.hoard-index` in the container.
+/// The snapshot at the head of the container's index file, `.hoard-index`: the eviction order at
+/// one moment, followed in the same file by the journal of every change since (see ``DiskJournal``).
 ///
 /// ```
-/// magic "HRDI" | version u16 (2) | reserved u16 | entry count u32
+/// magic "HRDI" | version u16 (3) | reserved u16 | entry count u32
 /// per entry, next victim first: digest (32 bytes) | access count u32 | file size u64 |
 ///     expiry date f64 (seconds since 1970, +infinity for never) | key length u32 | key
 /// CRC-32 of everything before it (u32)
+/// journal records, each with its own CRC-32, up to the end of the file
 /// ```
-/// All numbers are little-endian. The index is a hint: entry files are the truth. It is written
-/// (to a temporary file, then renamed) by `flush()`, by the writer once 1 000 changes (or, when the
-/// store holds more entries, as many changes as entries) have accumulated, and when the store closes; an index that is missing, damaged, or names files that are gone is repaired from the
-/// entry files when the container is opened.
+/// All numbers are little-endian. The snapshot and the journal together are the record of what the
+/// container holds: a store that finds both intact opens from them without listing the folder. A
+/// snapshot of another version, a damaged one, or a journal damaged before its last record is not
+/// trusted: the store rebuilds the order from the entry files (a version 2 index, written by earlier
+/// releases, only orders that rebuild). A snapshot is written (to a temporary file, then renamed over
+/// the old index, which starts an empty journal) by `flush()`, by the writer once the journal or the
+/// changes not in a snapshot reach 1 000 (or, when the store holds more entries, as many as it
+/// holds), and when the store closes.
 enum DiskIndexFile {
     static let magic: [UInt8] = Array("HRDI".utf8)
-    static let version: UInt16 = 2
+    /// The version this release writes.
+    static let version: UInt16 = 3
+    /// The version of earlier releases: an index with no journal, read only as a hint.
+    static let legacyVersion: UInt16 = 2
     /// The bytes of one record before its key.
     static let recordHeaderSize = 56
+    /// The bytes before the first record.
+    static let headerSize = 12
 
     /// One saved entry.
     struct Record {
@@ -35,10 +46,10 @@ enum DiskIndexFile {
         var info: DiskEntryInfo
     }
 
-    /// Encodes records, next victim first.
-    static func encode(_ records: [Record]) -> [UInt8] {
+    /// Encodes a snapshot (with an empty journal), records next victim first.
+    static func encode(_ records: [Record], version: UInt16 = Self.version) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(16 + records.count * 64)
+        bytes.reserveCapacity(headerSize + 4 + records.count * 64)
         bytes.append(contentsOf: magic)
         bytes.appendLittleEndian(version)
         bytes.appendLittleEndian(UInt16(0))
@@ -57,36 +68,49 @@ enum DiskIndexFile {
         return bytes
     }
 
-    /// Decodes an index; `nil` when it is damaged in any way.
+    /// Decodes a file that holds a snapshot and nothing after it; `nil` when it is damaged in any way.
     static func decode(_ bytes: UnsafeRawBufferPointer) -> [Record]? {
-        guard bytes.count >= 16, bytes.starts(with: magic) else { return nil }
+        guard let snapshot = decodeSnapshot(bytes), snapshot.end == bytes.count else { return nil }
+        return snapshot.records
+    }
+
+    /// Decodes the snapshot at the head of an index file of `version`.
+    ///
+    /// - Returns: The records, and the offset where the journal starts; `nil` when the snapshot is
+    ///   damaged, or of another version.
+    static func decodeSnapshot(
+        _ bytes: UnsafeRawBufferPointer,
+        version: UInt16 = Self.version
+    ) -> (records: [Record], end: Int)? {
+        guard bytes.count >= headerSize + 4, bytes.starts(with: magic) else { return nil }
         guard bytes.loadLittleEndian(at: 4) as UInt16 == version else { return nil }
-        let body = UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count - 4])
-        guard CRC32.checksum(body) == bytes.loadLittleEndian(at: bytes.count - 4) as UInt32 else { return nil }
         // Checked: on a 32-bit platform a forged count or length must be damage, not a trap.
         guard let count = Int(exactly: bytes.loadLittleEndian(at: 8) as UInt32) else { return nil }
         var records: [Record] = []
-        records.reserveCapacity(min(count, body.count / recordHeaderSize))
-        var offset = 12
+        records.reserveCapacity(min(count, bytes.count / recordHeaderSize))
+        var offset = headerSize
+        let limit = bytes.count - 4
         for _ in 0..<count {
-            guard offset + recordHeaderSize <= body.count,
-                let digest = SHA256Digest(rawBytes: body[offset..<offset + 32])
+            guard offset <= limit - recordHeaderSize,
+                let digest = SHA256Digest(rawBytes: bytes[offset..<offset + 32])
             else { return nil }
-            let accesses: UInt32 = body.loadLittleEndian(at: offset + 32)
-            let size: UInt64 = body.loadLittleEndian(at: offset + 36)
-            let deadline = Double(bitPattern: body.loadLittleEndian(at: offset + 44))
+            let accesses: UInt32 = bytes.loadLittleEndian(at: offset + 32)
+            let size: UInt64 = bytes.loadLittleEndian(at: offset + 36)
+            let deadline = Double(bitPattern: bytes.loadLittleEndian(at: offset + 44))
             offset += recordHeaderSize
-            guard let keyLength = Int(exactly: body.loadLittleEndian(at: offset - 4) as UInt32),
-                keyLength <= body.count - offset, let fileSize = Int(exactly: size), !deadline.isNaN
+            guard let keyLength = Int(exactly: bytes.loadLittleEndian(at: offset - 4) as UInt32),
+                keyLength <= limit - offset, let fileSize = Int(exactly: size), !deadline.isNaN
             else { return nil }
-            let keyBytes = body[offset..<offset + keyLength]
+            let keyBytes = bytes[offset..<offset + keyLength]
             let key = String(decoding: keyBytes, as: UTF8.self)
             guard key.utf8.elementsEqual(keyBytes) else { return nil }
             offset += keyLength
             let info = DiskEntryInfo(key: key, size: fileSize, expiresAt: .at(deadline))
             records.append(Record(digest: digest, count: accesses, info: info))
         }
-        guard offset == body.count else { return nil }
-        return records
+        guard offset <= limit else { return nil }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[0..<offset])
+        guard CRC32.checksum(body) == bytes.loadLittleEndian(at: offset) as UInt32 else { return nil }
+        return (records, offset + 4)
     }
 }

@@ -1,60 +1,112 @@
+import Foundation
+
 extension DiskStore {
-    /// Saves the eviction order to the index file.
+    /// Catches up with what other processes journaled and writes the eviction order as a new
+    /// snapshot when `always` or when it changed since the last one.
     ///
-    /// The order is copied holding the state lock, encoded holding no lock, and written holding
-    /// `ioLock`, unless a later copy was written meanwhile. Call it holding neither lock.
-    /// - Complexity: O(n).
-    func saveIndex(log: inout DeferredLog) {
-        let snapshot = withState { $0.takeIndexSnapshot() }
-        let bytes = DiskIndexFile.encode(snapshot.records)
-        withIOLock {
-            guard withState({ $0.claimIndexWrite(snapshot.number) }) else { return }
-            do {
-                try directory.writeAtomically(bytes, to: ContainerFile.index, through: nextTemporaryName())
-            } catch {
-                log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
+    /// Call it holding neither lock.
+    /// - Complexity: O(n) when it writes a snapshot.
+    func saveIndex(always: Bool = false, log: inout DeferredLog, news: inout PeerNews) {
+        withContainer(log: &log, news: &news) { log, isCurrent in
+            // A view that missed other processes' records must not replace theirs.
+            guard isCurrent else { return }
+            if always || withState({ $0.snapshotIsStale }) { compact(log: &log) }
+        }
+    }
+
+    /// Loads the index while opening, before the store is shared: from the snapshot and journal when
+    /// they are intact, otherwise from the entry files; sweeps abandoned temporary files and applies
+    /// the count and byte limits.
+    ///
+    /// - Throws: ``CacheError`` with code `io` when there is no intact index and the container cannot
+    ///   be listed.
+    /// - Complexity: O(n) in the snapshot and journal, plus one listing that copies only temporary
+    ///   files' names; with no intact index, one listing and one read per entry file.
+    func openIndex(log: inout DeferredLog) throws {
+        var news = PeerNews()
+        try withContainer(log: &log, news: &news) { log, isCurrent in
+            guard isCurrent else {
+                throw CacheError.io(
+                    "Cannot list the container \(directory.path).",
+                    underlying: POSIXFileError(operation: "opendir", path: directory.path, errorNumber: EACCES)
+                )
+            }
+            sweepTemporaryFiles(log: &log)
+            var victims: [DiskEntryIndex.Victim] = []
+            withState { state in
+                if let byteLimit = options.byteLimit {
+                    // An entry larger than the whole limit goes alone, not with every entry before it.
+                    for entry in state.index.entriesInEvictionOrder where entry.payload.size > byteLimit {
+                        state.index.removeValue(forKey: entry.key)
+                        victims.append((entry.key, entry.payload, .cost))
+                    }
+                }
+                victims += state.index.makeRoom(
+                    forCount: 0,
+                    bytes: 0,
+                    capacity: options.capacity,
+                    byteLimit: options.byteLimit
+                )
+            }
+            // Journaled first, like every change: a kill in between leaves an uncommitted section,
+            // which the next reader checks against the files.
+            journal(victims.map { .remove(digest: $0.key) }, log: &log)
+            for victim in victims {
+                log.add(
+                    .debug,
+                    "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits."
+                )
+                removeFile(victim.key.hex, log: &log)
             }
         }
     }
 
-    /// Lists the container, sweeps temporary files, and rebuilds the eviction order from the saved
-    /// index and the entry files; called while opening, before the store is shared.
-    ///
-    /// - Returns: The eviction order, and the changes it holds that the saved index lacks.
-    /// - Complexity: O(n), one listing, and one read per entry file the saved index does not name.
-    func loadIndex(log: inout DeferredLog) throws -> (index: DiskEntryIndex, changesSinceSave: Int) {
-        let listing: [(name: String, modified: Double, size: Int)]
+    /// Removes the temporary files whose writers are gone (see ``TemporaryFile``); called inside a section.
+    func sweepTemporaryFiles(log: inout DeferredLog) {
+        let now = Date().timeIntervalSince1970
         do {
-            listing = try directory.list()
-        } catch {
-            throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
-        }
-        var unindexed: [String: Double] = [:]
-        // The sizes of the files, not those the index saved: a process killed after rewriting an
-        // entry but before saving the index leaves a stale size there.
-        var sizes: [String: Int] = [:]
-        var hasIndexFile = false
-        for (name, modified, size) in listing {
-            if name.hasPrefix(ContainerFile.temporaryPrefix) {
+            for (name, modified) in try directory.temporaryFiles()
+            where TemporaryFile.isAbandoned(name, modified: modified, now: now) {
                 removeFile(name, log: &log)
-            } else if ContainerFile.isEntryName(name) {
-                unindexed[name] = modified
-                sizes[name] = size
-            } else if name == ContainerFile.index {
-                hasIndexFile = true
             }
+        } catch {
+            log.add(.warning, "Cannot list the temporary files of \(directory.path): \(error)")
         }
+    }
 
+    /// Rebuilds the eviction order from the entry files, ordered by an index of an earlier release
+    /// when there is one; called inside a section (or while opening).
+    ///
+    /// - Returns: The order, or `nil` when the folder cannot be listed.
+    /// - Complexity: O(n), one listing, and one read per entry file the earlier index does not name
+    ///   (every file when there is none).
+    func rebuildIndex(log: inout DeferredLog) -> DiskEntryIndex? {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
-        let saved =
+        let names: [String]
+        do {
+            // Names only: each file's size and time come from its read (or, for the entries an
+            // earlier index names, one `stat`), not from a `stat` of every name first.
+            names = try directory.names()
+        } catch {
+            log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
+            return nil
+        }
+        var unindexed = Set(names.filter(ContainerFile.isEntryName))
+        let hasIndexFile = names.contains(ContainerFile.index)
+        let legacy =
             hasIndexFile
             ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
-                bytes.withUnsafeBytes { DiskIndexFile.decode($0) }
+                bytes.withUnsafeBytes { DiskIndexFile.decodeSnapshot($0, version: DiskIndexFile.legacyVersion) }
             } : nil
-        if let saved {
-            for record in saved where unindexed.removeValue(forKey: record.digest.hex) != nil {
+        if let legacy {
+            let named = legacy.records.filter { unindexed.remove($0.digest.hex) != nil }
+            // The sizes of the files, not those the old index saved: it may be stale.
+            let directory = self.directory
+            let sizes = named.map(\.digest.hex).concurrentMap { directory.size(of: $0) }
+            for (record, size) in zip(named, sizes) {
+                guard let size else { continue }
                 var info = record.info
-                info.size = sizes[record.digest.hex] ?? info.size
+                info.size = size
                 index.append(info, forKey: record.digest, count: record.count)
             }
         } else if hasIndexFile {
@@ -63,47 +115,54 @@ extension DiskStore {
             removeFile(ContainerFile.index, log: &log)
         }
         if !unindexed.isEmpty {
-            log.add(
-                .info,
-                "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index."
-            )
+            log.add(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
         }
-        let unindexedNames = unindexed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }).map(\.key)
-        for (position, name) in unindexedNames.enumerated() {
-            if position == unindexedNames.count / 2 { Self.testHooks.run(.rebuilding, at: directory.path) }
-            if let info = validEntry(named: name, log: &log) {
-                index.append(info.info, forKey: info.digest, count: 1)
+        let unindexedNames = Array(unindexed)
+        let half = unindexedNames.count / 2
+        var found: [(name: String, entry: ValidEntry?)] = []
+        found.reserveCapacity(unindexedNames.count)
+        for names in [unindexedNames[..<half], unindexedNames[half...]] {
+            if names.startIndex == half && !names.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
+            found += zip(names, validEntries(named: names, log: &log)).map { ($0, $1) }
+        }
+        // Oldest first, as they were written: the order by modification time, then by name.
+        found.sort { ($0.entry?.modified ?? 0, $0.name) < ($1.entry?.modified ?? 0, $1.name) }
+        for (name, entry) in found {
+            if let entry {
+                index.append(entry.info, forKey: entry.digest, count: 1)
             } else {
                 removeFile(name, log: &log)
             }
         }
-        var victims: [DiskEntryIndex.Victim] = []
-        if let byteLimit = options.byteLimit {
-            // An entry larger than the whole limit goes alone, not with every entry before it.
-            for entry in index.entriesInEvictionOrder where entry.payload.size > byteLimit {
-                index.removeValue(forKey: entry.key)
-                victims.append((entry.key, entry.payload, .cost))
-            }
+        return index
+    }
+
+    /// An intact entry file found while rebuilding.
+    private struct ValidEntry {
+        var digest: SHA256Digest
+        var info: DiskEntryInfo
+        var modified: Double
+    }
+
+    /// Reads files found in the container on every core, in their order (each read is a system
+    /// call or two and a checksum); see ``validEntry(named:log:)``.
+    private func validEntries(named names: ArraySlice<String>, log: inout DeferredLog) -> [ValidEntry?] {
+        let read = names.concurrentMap { name in
+            var entryLog = DeferredLog()
+            let entry = validEntry(named: name, log: &entryLog)
+            return (entry, entryLog)
         }
-        victims += index.makeRoom(
-            forCount: 0,
-            bytes: 0,
-            capacity: options.capacity,
-            byteLimit: options.byteLimit
-        )
-        for victim in victims {
-            log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits.")
-            removeFile(victim.key.hex, log: &log)
+        return read.map { entry, entryLog in
+            log.append(entryLog)
+            return entry
         }
-        return (index, saved == nil || !unindexed.isEmpty || !victims.isEmpty ? 1 : 0)
     }
 
     /// Reads a file found in the container; returns its entry if it is intact and named by its key.
-    private func validEntry(named name: String, log: inout DeferredLog) -> (digest: SHA256Digest, info: DiskEntryInfo)?
-    {
+    private func validEntry(named name: String, log: inout DeferredLog) -> ValidEntry? {
         guard let digest = SHA256Digest(hex: name) else { return nil }
         do {
-            guard let bytes = try directory.read(name) else { return nil }
+            guard let (bytes, modified) = try directory.readWithTime(name) else { return nil }
             let entry = try EntryFormat.decode(bytes)
             guard DiskKey(entry.key).digest == digest else {
                 log.add(.warning, "Removed \(directory.path)/\(name): it holds another key's entry.")
@@ -116,9 +175,10 @@ extension DiskStore {
                 )
                 return nil
             }
-            return (
-                digest,
-                DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt)
+            return ValidEntry(
+                digest: digest,
+                info: DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt),
+                modified: modified
             )
         } catch {
             log.add(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")

@@ -84,11 +84,18 @@ extension DiskStore {
             return
         }
         do {
-            try directory.writeAtomically(
-                ContainerManifest.encode(contents, version: options.schemaVersion),
-                to: ContainerFile.manifest,
-                through: nextTemporaryName()
-            )
+            // In a section, like every write: a kill in the middle is seen by the next opener.
+            try directory.withSection { access in
+                if case .refused(let reason) = access {
+                    log.add(.warning, "Cannot record what the container \(directory.path) holds: \(reason).")
+                    return
+                }
+                try directory.writeAtomically(
+                    ContainerManifest.encode(contents, version: options.schemaVersion),
+                    to: ContainerFile.manifest,
+                    through: nextTemporaryName()
+                )
+            }
         } catch {
             log.add(.warning, "Cannot record what the container \(directory.path) holds: \(error)")
         }

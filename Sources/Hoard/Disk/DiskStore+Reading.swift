@@ -12,15 +12,18 @@ extension DiskStore {
     /// Returns what the store holds for `key`; a stored entry's read counts as an access unless
     /// `countsAccess` is false.
     ///
-    /// A damaged, truncated or foreign file is removed, logged and reported as a miss.
-    /// - Complexity: O(1) and, when the key has a file, one file read.
+    /// A key the index does not hold is still looked for in its file: another process may have
+    /// written it since this store last read the journal. A damaged, truncated or foreign file is
+    /// removed, logged and reported as a miss.
+    /// - Complexity: O(1) and one attempt to open the key's file.
     func lookup(_ key: DiskKey, countsAccess: Bool = true) -> DiskLookup {
         let found = withState { state -> DiskLookup? in
-            if let pending = state.pending[key.digest] {
-                if case .write(let value) = pending.operation { return .pending(value) }
-                return .miss
+            guard let pending = state.pending[key.digest] else {
+                // A file this store failed to remove holds a value that was replaced or removed.
+                return state.unremovable.contains(key.digest) ? .miss : nil
             }
-            return state.index.contains(key.digest) ? nil : .miss
+            if case .write(let value) = pending.operation { return .pending(value) }
+            return .miss
         }
         if let found { return found }
 
@@ -29,6 +32,10 @@ extension DiskStore {
             guard countsAccess else { return .stored(entry) }
             if withState({ $0.recordAccess(key.digest) }) { startWriter() }
             return .stored(entry)
+        case .failure(.missing):
+            // Removed by another process, or never written: forget it if this store counted it.
+            if withState({ $0.index.contains(key.digest) }) { repair(key) }
+            return .miss
         case .failure:
             repair(key)
             return .miss
@@ -91,9 +98,11 @@ extension DiskStore {
             case .failure(let problem): confirmed = problem
             }
             if case .missing = confirmed {
+                // Another process removed it, and this one had not read the journal that says so.
                 log.add(
-                    .warning,
-                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished."
+                    .debug,
+                    "The entry file \(directory.path)/\(key.fileName) for key \"\(key.string.prefix(100))\" vanished "
+                        + "(another process may have removed it)."
                 )
             } else {
                 log.add(
@@ -131,38 +140,50 @@ extension DiskStore {
     func removeExpired(now: Double) -> [String] {
         var messages = DeferredLog()
         defer { messages.flush() }
-        let expired = withIOLock {
-            let expired = withState { state in
-                state.index.entriesInEvictionOrder.filter { entry in
-                    entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
+        let expired: [(key: SHA256Digest, payload: DiskEntryInfo, count: UInt32)] =
+            withContainer { log in
+                let expired = withState { state in
+                    state.index.entriesInEvictionOrder.filter { entry in
+                        entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
+                    }
                 }
-            }
-            for entry in expired {
-                removeFile(entry.key.hex, log: &messages)
-            }
-            withState { state in
-                for entry in expired { state.forgetEntry(entry.key) }
-            }
-            return expired
-        }
+                journal(expired.map { .remove(digest: $0.key) }, log: &log)
+                for entry in expired {
+                    removeFile(entry.key.hex, log: &log)
+                }
+                withState { state in
+                    for entry in expired { state.forgetEntry(entry.key) }
+                }
+                return expired
+            } ?? []
         if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
         return expired.map(\.payload.key)
     }
 
-    /// Runs `removesEntry` holding `ioLock`, unless a newer operation on `key` is pending or its entry
-    /// is gone already; forgets the entry when `removesEntry` returns true.
+    /// Runs `removesEntry` inside a section, unless a newer operation on `key` is pending or its entry
+    /// is gone already; forgets the entry, and journals its removal for other processes, when
+    /// `removesEntry` returns true.
     ///
-    /// Logs after releasing `ioLock`.
+    /// Logs after releasing the locks.
     @discardableResult
     private func settle(_ key: DiskKey, _ removesEntry: (inout DeferredLog) -> Bool) -> Bool {
-        var messages = DeferredLog()
-        defer { messages.flush() }
-        return withIOLock {
+        withContainer { log in
             // A newer operation, or a removal that already landed, explains whatever the caller saw.
             if withState({ $0.pending[key.digest] != nil || !$0.index.contains(key.digest) }) { return false }
-            guard removesEntry(&messages) else { return false }
+            // Journaled before `removesEntry` may unlink; if it keeps the file after all, the section
+            // puts the entry back (or, killed, is checked against the files by the next reader).
+            journal([.remove(digest: key.digest)], log: &log)
+            guard removesEntry(&log) else {
+                if let info = withState({ $0.index.peek(key.digest) }) {
+                    journal(
+                        [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: info.key)],
+                        log: &log
+                    )
+                }
+                return false
+            }
             withState { $0.forgetEntry(key.digest) }
             return true
-        }
+        } ?? false
     }
 }

@@ -61,6 +61,9 @@ extension DiskStore {
     }
 
     private static func check(_ store: DiskStore, opens path: String, with options: Options) throws {
+        // Exclusivity is the process's, decided by its first opening of the container.
+        var options = options
+        options.exclusiveProcess = store.options.exclusiveProcess
         guard store.options != options else { return }
         if let open = store.options.contents, let asked = options.contents, open != asked {
             throw CacheError.invalidConfiguration(

@@ -28,7 +28,8 @@ extension DiskStore {
     enum QueueItem: Sendable {
         /// Apply the latest operation pending for the key.
         case key(SHA256Digest)
-        /// Save the index if it changed, then resume the caller of `flush()`.
+        /// Catch up with other processes and write a snapshot if anything changed, then resume the
+        /// caller of `flush()`.
         case flush(CheckedContinuation<Void, Never>)
     }
 
@@ -52,17 +53,10 @@ extension DiskStore {
     enum WriterStep {
         /// Prepare the operation outside every lock, then apply it if it is still current.
         case apply(Pending)
-        /// Save the index if `savesIndex`, then resume the flush.
-        case flush(CheckedContinuation<Void, Never>, savesIndex: Bool)
+        /// Catch up with other processes, write a snapshot if anything changed, then resume the flush.
+        case flush(CheckedContinuation<Void, Never>)
         /// Nothing left: the writer stops, after saving the index if `savesIndex`.
         case idle(savesIndex: Bool)
-    }
-
-    /// The eviction order as it was at one moment, to be encoded and saved outside every lock.
-    struct IndexSnapshot {
-        /// Orders snapshots: a snapshot is only written if no later one was written before it.
-        var number: UInt64
-        var records: [DiskIndexFile.Record]
     }
 
     /// Everything a store knows in memory.
@@ -83,11 +77,21 @@ extension DiskStore {
         var generation: UInt64 = 0
         /// The generation of the latest operation a clear dropped: operations up to it are cancelled.
         var clearedThrough: UInt64 = 0
+        /// This store's changes (accesses included) not in a snapshot yet.
         var changesSinceSave = 0
+        /// This store's reads that changed the eviction order since the last snapshot: the journal
+        /// does not hold them.
+        var accessesSinceSave = 0
         var observers: [ObjectIdentifier: WeakObserver] = [:]
-        /// The number of the latest index snapshot taken, and of the latest one written.
-        var snapshotsTaken: UInt64 = 0
-        var snapshotWritten: UInt64 = 0
+        /// The index file and how far its journal has been applied; changed holding `ioLock`.
+        var journal = JournalCursor()
+        /// Whether the opening scheduled the index load, and whether it has loaded (see
+        /// `DiskStore.finishOpening()`).
+        var isLoading = false
+        var isLoaded = false
+        /// Entry files this store failed to remove (a read-only container): their values were
+        /// replaced or removed, so reads miss them although the file is there.
+        var unremovable: Set<SHA256Digest> = []
 
         init(options: Options) {
             self.options = options
@@ -142,7 +146,7 @@ extension DiskStore {
                 }
                 switch item {
                 case .flush(let continuation):
-                    return .flush(continuation, savesIndex: changesSinceSave > 0)
+                    return .flush(continuation)
                 case .key(let digest):
                     pending[digest]?.isQueued = false
                     if let taken = pending[digest] { return .apply(taken) }
@@ -152,6 +156,17 @@ extension DiskStore {
             queueHead = 0
             isDraining = false
             return .idle(savesIndex: changesSinceSave >= indexSaveThreshold)
+        }
+
+        /// Takes the next item for the writer if it is an operation (not a flush), for a batch.
+        mutating func takeNextWrite() -> Pending? {
+            while queueHead < queue.count {
+                guard case .key(let digest) = queue[queueHead] else { return nil }
+                queueHead += 1
+                pending[digest]?.isQueued = false
+                if let taken = pending[digest] { return taken }
+            }
+            return nil
         }
 
         /// Whether a clear dropped `taken` after the writer took it: its bytes must not land.
@@ -199,6 +214,7 @@ extension DiskStore {
                 index.upsert(info, forKey: digest)
             }
             changesSinceSave += 1 + victims.count
+            unremovable.remove(digest)
             finish(applied)
             return victims
         }
@@ -211,6 +227,13 @@ extension DiskStore {
             if pending[applied.key.digest]?.generation == applied.generation {
                 pending[applied.key.digest] = nil
             }
+        }
+
+        /// Records that `applied` failed without changing any file: the file its key may have holds
+        /// an older value, which must not be served.
+        mutating func didNotApply(_ applied: Pending) {
+            unremovable.insert(applied.key.digest)
+            finish(applied)
         }
 
         /// Forgets the entry of a file removed by a repair or a sweep.
@@ -236,6 +259,7 @@ extension DiskStore {
         mutating func recordAccess(_ digest: SHA256Digest) -> Bool {
             guard index.access(digest) != nil else { return false }
             changesSinceSave += 1
+            accessesSinceSave += 1
             // A read-only workload still saves the order it changes, from the writer.
             guard changesSinceSave >= indexSaveThreshold else { return false }
             return startWriter()
@@ -248,27 +272,28 @@ extension DiskStore {
 
         // MARK: The saved index
 
-        /// The eviction order to save; the changes made so far count as saved.
+        /// The eviction order to write as a snapshot; the changes made so far count as saved.
         ///
         /// - Complexity: O(n).
-        mutating func takeIndexSnapshot() -> IndexSnapshot {
+        mutating func takeIndexSnapshot() -> [DiskIndexFile.Record] {
             changesSinceSave = 0
-            snapshotsTaken &+= 1
-            let records = index.entriesInEvictionOrder.map { entry in
+            accessesSinceSave = 0
+            return index.entriesInEvictionOrder.map { entry in
                 DiskIndexFile.Record(digest: entry.key, count: entry.count, info: entry.payload)
             }
-            return IndexSnapshot(number: snapshotsTaken, records: records)
         }
 
-        /// Whether snapshot `number` may be written now: no later snapshot has been.
+        /// Whether the journal has grown long enough to be folded into a new snapshot: as long as
+        /// half the snapshot (at least 64 KiB), or as many records as the threshold.
         ///
-        /// Called holding `ioLock`, which the write then keeps, so the file never goes back to an
-        /// older order.
-        mutating func claimIndexWrite(_ number: UInt64) -> Bool {
-            guard number > snapshotWritten else { return false }
-            snapshotWritten = number
-            return true
+        /// Writing a snapshot is O(n); appending is O(1): a flush of a large container appends.
+        var journalIsLong: Bool {
+            journal.records >= indexSaveThreshold || journal.bytes > max(journal.snapshotBytes / 2, 1 << 16)
         }
+
+        /// Whether a flush writes a snapshot: the journal is long, or reads changed the eviction
+        /// order (which only snapshots hold) as many times as the threshold.
+        var snapshotIsStale: Bool { journalIsLong || accessesSinceSave >= indexSaveThreshold }
 
         // MARK: Peers
 

@@ -60,23 +60,37 @@ extension DiskStore {
         }
     }
 
-    /// Removes every entry file, pending write and temporary file; waits for a file operation in
-    /// progress (never for a serializer: the writer runs those before it takes `ioLock`).
+    /// Removes every entry file, pending write and abandoned temporary file, and journals the clear
+    /// for other processes; waits for a file operation in progress (never for a serializer: the
+    /// writer runs those before it takes `ioLock`).
     ///
+    /// Temporary files of other live processes stay: they may be writes in progress.
     /// - Complexity: O(n) file removals.
     func removeAll() {
         var messages = DeferredLog()
-        defer { messages.flush() }
-        let dropped = withIOLock {
+        var news = PeerNews()
+        defer {
+            messages.flush()
+            news.deliver(to: self)
+        }
+        let now = Date().timeIntervalSince1970
+        let dropped = withContainer(log: &messages, news: &news) { log, _ in
             let dropped = withState { $0.removeAll() }
+            // Journaled first: a process killed while removing leaves an uncommitted clear, which
+            // makes the next reader rebuild from the files that are left.
+            journal([.clear], log: &log)
             do {
-                for (name, _, _) in try directory.list()
-                where ContainerFile.isEntryName(name) || name.hasPrefix(ContainerFile.temporaryPrefix) {
-                    removeFile(name, log: &messages)
+                for (name, modified, _) in try directory.list()
+                where ContainerFile.isEntryName(name)
+                    || (name.hasPrefix(ContainerFile.temporaryPrefix)
+                        && (TemporaryFile.isOurs(name) || TemporaryFile.isAbandoned(name, modified: modified, now: now)))
+                {
+                    removeFile(name, log: &log)
                 }
             } catch {
-                messages.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
+                log.add(.error, "Cannot list the container \(directory.path) to clear it: \(error)")
             }
+            compact(log: &log)
             return dropped
         }
         // The values of the dropped writes are released here, unlocked; a save waiting on one is
@@ -84,7 +98,6 @@ extension DiskStore {
         for pending in dropped.values {
             for completion in pending.completions { completion(.success(())) }
         }
-        saveIndex(log: &messages)
     }
 
     /// Runs the writer on its queue; call it when the state said the writer was idle.
@@ -106,30 +119,45 @@ extension DiskStore {
     private func drain() {
         while true {
             var messages = DeferredLog()
+            var news = PeerNews()
             switch withState({ $0.takeNext() }) {
             case .idle(let savesIndex):
-                if savesIndex { saveIndex(log: &messages) }
+                if savesIndex { saveIndex(log: &messages, news: &news) }
                 messages.flush()
+                news.deliver(to: self)
                 return
-            case .flush(let continuation, let savesIndex):
-                if savesIndex { saveIndex(log: &messages) }
+            case .flush(let continuation):
+                saveIndex(log: &messages, news: &news)
                 messages.flush()
+                news.deliver(to: self)
                 continuation.resume()
-            case .apply(let pending):
-                let (effects, result) = apply(pending, log: &messages)
+            case .apply(let first):
+                // Up to a batch of the operations queued next land in one section: one lock and one
+                // look at the journal for all of them.
+                var batch = [first]
+                while batch.count < Self.writesPerSection, let next = withState({ $0.takeNextWrite() }) {
+                    batch.append(next)
+                }
+                let outcomes = apply(batch, log: &messages, news: &news)
                 messages.flush()
-                for completion in pending.completions { completion(result) }
-                for effect in effects {
-                    switch effect {
-                    case .evicted(let key, let reason, let observer):
-                        observer?.diskStore(willEvictKey: key, reason: reason)
-                    case .failed(let key, let error, let observer):
-                        observer?.diskStore(didFailToStoreKey: key, error: error)
+                news.deliver(to: self)
+                for (pending, (effects, result)) in zip(batch, outcomes) {
+                    for completion in pending.completions { completion(result) }
+                    for effect in effects {
+                        switch effect {
+                        case .evicted(let key, let reason, let observer):
+                            observer?.diskStore(willEvictKey: key, reason: reason)
+                        case .failed(let key, let error, let observer):
+                            observer?.diskStore(didFailToStoreKey: key, error: error)
+                        }
                     }
                 }
             }
         }
     }
+
+    /// The most queued operations the writer applies in one section.
+    static let writesPerSection = 64
 
     /// An operation made ready outside every lock.
     private enum Prepared {
@@ -140,85 +168,138 @@ extension DiskStore {
         case failed(CacheError)
     }
 
-    /// Applies one pending operation: serializes it holding no lock, then, holding `ioLock`, changes
-    /// the files unless a clear dropped the operation meanwhile.
+    /// Applies pending operations: serializes them holding no lock, then, in one section, changes
+    /// the files of each unless a clear dropped it meanwhile.
     ///
-    /// - Returns: What to report once `ioLock` is released, and whether the operation's bytes landed
-    ///   (for a save waiting on it).
-    private func apply(_ pending: Pending, log: inout DeferredLog) -> ([Effect], Result<Void, CacheError>) {
-        let key = pending.key
+    /// - Returns: For each operation, what to report once the locks are released, and whether its
+    ///   bytes landed (for a save waiting on it).
+    private func apply(
+        _ batch: [Pending],
+        log: inout DeferredLog,
+        news: inout PeerNews
+    ) -> [([Effect], Result<Void, CacheError>)] {
         // User code (the serializer) runs here, before `ioLock`: it may call back into its cache.
-        let prepared: Prepared
+        let prepared = batch.map(prepare)
+        return withContainer(log: &log, news: &news) { log, isCurrent in
+            guard isCurrent else {
+                // Changing files from a view that may miss other processes' changes could undo
+                // theirs: every operation fails, and changes nothing.
+                let error = CacheError.io(
+                    "Cannot change the container \(directory.path) now: another process holds it, or what "
+                        + "other processes changed in it cannot be read; the change is not made."
+                )
+                return batch.map { pending in
+                    withState { $0.didNotApply(pending) }
+                    return ([reportFailure(error, of: pending, log: &log)], .failure(error))
+                }
+            }
+            return zip(batch, prepared).map { pending, prepared in land(pending, prepared, log: &log) }
+        }
+    }
+
+    /// Serializes and encodes one operation; runs the user's serializer, so holds no lock.
+    private func prepare(_ pending: Pending) -> Prepared {
+        let key = pending.key
         switch pending.operation {
         case .remove:
-            prepared = .remove
+            return .remove
         case .write(let value):
             do {
                 let bytes = try encode(value, for: key)
                 if let byteLimit = options.byteLimit, bytes.count > byteLimit {
-                    prepared = .oversized(size: bytes.count, byteLimit: byteLimit)
-                } else {
-                    let info = DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt)
-                    prepared = .write(bytes, info)
+                    return .oversized(size: bytes.count, byteLimit: byteLimit)
                 }
+                return .write(bytes, DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt))
             } catch {
-                prepared = .failed(error)
-            }
-        }
-        return withIOLock {
-            // A clear that ran while the value was being serialized dropped it: no write lands after
-            // a clear that followed it. (A value that failed to serialize still failed: its cache
-            // hears of it.) A newer operation on the key is queued behind this one and lands next.
-            guard !withState({ $0.isCleared(pending) }) else {
-                guard case .failed(let error) = prepared else { return ([], .success(())) }
-                return ([reportFailure(error, of: pending, log: &log)], .failure(error))
-            }
-            switch prepared {
-            case .remove:
-                removeFile(key.fileName, log: &log)
-                withState { $0.didRemoveFile(of: pending) }
-                return ([], .success(()))
-            case .oversized(let size, let byteLimit):
-                // Not kept, and not written: an older value of the key must not be served either.
-                removeFile(key.fileName, log: &log)
-                withState { $0.didRemoveFile(of: pending) }
-                log.add(
-                    .info,
-                    "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
-                        + "(\(size) bytes) is larger than the byte limit (\(byteLimit) bytes)."
-                )
-                let tooLarge = CacheError.valueTooLarge(key: key.string, size: size, byteLimit: byteLimit)
-                return ([.evicted(key: key.string, reason: .cost, observer: pending.observer)], .failure(tooLarge))
-            case .write(let bytes, let info):
-                do throws(CacheError) {
-                    try write(bytes, for: key)
-                } catch {
-                    return (didFail(pending, error: error, log: &log), .failure(error))
-                }
-                let victims = withState { $0.didWriteFile(of: pending, info: info) }
-                // The victims are out of the index: readers miss them already. Their files go now;
-                // the delegate hears "will evict" right after, once `ioLock` is released.
-                for victim in victims {
-                    log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
-                    removeFile(victim.key.hex, log: &log)
-                }
-                let evictions = victims.map {
-                    Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
-                }
-                return (evictions, .success(()))
-            case .failed(let error):
-                return (didFail(pending, error: error, log: &log), .failure(error))
+                return .failed(error)
             }
         }
     }
 
-    /// Handles a value that could not be encoded or written; called holding `ioLock`.
-    private func didFail(_ pending: Pending, error: CacheError, log: inout DeferredLog) -> [Effect] {
+    /// Changes the files for one prepared operation; called inside a section.
+    private func land(
+        _ pending: Pending,
+        _ prepared: Prepared,
+        log: inout DeferredLog
+    ) -> ([Effect], Result<Void, CacheError>) {
         let key = pending.key
+        // A clear that ran while the value was being serialized dropped it: no write lands after
+        // a clear that followed it. (A value that failed to serialize still failed: its cache
+        // hears of it.) A newer operation on the key is queued behind this one and lands next.
+        guard !withState({ $0.isCleared(pending) }) else {
+            guard case .failed(let error) = prepared else { return ([], .success(())) }
+            return ([reportFailure(error, of: pending, log: &log)], .failure(error))
+        }
+        switch prepared {
+        case .remove:
+            removeEntryFile(of: pending, log: &log)
+            return ([], .success(()))
+        case .oversized(let size, let byteLimit):
+            // Not kept, and not written: an older value of the key must not be served either.
+            removeEntryFile(of: pending, log: &log)
+            log.add(
+                .info,
+                "Did not keep the value for key \"\(key.string.prefix(100))\" on disk: its entry "
+                    + "(\(size) bytes) is larger than the byte limit (\(byteLimit) bytes)."
+            )
+            let tooLarge = CacheError.valueTooLarge(key: key.string, size: size, byteLimit: byteLimit)
+            return ([.evicted(key: key.string, reason: .cost, observer: pending.observer)], .failure(tooLarge))
+        case .write(let bytes, let info):
+            // Journaled before the rename, like every change: a kill between the two leaves an
+            // uncommitted section, which the next reader checks against the files.
+            guard
+                journal(
+                    [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
+                    log: &log
+                )
+            else {
+                // Not journaled, so not renamed in: a file no index counts would never be evicted.
+                let error = CacheError.io(
+                    "Cannot write the entry for key \"\(key.string.prefix(100))\": the journal of "
+                        + "\(directory.path) cannot be appended to.",
+                    key: key.string
+                )
+                return (didFail(pending, error: error, log: &log), .failure(error))
+            }
+            do throws(CacheError) {
+                try write(bytes, for: key)
+            } catch {
+                return (didFail(pending, error: error, log: &log), .failure(error))
+            }
+            let victims = withState { $0.didWriteFile(of: pending, info: info) }
+            // The victims are out of the index: readers miss them already. Their removals are
+            // journaled, then their files go; the delegate hears "will evict" right after, once
+            // `ioLock` is released.
+            journal(victims.map { .remove(digest: $0.key) }, log: &log)
+            for victim in victims {
+                log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
+                removeFile(victim.key.hex, log: &log)
+            }
+            let evictions = victims.map {
+                Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
+            }
+            return (evictions, .success(()))
+        case .failed(let error):
+            return (didFail(pending, error: error, log: &log), .failure(error))
+        }
+    }
+
+    /// Handles a value that could not be encoded or written; called inside a section.
+    private func didFail(_ pending: Pending, error: CacheError, log: inout DeferredLog) -> [Effect] {
         // The old file holds an older value than the one that failed: it must not be served.
-        removeFile(key.fileName, log: &log)
-        withState { $0.didRemoveFile(of: pending) }
+        removeEntryFile(of: pending, log: &log)
         return [reportFailure(error, of: pending, log: &log)]
+    }
+
+    /// Removes the entry file of `pending`'s key, forgets it, and journals the removal; called inside
+    /// a section.
+    private func removeEntryFile(of pending: Pending, log: inout DeferredLog) {
+        // Journaled first, unconditionally (another process may count the key even if this one has
+        // not heard of it): a kill before the unlink leaves an uncommitted section, checked by the
+        // next reader against the files.
+        journal([.remove(digest: pending.key.digest)], log: &log)
+        removeFile(pending.key.fileName, log: &log)
+        withState { $0.didRemoveFile(of: pending) }
     }
 
     /// Logs a failed write; returns the effect that tells the cache that queued it.
@@ -262,15 +343,6 @@ extension DiskStore {
         }
     }
 
-    /// Numbers temporary files; process-wide, so that two stores never pick the same name.
-    private static let temporaryCounter = Locked<UInt64>(0)
-
     /// A fresh name for a temporary file of this process.
-    func nextTemporaryName() -> String {
-        let number = Self.temporaryCounter.withLock { counter in
-            counter &+= 1
-            return counter
-        }
-        return "\(ContainerFile.temporaryPrefix)\(getpid())-\(number)"
-    }
+    func nextTemporaryName() -> String { TemporaryFile.nextName() }
 }

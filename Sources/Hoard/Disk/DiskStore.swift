@@ -52,13 +52,27 @@ enum DiskLookup {
 /// - `DiskStore+Writer.swift`: the queue and the background writer;
 /// - `DiskStore+Index.swift`: saving and loading the eviction order;
 /// - `DiskStore+Sharing.swift`: one store per container in a process, and the caches that share it;
-/// - `DiskStore+Invariants.swift`: the checks for tests, and the lock-order check of debug builds.
+/// - `DiskStore+Invariants.swift`: the checks for tests, and the lock-order check of debug builds;
+/// - `DiskStore+Journal.swift`: the sections in which files change, and the journal other
+///   processes read.
 ///
 /// Two locks: the state lock guards ``State`` and is never held across I/O, user code or another
 /// lock; `ioLock` is held by whoever changes files (the writer, one operation at a time, the clears
-/// and the repairs), so that no write lands after a clear that followed it. The only nesting is the
-/// state lock inside `ioLock`. No serializer and no observer runs under either lock, and readers
-/// never take `ioLock` except to repair a file.
+/// and the repairs), so that no write lands after a clear that followed it. Under `ioLock`, every
+/// change runs in the container's section (see ``ContainerLock``): it first applies what other
+/// processes (and other stores of this one) journaled, then journals each change before making it.
+/// The only nesting is the section inside `ioLock` and the state lock inside both. No serializer
+/// and no observer runs under either lock, and readers never take `ioLock` except to repair a file.
+///
+/// The index loads on the writer's queue, ahead of every queued operation (see `finishOpening()`):
+/// opening returns at once, reads never wait for the load, and the accessors that need the whole
+/// index (``count``, ``allKeys(isLive:)``, ``contains(_:isLive:)``) wait for it. When the lock file
+/// says a process died in the middle of a section, the index loads before the opening returns.
+///
+/// Several processes may share the container. This store's index holds every process's entries as
+/// of its last section (its last write, flush or repair): ``count``, ``allKeys(isLive:)`` and the
+/// limits see other processes' changes from then on. A read of a key the index does not hold still
+/// tries the key's file, so a value another process wrote is found at once.
 @usableFromInline
 final class DiskStore: Sendable {
     /// What a store is opened with.
@@ -80,6 +94,9 @@ final class DiskStore: Sendable {
         var removedWhenClosed: URL? = nil
         /// The data-protection class of the container (Apple's mobile platforms); `nil` for the default.
         var fileProtection: FileProtection? = nil
+        /// Whether this process keeps every other process out of the container while it is open
+        /// (see ``ContainerLock``).
+        var exclusiveProcess = false
 
         /// The options as a store applies them: a capacity of at least 1, a byte limit of at least 0.
         var normalized: Options {
@@ -100,12 +117,15 @@ final class DiskStore: Sendable {
     /// Held while changing files; take it only through ``withIOLock(_:)``.
     let ioLock = Lock()
     let writer: DispatchQueue
+    /// Entered once the opening has scheduled the load, left once the index has loaded (or by
+    /// `deinit`, when it never did).
+    let loaded = DispatchGroup()
 
-    /// Opens the container at `url`, creating it (mode 0700) if needed, locks it against other
-    /// processes, and loads its entries.
+    /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
     ///
-    /// - Throws: ``CacheError`` with code `containerInUse` when another process has it open, or with
-    ///   code `io` when the container cannot be created or listed.
+    /// - Throws: ``CacheError`` with code `containerInUse` when another process has it open
+    ///   exclusively (or, with `exclusiveProcess`, at all), or with code `io` when the container
+    ///   cannot be created.
     convenience init(at url: URL, options: Options) throws {
         var messages = DeferredLog()
         try self.init(at: url, options: options, log: &messages)
@@ -115,12 +135,12 @@ final class DiskStore: Sendable {
     /// Opens the container, keeping what it reports in `log` so that the caller can send it once
     /// it has released its locks.
     ///
-    /// - Complexity: One listing of the container; reads every entry file its saved index does not
-    ///   name (all of them when the index is lost).
+    /// - Complexity: O(n) in the index file, and one listing that copies only temporary files' names;
+    ///   with no intact index, one listing and one read per entry file.
     init(at url: URL, options: Options, log: inout DeferredLog) throws {
         let options = options.normalized
         self.options = options
-        directory = try Directory(creatingAt: url, log: &log)
+        directory = try Directory(creatingAt: url, exclusive: options.exclusiveProcess, log: &log)
         if let protection = options.fileProtection {
             do {
                 try protection.apply(toFolderAt: directory.path)
@@ -134,14 +154,54 @@ final class DiskStore: Sendable {
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
         try checkManifest(log: &log)
-        let (index, changesSinceSave) = try loadIndex(log: &log)
-        withState { state in
-            state.index = index
-            state.changesSinceSave = changesSinceSave
+        // An unsearchable folder fails the opening now, as it did when the index loaded here.
+        if case .failure(let error) = directory.identity(of: ContainerFile.index) {
+            throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
         }
+        // A process killed in the middle of a section may have left temporary files, an entry over
+        // the limits, or a short index: load now, so that build() returns with the container
+        // settled, as a caller that lists its files right after expects.
+        if directory.writerInSection != nil {
+            try openIndex(log: &log)
+            withState { $0.isLoaded = true }
+            return
+        }
+        // Nothing throws from here on: `deinit` balances the group if the load never runs.
+        loaded.enter()
+        withState { $0.isLoading = true }
+        // Weakly: a store released before its index loaded needs no index (its `deinit` leaves `loaded`).
+        writer.async { [weak self] in self?.finishOpening() }
+    }
+
+    /// Loads the index on the writer's queue, before any write: ``build()`` returns at once.
+    private func finishOpening() {
+        var messages = DeferredLog()
+        do {
+            try openIndex(log: &messages)
+        } catch {
+            messages.add(.error, "Cannot load the index of \(directory.path): \(error)")
+        }
+        // Logged before anyone waiting hears the index is loaded: what the load found is told first.
+        messages.flush()
+        withState { $0.isLoaded = true }
+        loaded.leave()
+    }
+
+    /// Runs `body` on the state once the index has loaded (see ``finishOpening()``), waiting for it.
+    ///
+    /// Waits on the writer's queue, never on the cooperative pool's work: the load runs first there.
+    func withLoadedState<Result>(_ body: (inout State) -> Result) -> Result {
+        var result: Result?
+        withState { state in
+            if state.isLoaded { result = body(&state) }
+        }
+        if let result { return result }
+        loaded.wait()
+        return withState(body)
     }
 
     deinit {
+        if withState({ $0.isLoading && !$0.isLoaded }) { loaded.leave() }
         var messages = DeferredLog()
         if let folder = options.removedWhenClosed {
             // The writer holds the store while it works, so nothing writes any more.
@@ -151,8 +211,13 @@ final class DiskStore: Sendable {
                 messages.add(.warning, "Cannot remove the temporary container \(folder.path): \(error)")
             }
         } else if withState({ $0.changesSinceSave > 0 }) {
-            saveIndex(log: &messages)
+            // The caches are gone: nobody is left to hear what other processes changed. The order
+            // reads changed is only in snapshots: it is saved now.
+            var news = PeerNews()
+            saveIndex(always: withState { $0.accessesSinceSave > 0 }, log: &messages, news: &news)
         }
+        let descriptor = withState { $0.journal.descriptor }
+        if descriptor >= 0 { close(descriptor) }
         messages.flush()
     }
 
@@ -182,14 +247,14 @@ final class DiskStore: Sendable {
     // MARK: - What the store holds
 
     /// The number of entry files.
-    var count: Int { withState { $0.index.count } }
+    var count: Int { withLoadedState { $0.index.count } }
 
     /// The number of values the store holds: entry files, plus writes of new keys not landed yet,
     /// less removals not landed yet.
     ///
     /// - Complexity: O(p) in the number of pending operations.
     var valueCount: Int {
-        withState { state in
+        withLoadedState { state in
             var count = state.index.count
             for (digest, pending) in state.pending {
                 let isIndexed = state.index.contains(digest)
@@ -203,12 +268,14 @@ final class DiskStore: Sendable {
     }
 
     /// The total size in bytes of the entry files (writes not landed yet are not counted).
-    var byteCount: Int { withState { $0.index.byteCount } }
+    var byteCount: Int { withLoadedState { $0.index.byteCount } }
 
     /// The keys of the entry files, next victim first.
     ///
     /// - Complexity: O(n).
-    var keysInEvictionOrder: [String] { withState { $0.index.entriesInEvictionOrder.map(\.payload.key) } }
+    var keysInEvictionOrder: [String] {
+        withLoadedState { $0.index.entriesInEvictionOrder.map(\.payload.key) }
+    }
 
     /// Whether the store holds a value for `key` (a pending write, or an entry file), without
     /// reading the file or counting an access.
@@ -218,7 +285,7 @@ final class DiskStore: Sendable {
     ///   - isLive: Tells whether an entry with an expiry is live; by default every entry is.
     /// - Returns: Whether a live value is stored or pending for `key`.
     func contains(_ key: DiskKey, isLive: (Expiry) -> Bool = { _ in true }) -> Bool {
-        withState { state in
+        withLoadedState { state in
             if let pending = state.pending[key.digest] {
                 if case .write(let value) = pending.operation { return isLive(value.expiresAt) }
                 return false
@@ -234,7 +301,7 @@ final class DiskStore: Sendable {
     /// - Returns: The keys, entry files first (next victim first), then pending writes.
     /// - Complexity: O(n).
     func allKeys(isLive: (Expiry) -> Bool = { _ in true }) -> [String] {
-        withState { state in
+        withLoadedState { state in
             var keys: [String] = []
             keys.reserveCapacity(state.index.count + state.pending.count)
             for entry in state.index.entriesInEvictionOrder
@@ -250,14 +317,19 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Removes a file of the container, logging a failure.
+    /// Removes a file of the container, logging a failure; an entry file that cannot be removed is
+    /// never served again by this store (until a write of its key lands).
     ///
     /// Called holding `ioLock`, or while opening.
     func removeFile(_ name: String, log: inout DeferredLog) {
         do {
             try directory.remove(name)
+            if let digest = SHA256Digest(hex: name) { withState { _ = $0.unremovable.remove(digest) } }
         } catch {
             log.add(.error, "Cannot remove \(directory.path)/\(name): \(error)")
+            if ContainerFile.isEntryName(name), let digest = SHA256Digest(hex: name) {
+                withState { _ = $0.unremovable.insert(digest) }
+            }
         }
     }
 }

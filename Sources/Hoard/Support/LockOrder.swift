@@ -18,7 +18,8 @@ import Musl
 /// | key stripes (`KeyStripes`, 16 per cache) | a change to one key across memory, disk and the shared level | a memory shard; the disk store's state lock; the shared level's state lock |
 /// | all key stripes (`KeyStripes.changeAll`) | a clear | the same, taking stripes in index order |
 /// | reporter state (`CacheReporter.state`) | counters, the delegate, who listens | the event hub's lock; memory shards, one at a time |
-/// | disk store I/O (`DiskStore` `ioLock`) | changes to files: the writer's rename, clears, repairs | the disk store's state lock; the folder's opening |
+/// | disk store I/O (`DiskStore` `ioLock`) | changes to files: the writer's rename, clears, repairs | a container's section; the disk store's state lock; the folder's opening |
+/// | a container's section (`ContainerLock`, one per container in a process, then `fcntl(F_SETLKW)` on byte 1 of `.hoard-lock`) | changes to the container's files by any thread of any process, and its journal | the disk store's state lock; the folder's opening; the container-lock table |
 /// | disk store state (`DiskStore` state lock) | the index, the pending writes, the queue | nothing |
 /// | shared level state (`SharedLevel.state`) | the shared level's pending writes, in key order | nothing (the writes run on their own tasks, after unlocking) |
 /// | memory shard (`MemoryStore.locks`) | one shard's index and counters | the store's room lock |

@@ -72,6 +72,9 @@ struct DeferredLog {
         messages.append((level, message()))
     }
 
+    /// Keeps another log's messages after this one's.
+    mutating func append(_ other: DeferredLog) { messages += other.messages }
+
     /// Sends the kept messages; call it after releasing the lock.
     mutating func flush() {
         for entry in messages { HoardLogger.log(entry.level, entry.message) }

@@ -31,7 +31,7 @@ import Testing
             await strings.flush()
         }
         // Closed: the writer may hold the store a moment after the last cache goes.
-        #expect(await waitUntil { !ContainerLock.isHeld(at: folder.container().path) })
+        #expect(await waitUntil { !ContainerLock.isOpen(at: folder.container().path) })
         let error = #expect(throws: CacheError.invalidConfiguration) { try folder.dataBuilder().build() }
         let message = error?.message ?? ""
         for part in [
@@ -55,7 +55,7 @@ import Testing
             await strings.flush()
         }
         // Closed: the writer may hold the store a moment after the last cache goes.
-        #expect(await waitUntil { !ContainerLock.isHeld(at: folder.container().path) })
+        #expect(await waitUntil { !ContainerLock.isOpen(at: folder.container().path) })
         let data = try folder.dataBuilder().version(1).build()
         #expect(data["k"] == nil)
         await data.flush()
@@ -74,13 +74,13 @@ import Testing
             await strings.flush()
         }
         // Closed: the writer may hold the store a moment after the last cache goes.
-        #expect(await waitUntil { !ContainerLock.isHeld(at: folder.container().path) })
+        #expect(await waitUntil { !ContainerLock.isOpen(at: folder.container().path) })
         try FileManager.default.removeItem(atPath: path)  // as written before containers had one
         do {
             let strings = try folder.stringBuilder().build()
             #expect(strings["k"] == "text")
         }
-        #expect(await waitUntil { !ContainerLock.isHeld(at: folder.container().path) })
+        #expect(await waitUntil { !ContainerLock.isOpen(at: folder.container().path) })
         #expect(try manifest(folder)?.contents.valueType == "Swift.String")
         try RawFiles.write(Array("not a manifest".utf8), to: path)
         _ = try folder.stringBuilder().build()
@@ -110,8 +110,8 @@ import Testing
             await strings.flush()
         }
         // Closed: the writer may hold the store a moment after the last cache goes.
-        #expect(await waitUntil { !ContainerLock.isHeld(at: folder.container().path) })
-        #expect(await waitUntil { !ContainerLock.isHeld(at: folder.container().path) })
+        #expect(await waitUntil { !ContainerLock.isOpen(at: folder.container().path) })
+        #expect(await waitUntil { !ContainerLock.isOpen(at: folder.container().path) })
         let refused = try await WorkerProcess.run(["open-data", folder.url.path, "test"])
         #expect(refused.ending == .exited(4))
         #expect(refused.lines.first?.hasPrefix("invalid The container") == true)

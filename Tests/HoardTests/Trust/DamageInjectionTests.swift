@@ -183,7 +183,7 @@ struct DamageInjectionTests {
         }
         let indexURL = folder.container().appendingPathComponent(ContainerFile.index)
         let goodIndex = try [UInt8](Data(contentsOf: indexURL))
-        #expect(goodIndex.withUnsafeBytes { DiskIndexFile.decode($0) }?.count == Self.entryCount)
+        #expect(DiskIndexFile.entryCount(ofFile: goodIndex) == Self.entryCount)
         // Several independent variations of the damage, each found by a fresh cache.
         for round in 0..<(damage == .flippedByte || damage == .truncated || damage == .garbage ? 25 : 1) {
             try? FileManager.default.removeItem(at: indexURL)
@@ -219,7 +219,7 @@ struct DamageInjectionTests {
             // Whatever was in the index's place, an intact index file is there now.
             #expect(RawFiles.kind(indexURL.path) == S_IFREG, "round \(round)")
             let saved = (try? RawFiles.read(indexURL.path)) ?? []
-            #expect(saved.withUnsafeBytes { DiskIndexFile.decode($0) }?.count == Self.entryCount + 1)
+            #expect(DiskIndexFile.entryCount(ofFile: saved) == Self.entryCount + 1)
             if damage == .symlinkToOwnCopy {
                 let copy = folder.url.appendingPathComponent("index-copy")
                 #expect(try [UInt8](Data(contentsOf: copy)) == goodIndex)  // the link's target is untouched
@@ -231,19 +231,24 @@ struct DamageInjectionTests {
         }
     }
 
-    /// A process killed after an entry was rewritten with a larger value but before the index was
-    /// saved leaves an index whose recorded size is stale: the sizes of the files must win.
-    @Test func aStaleIndexDoesNotSkewTheByteCount() async throws {
+    /// A process killed after entries were rewritten with larger values but before it wrote a new
+    /// snapshot leaves the old snapshot and a journal of the rewrites: the journal's sizes must win.
+    @Test func aJournalAfterAStaleSnapshotKeepsTheByteCountRight() async throws {
         let folder = TemporaryDirectory()
         let indexURL = folder.container().appendingPathComponent(ContainerFile.index)
         do {
             let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
             for index in 0..<Self.entryCount { cache[Self.key(index)] = "small" }
             await cache.flush()
-            let staleIndex = try Data(contentsOf: indexURL)
             for index in 0..<Self.entryCount { cache[Self.key(index)] = String(repeating: "large", count: 100) }
-            await cache.flush()
-            try staleIndex.write(to: indexURL)  // as if the process died before saving the index
+            let store = try #require(cache.disk)
+            // The writes land without a flush: the journal holds them after the old snapshot.
+            #expect(await waitUntil { store.withState { $0.pending.isEmpty } })
+            let crashed = try Data(contentsOf: indexURL)
+            #expect(crashed.count > DiskIndexFile.encode([]).count + Self.entryCount * 60)
+            withExtendedLifetime(cache) {}
+            // As if the process died before closing: the snapshot it writes when it closes is undone.
+            try crashed.write(to: indexURL)
         }
         let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
         #expect(reopened.diskCount == Self.entryCount)

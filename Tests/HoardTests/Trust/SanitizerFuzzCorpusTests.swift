@@ -36,4 +36,16 @@ import Testing
             #expect(decodes == !seed.name.hasPrefix("edge-"), "index seed \(seed.name)")
         }
     }
+
+    @Test func journalSeedsReadCleanlyUnlessTheyAreEdgeCases() throws {
+        let seeds = try Self.seeds("journal")
+        #expect(seeds.count { !$0.name.hasPrefix("edge-") } >= 3)
+        for seed in seeds {
+            let ending = seed.bytes.withUnsafeBytes { bytes in
+                let start = DiskIndexFile.decodeSnapshot(bytes)?.end ?? 0
+                return DiskJournal.decode(UnsafeRawBufferPointer(rebasing: bytes[start...])).ending
+            }
+            #expect((ending == .clean) == !seed.name.hasPrefix("edge-"), "journal seed \(seed.name)")
+        }
+    }
 }

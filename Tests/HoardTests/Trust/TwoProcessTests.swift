@@ -3,15 +3,15 @@ import Testing
 
 @testable import Hoard
 
-/// Two processes on one container: the second one is refused with `CacheError.containerInUse` until
-/// the first one lets go, by closing its caches or by dying.
+/// Two processes on one container with `exclusiveProcess(true)`: the second one is refused with
+/// `CacheError.containerInUse` until the first one lets go, by closing its caches or by dying.
 @Suite(.timeLimit(.minutes(5)))
 struct TwoProcessTests {
     @Test func anotherProcessCannotOpenAContainerThisProcessHasOpen() async throws {
         let folder = TemporaryDirectory()
         let path = folder.container().path
         do {
-            let cache = try folder.stringBuilder().build()
+            let cache = try folder.stringBuilder().exclusiveProcess(true).build()
             cache["parent"] = "written by the parent"
             await cache.flush()
 
@@ -36,11 +36,12 @@ struct TwoProcessTests {
 
     @Test func aContainerAnotherProcessHoldsIsRefusedUntilThatProcessDies() async throws {
         let folder = TemporaryDirectory()
-        let holder = try WorkerProcess(["hold", folder.url.path, "test"])
+        let holder = try WorkerProcess(["hold", folder.url.path, "test", "exclusive"])
         let ready = await onPlainThread { holder.readLine() }
         #expect(ready == "ready")
 
         #expect(throws: CacheError.containerInUse) { try folder.stringBuilder().build() }
+        #expect(throws: CacheError.containerInUse) { try folder.stringBuilder().exclusiveProcess(true).build() }
         // A disk level on that container reports the same error from its operations.
         let level = DiskCacheLevel<String, String>(
             directory: folder.container(),
@@ -54,14 +55,14 @@ struct TwoProcessTests {
         let ending = await onPlainThread { holder.wait() }
         #expect(ending == .killed(SIGKILL))
 
-        let cache = try folder.stringBuilder().build()
+        let cache = try folder.stringBuilder().exclusiveProcess(true).build()
         #expect(cache["held"] == "by the child")
         #expect(ContainerLock.isHeld(at: folder.container().path))
     }
 
     @Test func aProcessThatClosesItsCacheLetsTheNextOneIn() async throws {
         let folder = TemporaryDirectory()
-        let holder = try WorkerProcess(["hold", folder.url.path, "test"])
+        let holder = try WorkerProcess(["hold", folder.url.path, "test", "exclusive"])
         #expect(await onPlainThread { holder.readLine() } == "ready")
         holder.closeInput()
         let rest = await onPlainThread { (holder.readAllLines(), holder.wait()) }
@@ -75,7 +76,7 @@ struct TwoProcessTests {
         let folder = TemporaryDirectory()
         let lockFile = folder.container().appendingPathComponent(ContainerFile.lock).path
         do {
-            let cache = try folder.stringBuilder().build()
+            let cache = try folder.stringBuilder().exclusiveProcess(true).build()
             #expect(FileManager.default.fileExists(atPath: lockFile))
             cache["a"] = "1"
             await cache.flush()
@@ -97,9 +98,9 @@ struct TwoProcessTests {
 
     @Test func storesOfOneProcessShareTheContainerLock() throws {
         let folder = TemporaryDirectory()
-        let first = try folder.stringBuilder().build()
+        let first = try folder.stringBuilder().exclusiveProcess(true).build()
         // A second store of this process (as a restart test opens) joins the hold instead of failing.
-        let second = try folder.stringBuilder().build(sharingStore: false)
+        let second = try folder.stringBuilder().exclusiveProcess(true).build(sharingStore: false)
         #expect(first.disk !== second.disk)
         #expect(ContainerLock.isHeld(at: folder.container().path))
     }

@@ -1,0 +1,172 @@
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A file's identity: the device and inode that `fstat` reports.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ status: stat) {
+        device = UInt64(truncatingIfNeeded: status.st_dev)
+        inode = UInt64(truncatingIfNeeded: status.st_ino)
+    }
+
+    init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+extension Directory {
+    /// Opens `name` inside the folder, never following a symbolic link.
+    ///
+    /// - Returns: The descriptor, which the caller closes; `nil` when nothing has the name.
+    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
+    func open(_ name: String, flags: Int32) throws(POSIXFileError) -> Int32? {
+        let folder = self.folder
+        let file = openat(folder.descriptor, name, flags | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard file >= 0 else {
+            if errno == ENOENT { return nil }
+            throw error("open", name)
+        }
+        var status = stat()
+        guard fstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            close(file)
+            throw error("open", name, EISDIR)
+        }
+        return file
+    }
+
+    /// The identity of what has the name `name` in the folder (a link not followed).
+    ///
+    /// - Returns: `.success(nil)` when nothing has the name, `.failure` when the folder cannot be
+    ///   searched (its permissions, too many open files): then nothing is known.
+    func identity(of name: String) -> Result<FileIdentity?, POSIXFileError> {
+        let folder = self.folder
+        var status = stat()
+        guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+            return errno == ENOENT || errno == ENOTDIR ? .success(nil) : .failure(error("stat", name))
+        }
+        return .success(FileIdentity(status))
+    }
+
+    /// The size of the regular file `name` (a link not followed); `nil` when there is none.
+    func size(of name: String) -> Int? {
+        let folder = self.folder
+        var status = stat()
+        guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG
+        else { return nil }
+        return Int(exactly: status.st_size)
+    }
+
+    /// The temporary files in the folder (names that start with ``ContainerFile/temporaryPrefix``),
+    /// with their modification times.
+    ///
+    /// Other names are skipped without being copied out of the listing: a large container costs one
+    /// `readdir` pass and no `stat` per entry.
+    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    func temporaryFiles() throws(POSIXFileError) -> [(name: String, modified: Double)] {
+        let folder = self.folder
+        let copy = dup(folder.descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            throw error("opendir", ".")
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        let prefix = Array(ContainerFile.temporaryPrefix.utf8).map { CChar(bitPattern: $0) }
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 0
+        var found: [(name: String, modified: Double)] = []
+        while let entry = readdir(stream) {
+            // Read the name in place, up to its NUL (see `Directory.names(in:path:)`).
+            let bytes = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            var matches = true
+            for index in prefix.indices where bytes[index] != prefix[index] {
+                matches = false
+                break
+            }
+            guard matches else { continue }
+            let name = String(cString: bytes)
+            var status = stat()
+            guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            found.append((name, Platform.modificationTime(of: status)))
+        }
+        return found
+    }
+}
+
+extension Directory {
+    /// Creates `name`, which must not exist, and writes `bytes` to it; removes it again on failure.
+    ///
+    /// For a file nobody reads before it is complete (the index, written under the section lock):
+    /// no temporary file is left behind by a kill, at worst a short file that fails its checksum. A
+    /// deleted folder is created again first, as for ``writeAtomically(_:to:through:)``.
+    /// - Throws: ``POSIXFileError``, with `EEXIST` when the name is taken.
+    func writeNew(_ bytes: [UInt8], to name: String) throws(POSIXFileError) {
+        var folder = self.folder
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var file = openat(folder.descriptor, name, flags, 0o600)
+        if file < 0 && errno == ENOENT, let reopened = try reopenIfDeleted(folder) {
+            // The folder was deleted: it is created again first, as for every write.
+            folder = reopened
+            file = openat(folder.descriptor, name, flags, 0o600)
+        }
+        guard file >= 0 else { throw error("open", name) }
+        let written = RawIO.append(bytes, to: file)
+        let failure = written ? nil : error("write", name)
+        if close(file) != 0 || failure != nil {
+            unlinkat(folder.descriptor, name, 0)
+            throw failure ?? error("close", name)
+        }
+    }
+}
+
+/// Reads and writes through a raw descriptor, retrying interrupted calls.
+enum RawIO {
+    /// Reads the bytes of `file` from `offset` to its end.
+    static func readToEnd(_ file: Int32, from offset: Int) -> [UInt8]? {
+        var status = stat()
+        guard fstat(file, &status) == 0, let size = Int(exactly: status.st_size) else { return nil }
+        guard size > offset else { return [] }
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: size - offset) { buffer, initialized in
+            var done = 0
+            while done < buffer.count {
+                let result = pread(file, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                if result > 0 {
+                    done += result
+                } else if result == 0 {
+                    break
+                } else if errno != EINTR {
+                    failed = true
+                    break
+                }
+            }
+            initialized = done
+        }
+        return failed ? nil : bytes
+    }
+
+    /// Writes all of `bytes` at the end of `file` (opened with `O_APPEND`); returns whether it did.
+    static func append(_ bytes: [UInt8], to file: Int32) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var done = 0
+            while done < buffer.count {
+                let result = write(file, buffer.baseAddress! + done, buffer.count - done)
+                if result >= 0 {
+                    done += result
+                } else if errno != EINTR {
+                    return false
+                }
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// Several processes on one container, as an app and its extensions or the workers of one service.
+@Suite(.timeLimit(.minutes(10)))
+struct MultiProcessTests {
+    @Test func twoProcessesOpenOneContainerAtOnceAndReadEachOthersFlushedWrites() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["parent"] = "written by the parent"
+        await cache.flush()
+        // No lock is held while idle: the child opens, writes and flushes while the parent is open.
+        let holder = try WorkerProcess(["hold", folder.url.path, "test"])
+        #expect(await onPlainThread { holder.readLine() } == "ready")
+        #expect(ContainerLock.isOpen(at: folder.container().path) && !ContainerLock.isHeld(at: folder.container().path))
+        // A memory miss reads the file, whether or not this process has heard of the key.
+        #expect(cache["held"] == "by the child")
+        await cache.flush()
+        #expect(cache.diskCount == 2)
+        #expect(Set(cache.allKeys) == ["parent", "held"])
+        holder.closeInput()
+        #expect(await onPlainThread { holder.wait() } == .exited(0))
+    }
+
+    @Test func anotherProcessesChangesReachMemoryAtTheNextFlushAndDiskAtOnce() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["a"] = "old a"
+        cache["b"] = "old b"
+        cache["c"] = "old c"
+        await cache.flush()
+
+        let written = try await WorkerProcess.run(["write", folder.url.path, "test", "a", "new a", "b", "-"])
+        #expect(written.lines == ["flushed"])
+        // This process's memory level may serve its own copy until it hears of the change…
+        #expect(cache["a"] == "old a")
+        #expect(
+            cache.disk?.read(DiskKey("a"), now: 0, deserialize: { String(decoding: $0, as: UTF8.self) })
+                .foundValue == "new a"
+        )
+        // …which it does at its next flush (or write): the journal names the keys others changed.
+        await cache.flush()
+        #expect(cache["a"] == "new a")
+        #expect(cache["b"] == nil)
+        #expect(cache["c"] == "old c")
+        #expect(cache.diskCount == 2)
+    }
+
+    @Test func aLiveProcessesTemporaryFilesAreKeptAndADeadOnesAreSwept() async throws {
+        let folder = TemporaryDirectory()
+        let container = folder.container()
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        let namespace = String(TemporaryFile.namespace, radix: 16)
+        let holder = try WorkerProcess(["hold", folder.url.path, "other"])
+        #expect(await onPlainThread { holder.readLine() } == "ready")
+        let live = ".hoard-tmp-\(holder.pid)-\(namespace)-1"
+        let otherNamespace = ".hoard-tmp-999999-\(String(TemporaryFile.namespace &+ 1, radix: 16))-1"
+        let abandoned = ".hoard-tmp-\(holder.pid)-\(namespace)-2"
+        for name in [live, otherNamespace, abandoned] {
+            try RawFiles.write(Array("half written".utf8), to: container.appendingPathComponent(name).path)
+        }
+        // Older than any write takes: gone whoever wrote it.
+        let old = Date().addingTimeInterval(-TemporaryFile.maximumAge - 60)
+        try FileManager.default.setAttributes(
+            [.modificationDate: old],
+            ofItemAtPath: container.appendingPathComponent(abandoned).path
+        )
+        let deadName = ".hoard-tmp-\(Self.deadPID())-\(namespace)-1"
+        try RawFiles.write(Array("half written".utf8), to: container.appendingPathComponent(deadName).path)
+
+        let cache = try folder.stringBuilder().build()
+        #expect(cache.diskCount == 0)
+        #expect(RawFiles.exists(container.appendingPathComponent(live).path))
+        #expect(RawFiles.exists(container.appendingPathComponent(otherNamespace).path))
+        #expect(!RawFiles.exists(container.appendingPathComponent(abandoned).path))
+        #expect(!RawFiles.exists(container.appendingPathComponent(deadName).path))
+        // A clear keeps them too: they may be writes in progress.
+        cache.removeAll()
+        #expect(RawFiles.exists(container.appendingPathComponent(live).path))
+        holder.closeInput()
+        #expect(await onPlainThread { holder.wait() } == .exited(0))
+    }
+
+    /// A process id no process has: a child that has exited and been reaped.
+    private static func deadPID() -> Int32 {
+        var pid: Int32 = 1 << 22
+        while kill(pid, 0) == 0 || errno != ESRCH { pid -= 1 }
+        return pid
+    }
+
+    @Test func temporaryFilesGoOnlyWhenTheirWriterIsSurelyGone() {
+        let now = 10_000.0
+        let ours = TemporaryFile.nextName()
+        let namespace = String(TemporaryFile.namespace, radix: 16)
+        #expect(TemporaryFile.writer(of: ours)?.pid == getpid())
+        #expect(!TemporaryFile.isAbandoned(ours, modified: now, now: now))
+        #expect(TemporaryFile.isAbandoned(ours, modified: now - TemporaryFile.maximumAge - 1, now: now))
+        let alive = ".hoard-tmp-42-\(namespace)-7"
+        #expect(!TemporaryFile.isAbandoned(alive, modified: now, now: now, isAlive: { _ in true }))
+        #expect(TemporaryFile.isAbandoned(alive, modified: now, now: now, isAlive: { _ in false }))
+        // Another namespace's process ids mean nothing here: only age tells.
+        let foreign = ".hoard-tmp-42-\(String(TemporaryFile.namespace &+ 1, radix: 16))-7"
+        #expect(!TemporaryFile.isAbandoned(foreign, modified: now, now: now, isAlive: { _ in false }))
+        #expect(TemporaryFile.isAbandoned(foreign, modified: 0, now: now, isAlive: { _ in true }))
+        // An earlier release's name, `.hoard-tmp-<pid>-<n>`.
+        #expect(TemporaryFile.isAbandoned(".hoard-tmp-42-7", modified: now, now: now, isAlive: { _ in false }))
+        #expect(!TemporaryFile.isAbandoned(".hoard-tmp-42-7", modified: now, now: now, isAlive: { _ in true }))
+    }
+}
+
+extension DiskRead where Value == String {
+    /// The value found, if any.
+    var foundValue: String? {
+        if case .found(let value, _) = self { return value.value }
+        return nil
+    }
+}
