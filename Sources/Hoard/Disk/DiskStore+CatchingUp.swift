@@ -328,4 +328,3 @@ extension DiskStore.State {
         }
     }
 }
-
