@@ -44,10 +44,16 @@ extension DiskStore {
             let isCurrent = current == cursor.identity
             // Finish the file this store has open, even when it was replaced: its last records were
             // written before the snapshot that replaced it, which holds them.
-            guard readJournal(&cursor, isCurrentFile: isCurrent, log: &log, news: &news, resolved: &resolvedUncommitted)
-            else {
-                return rebuild(replacing: &cursor, log: &log)
-            }
+            let intact = readJournal(
+                &cursor,
+                isCurrentFile: isCurrent,
+                log: &log,
+                news: &news,
+                resolved: &resolvedUncommitted
+            )
+            // Damage in a replaced file does not matter: the snapshot that replaced it holds
+            // everything, and opening it below replaces the index.
+            if !intact && isCurrent { return rebuild(replacing: &cursor, log: &log) }
             if isCurrent {
                 withState { $0.journal = cursor }
                 return true
@@ -135,7 +141,7 @@ extension DiskStore {
         let applied = bytes.withUnsafeBytes {
             apply($0, to: &cursor, isCurrentFile: isCurrentFile, news: &news, resolved: &resolved)
         }
-        if !applied {
+        if !applied && isCurrentFile {
             log.add(.warning, "The journal of \(directory.path) is damaged; rebuilding the index from the entry files.")
         }
         return applied
