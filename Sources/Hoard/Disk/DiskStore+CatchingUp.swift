@@ -149,12 +149,16 @@ extension DiskStore {
 
     /// Whether the index file `identity` is shorter than its last writer recorded: it was cut short,
     /// and whole records may be missing from its end, which its checksums cannot tell.
+    ///
+    /// Only the lengths are compared: a file copied into its place (a restored backup, a copy of a
+    /// damaged file) has another inode, and is as suspect as one cut in place. A kill between a
+    /// snapshot and its record costs one needless rebuild.
     private func isCutShort(_ identity: FileIdentity, length: Int, log: inout DeferredLog) -> Bool {
-        guard let recorded = directory.recordedIndexEnd, recorded.identity == identity, length < recorded.length
-        else { return false }
+        guard let recorded = directory.recordedIndexEnd, length < recorded.length else { return false }
+        let same = recorded.identity == identity ? "" : " (as another file)"
         log.add(
             .warning,
-            "The index of \(directory.path) is \(length) bytes, \(recorded.length) when last written; "
+            "The index of \(directory.path) is \(length) bytes, \(recorded.length) when last written\(same); "
                 + "rebuilding it from the entry files."
         )
         return true
