@@ -12,7 +12,8 @@ extension ContainerFile {
     /// The file whose advisory record locks (`fcntl`) coordinate the processes that share a container.
     ///
     /// Never an entry (not 64 hex digits) and never swept as a temporary file; it stays in the
-    /// container after the cache closes. Its first 4 bytes name the process in a section, if any.
+    /// container after the cache closes. Its first 4 bytes name the process in a section, if any;
+    /// bytes 8 to 40 record the index file's end (see ``ContainerLock/recordIndexEnd(_:identity:length:)``).
     static let lock = ".hoard-lock"
 }
 

@@ -130,7 +130,8 @@ import Musl
         #expect(limited.disk?.invariantViolations() == [])
     }
 
-    @Test func anIndexCutAtARecordBoundaryIsRebuilt() async throws {
+    @Test(arguments: [false, true])
+    func anIndexCutAtARecordBoundaryIsRebuilt(copiedIntoPlace: Bool) async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
         try await cache.save("first", forKey: "first")
@@ -141,6 +142,8 @@ import Musl
         await cache.flush()
         // Cut exactly where the records of the later writes begin: what is left reads as whole.
         let bytes = try RawFiles.read(path)
+        // In place, or as a copy (another inode, as a restored backup has).
+        if copiedIntoPlace { try FileManager.default.removeItem(atPath: path) }
         try RawFiles.write(Array(bytes.prefix(before)), to: path)
         #expect(DiskIndexFile.entryCount(ofFile: try RawFiles.read(path)) == 1)
         let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
