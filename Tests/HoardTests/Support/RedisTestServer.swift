@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import Hoard
+
 /// A `redis-server` process for the tests, on 127.0.0.1 at a free port, with a temporary folder.
 ///
 /// ``shared`` is the server most tests use: the one `HOARD_REDIS_URL` names (CI starts it), else one
@@ -13,10 +15,12 @@ final class RedisTestServer: Sendable {
     let port: UInt16
     /// `redis://127.0.0.1:<port>`.
     var url: String { "redis://127.0.0.1:\(port)" }
-    private let process: Process?
+    private let process: WorkerProcess?
     private let folder: TemporaryDirectory?
+    /// Whether the server was killed and reaped (its pid may be another process's by now).
+    private let isGone = Locked(false)
 
-    private init(port: UInt16, process: Process?, folder: TemporaryDirectory?) {
+    private init(port: UInt16, process: WorkerProcess?, folder: TemporaryDirectory?) {
         self.port = port
         self.process = process
         self.folder = folder
@@ -26,9 +30,13 @@ final class RedisTestServer: Sendable {
 
     /// Ends the server with SIGKILL, as a crash would, and waits until it is gone.
     func kill() {
-        guard let process, process.isRunning else { return }
-        _ = Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        guard let process else { return }
+        isGone.withLock { isGone in
+            guard !isGone else { return }
+            isGone = true
+            process.kill()
+            _ = process.wait()
+        }
     }
 
     /// Ends the server and waits until it is gone.
@@ -73,31 +81,29 @@ final class RedisTestServer: Sendable {
         let port = try port ?? LocalHTTPServer.closedPort()
         let file = folder.url.appendingPathComponent("redis.conf")
         try (configuration.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = [
-            file.path, "--port", String(port), "--bind", "127.0.0.1", "--dir", folder.url.path, "--save", "",
-            "--appendonly", "no", "--daemonize", "no", "--loglevel", "notice",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        killedAtExit.add(process.processIdentifier)
+        // Spawned as the test worker is (`posix_spawn`), not by Foundation's `Process`, whose `run()`
+        // reads each `/proc/self/fd` entry's whole `d_name` and so past its buffer, which
+        // AddressSanitizer reports when the last entry ends the buffer.
+        let process = try WorkerProcess(
+            [
+                file.path, "--port", String(port), "--bind", "127.0.0.1", "--dir", folder.url.path, "--save", "",
+                "--appendonly", "no", "--daemonize", "no", "--loglevel", "notice",
+            ],
+            executable: executable.path
+        )
+        killedAtExit.add(process.pid)
         let server = RedisTestServer(port: port, process: process, folder: folder)
         // Waits on the condition itself: the log line the server prints once it accepts connections.
-        var log = Data()
-        let reader = output.fileHandleForReading
-        while !log.contains("Ready to accept connections") {
-            let chunk = reader.availableData
-            guard !chunk.isEmpty else {
-                throw TestServerError("redis-server exited: \(String(decoding: log, as: UTF8.self))")
+        var log: [String] = []
+        while !(log.last?.contains("Ready to accept connections") ?? false) {
+            guard let line = process.readLine() else {
+                throw TestServerError("redis-server exited: \(log.joined(separator: "\n"))")
             }
-            log.append(chunk)
+            log.append(line)
         }
         // Keep draining its output so that it never blocks on a full pipe.
         Thread.detachNewThread {
-            while !reader.availableData.isEmpty {}
+            while process.readLine() != nil {}
         }
         return server
     }
@@ -121,10 +127,6 @@ private final class ServersKilledAtExit: @unchecked Sendable {
     func killAll() {
         for identifier in lock.withLock({ identifiers }) { _ = kill(identifier, SIGKILL) }
     }
-}
-
-extension Data {
-    fileprivate func contains(_ text: String) -> Bool { range(of: Data(text.utf8)) != nil }
 }
 
 struct TestServerError: Error, CustomStringConvertible {
