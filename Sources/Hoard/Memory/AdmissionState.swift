@@ -79,14 +79,20 @@ struct AdmissionState {
     @usableFromInline static var minimumSketchWords: Int { 2_048 }
 
     /// Creates the state for an index of at most `capacity` entries.
+    ///
+    /// - Parameters:
+    ///   - capacity: The index's count limit.
+    ///   - runsClimber: Whether the index sizes its window with experts of its own; without, it keeps
+    ///     the window it is given (``adoptWindow(share:admitsAll:)``), as the shards of a sharded
+    ///     memory store but the first do (see `MemoryStore`).
     @usableFromInline
-    init(capacity: Int) {
+    init(capacity: Int, runsClimber: Bool = true) {
         let capacity = max(1, capacity)
         self.capacity = capacity
         sketch = FrequencySketch(maximumCapacity: capacity, minimumSize: Self.minimumSketchWords)
         let (idle, overflow) = capacity.multipliedReportingOverflow(by: Self.idleRequestsPerEntry)
         idleThreshold = UInt32(clamping: min(overflow ? Int.max : idle, Int(Self.clockMask)))
-        experts = WindowExperts(capacity: capacity)
+        experts = runsClimber ? WindowExperts(capacity: capacity) : .unused
         windowSize = 1
         windowTarget = 1
         protectedTarget = 0
@@ -117,6 +123,16 @@ struct AdmissionState {
         windowSize = min(max(size, 1), Double(capacity))
         (windowTarget, protectedTarget) = Self.targets(windowSize: windowSize, capacity: capacity)
         sketch.setResetPeriod(Self.resetPeriod(windowTarget: windowTarget, capacity: capacity))
+    }
+
+    /// The window's size as a share of the capacity, and whether every candidate is admitted: what
+    /// another index of the same workload adopts (``adoptWindow(share:admitsAll:)``).
+    var window: (share: Double, admitsAll: Bool) { (windowSize / Double(capacity), admitsAll) }
+
+    /// Takes the window share and admission mode that another index's climber chose.
+    mutating func adoptWindow(share: Double, admitsAll: Bool) {
+        self.admitsAll = admitsAll
+        setWindowSize(share * Double(capacity))
     }
 
     /// Feeds a sampled request to the experts, after the index has served it; moves the window if

@@ -144,13 +144,15 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// - Parameters:
     ///   - policy: The eviction policy.
     ///   - capacity: The most entries the owner keeps; sets the LFU aging period.
+    ///   - runsClimber: Under W-TinyLFU, whether the index sizes its window itself (see
+    ///     `AdmissionState.init(capacity:runsClimber:)`).
     @usableFromInline
-    init(policy: EvictionPolicy, capacity: Int) {
+    init(policy: EvictionPolicy, capacity: Int, runsClimber: Bool = true) {
         self.policy = policy
         let (product, overflow) = capacity.multipliedReportingOverflow(by: 10)
         agingPeriod = overflow ? Int.max : max(1_024, product)
         agingCountdown = agingPeriod
-        admission = policy == .wTinyLFU ? AdmissionState(capacity: capacity) : .unused
+        admission = policy == .wTinyLFU ? AdmissionState(capacity: capacity, runsClimber: runsClimber) : .unused
         table = SlotTable(capacity: capacity > 0 && capacity < 1 << 20 ? capacity : 0)
         if policy == .wTinyLFU { makeRegions() }
     }

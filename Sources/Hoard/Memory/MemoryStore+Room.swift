@@ -17,9 +17,28 @@ extension MemoryStore {
         /// Whether a shard found `spare` at 0 and set its `isStoreFull` since the last removal: the
         /// next removal must then clear every shard's `isStoreFull`.
         @usableFromInline var isFull = false
+        /// The W-TinyLFU window that the first shard's climber chose, for the other shards.
+        @usableFromInline var window: (share: Double, admitsAll: Bool)?
 
         @usableFromInline
         init(spare: Int) { self.spare = spare }
+    }
+
+    /// Shares the W-TinyLFU window of shard `index`, whose lock the caller holds: the first shard,
+    /// which runs the climber, publishes its window in `room`; another takes the one published.
+    ///
+    /// Every ``setsPerWindowSync`` sets of a shard; the climber decides at most once per 256 sampled
+    /// requests of the first shard, so its decisions reach the others within a few hundred sets.
+    @usableFromInline
+    func shareWindow(ofShard index: Int) {
+        shards[index].setsUntilWindowSync = Self.setsPerWindowSync
+        locks.lock(roomLock)
+        defer { locks.unlock(roomLock) }
+        if index == 0 {
+            room.pointee.window = shards[0].index.admission.window
+        } else if let window = room.pointee.window, window != shards[index].index.admission.window {
+            shards[index].index.admission.adoptWindow(share: window.share, admitsAll: window.admitsAll)
+        }
     }
 
     /// What a removal of victims found: whether it removed one, and the entry when the caller must

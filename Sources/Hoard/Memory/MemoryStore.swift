@@ -14,6 +14,11 @@
 /// with fewer than ``entriesPerShardForSharding`` × 2 entries of capacity, or with a cost limit,
 /// has one shard, so the policy is exact over the whole store.
 ///
+/// Under W-TinyLFU, only the first shard sizes its window with the climber's experts; the others
+/// take the share of the capacity it chose (``shareWindow(ofShard:)``). The keys spread over the
+/// shards by hash, so every shard sees the same workload, and one climber's sample is as good as
+/// each shard's own: the experts cost a hit its sampled requests in one shard instead of in all.
+///
 /// Locks: a thread holds at most one shard's lock at a time, so shards never wait for each other
 /// in a cycle; it may take the lock of `room` while holding one, never the other way round.
 @usableFromInline
@@ -46,12 +51,20 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         /// Whether the store was full when this shard last asked `room`, and no removal has made
         /// room since: a new key then needs a victim, and the shard does not ask again.
         @usableFromInline var isStoreFull = false
+        /// Sets until the shard next shares its W-TinyLFU window through `room` (see
+        /// ``shareWindow(ofShard:)``); `Int.max` when it never does.
+        @usableFromInline var setsUntilWindowSync: Int
         /// Keeps the hot fields of two shards off one memory line.
         @usableFromInline var padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 
-        init(policy: EvictionPolicy, share: Int) {
+        /// - Parameters:
+        ///   - leads: Whether the shard sizes its W-TinyLFU window itself; in a sharded store only
+        ///     the first shard does, and the others follow it.
+        ///   - syncsWindow: Whether the shard shares its window with the others.
+        init(policy: EvictionPolicy, share: Int, leads: Bool, syncsWindow: Bool) {
             self.share = share
-            index = EvictionIndex(policy: policy, capacity: share)
+            index = EvictionIndex(policy: policy, capacity: share, runsClimber: leads)
+            setsUntilWindowSync = syncsWindow ? MemoryStore.setsPerWindowSync : .max
         }
     }
 
@@ -59,6 +72,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     static var entriesPerShardForSharding: Int { 8_192 }
     /// The most shards a store is split into.
     static var maximumShardCount: Int { 16 }
+    /// The sets a shard of a sharded W-TinyLFU store serves between two syncs of its window.
+    @usableFromInline static var setsPerWindowSync: Int { 256 }
 
     @usableFromInline let shards: UnsafeMutablePointer<Shard>
     /// One lock per shard, then the lock of `room`.
@@ -98,7 +113,14 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         for index in 0..<shardCount {
             // The remainder of the division goes to the first shards.
             let share = self.capacity / shardCount + (index < self.capacity % shardCount ? 1 : 0)
-            (shards + index).initialize(to: Shard(policy: policy, share: share))
+            (shards + index).initialize(
+                to: Shard(
+                    policy: policy,
+                    share: share,
+                    leads: index == 0,
+                    syncsWindow: shardCount > 1 && policy == .wTinyLFU
+                )
+            )
         }
         room = .allocate(capacity: 1)
         room.initialize(to: Room(spare: self.capacity))
@@ -237,6 +259,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
             shards[index].index.upsert(value, forKey: key, hash: hash)
         }
         let isObserved = shards[index].isObserved
+        shards[index].setsUntilWindowSync &-= 1
+        if shards[index].setsUntilWindowSync == 0 { shareWindow(ofShard: index) }
         locks.unlock(index)
         if needsVictimElsewhere {
             evicted = evictElsewhere(for: key, storedIn: index, returningEviction: returningEviction)

@@ -22,6 +22,10 @@ extension AdmissionState {
 extension WindowExperts {
     /// Checks every expert and the climber's counts; traps on the first inconsistency.
     func checkInvariants() {
+        guard isActive else {
+            precondition(experts.isEmpty, "an inactive climber's experts")
+            return
+        }
         precondition(experts.count == Self.expertCount, "five experts")
         for (index, expert) in experts.enumerated() {
             let configuration = Self.configurations[index]

@@ -50,6 +50,8 @@ struct WindowExperts {
 
     /// Which bits of a spread hash (shifted right by 24) must be 0 for the key to be sampled.
     @usableFromInline let sampleMask: UInt64
+    /// 1 when there are no experts (no key is sampled), else 0.
+    @usableFromInline let samplesNone: UInt64
     /// The experts, ``expertCount`` of them (none for an index that does not use them).
     @usableFromInline var experts: [ExpertCache]
     /// Each expert's window, in entries at the index's scale.
@@ -83,6 +85,7 @@ struct WindowExperts {
         while shift < 1 && capacity >> (shift + 1) >= 32 { shift += 1 }
         while capacity >> shift > ExpertCache.largestCapacity { shift += 1 }
         sampleMask = shift >= 64 ? .max : (1 << UInt64(shift)) - 1
+        samplesNone = 0
         let size = max(1, capacity >> shift)
         experts = Self.configurations.map {
             ExpertCache(capacity: size, windowShare: $0.windowShare, admitsAll: $0.admitsAll)
@@ -95,6 +98,7 @@ struct WindowExperts {
 
     private init() {
         sampleMask = .max
+        samplesNone = 1
         experts = []
         windowSizes = []
         scores = []
@@ -102,12 +106,16 @@ struct WindowExperts {
         disagreementCounts = []
     }
 
-    /// The experts of an index that does not use them: allocates nothing, samples nothing.
+    /// The experts of an index that does not use them or follows another's climber: allocates
+    /// nothing, samples nothing.
     static var unused: WindowExperts { WindowExperts() }
+
+    /// Whether there are experts.
+    var isActive: Bool { samplesNone == 0 }
 
     /// Whether the key of spread hash `hash` is sampled.
     @inlinable
-    func samples(_ hash: UInt64) -> Bool { (hash >> 24) & sampleMask == 0 }
+    func samples(_ hash: UInt64) -> Bool { (hash >> 24 | samplesNone) & sampleMask == 0 }
 
     /// Feeds a sampled request to every expert and counts who hit; every ``period`` requests decides
     /// whether the window moves.
