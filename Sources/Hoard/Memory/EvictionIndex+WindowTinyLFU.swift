@@ -11,8 +11,14 @@
 // `entriesInEvictionOrder` read, is in `EvictionIndex+AdmissionOrder.swift`.
 //
 // Every request moves at most a few nodes between regions (two from an over-full window to
-// probation, three from an over-full protected region to probation), so every operation is O(1);
+// probation, two from an over-full protected region to probation), so every operation is O(1);
 // a window that the climber shrank drains over the following requests.
+//
+// A hit moves one node at most: a probation hit joins protected, and protected's oldest entries
+// step down to probation only when a new entry comes (two at most per insert). On hits over a
+// level that is not full, stepping down at each promotion cost two more list moves one hit in
+// five, and on the real traces the later step-down is as good (43 of 43 rows within 1.5 points of
+// the best classic, mean +0.47 against +0.49).
 
 extension EvictionIndex {
     @inlinable static var windowRegion: Int32 { 0 }
@@ -133,17 +139,13 @@ extension EvictionIndex {
         let stamp = region == Self.windowRegion ? now : now | AdmissionState.incumbentBit
         if region != Self.windowRegion { admission.sketch.increment(hash, smallest: smallestCounter) }
         if region == Self.probationRegion {
-            // Used again while on probation: protected from now on; protected's oldest steps down.
+            // Used again while on probation: protected from now on.
             move(slot, to: Self.protectedRegion, stamp: stamp)
-            if admission.protectedCount > admission.protectedTarget {
-                move(lists[Int(Self.protectedRegion)].head, to: Self.probationRegion)
-            }
         } else if links[Int(slot)].next >= 0 {
             relink(slot, from: region, to: region, stamp: stamp)
         } else {
             links[Int(slot)].stamp = stamp
         }
-        rebalanceProtected()
         if admission.experts.samples(hash) { admission.observe(hash, isFull: entries.count >= admission.capacity) }
     }
 

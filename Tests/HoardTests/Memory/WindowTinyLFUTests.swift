@@ -46,6 +46,33 @@ import Testing
         index.checkInvariants()
     }
 
+    @Test func hitsPromoteWithoutDemotingAndTheNextInsertsStepProtectedDown() {
+        let capacity = 1_000
+        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        for key in 0..<capacity { index.upsert(key, forKey: key) }
+        let target = index.admission.protectedTarget
+        #expect(index.admission.protectedCount == 0 && target > 0)
+        // Every probation entry read once: all join protected, past its target.
+        let probation = (0..<capacity).filter { key in
+            index.slot(for: key, hash: key.hashValue).map { index.links[Int($0)].list } == 1
+        }
+        for key in probation { _ = index.access(key) }
+        let promoted = index.admission.protectedCount
+        #expect(promoted == probation.count && promoted > target)
+        index.checkInvariants()
+        // Each new entry steps at most two down, the oldest first, until protected is back at its target.
+        var key = capacity
+        while index.admission.protectedCount > target {
+            let before = index.admission.protectedCount
+            _ = setAsCache(&index, key, capacity: capacity)
+            key += 1
+            #expect(before - index.admission.protectedCount <= 2)
+            #expect(before - index.admission.protectedCount >= 1)
+        }
+        #expect(key - capacity <= (promoted - target + 1) / 2)
+        index.checkInvariants()
+    }
+
     @Test func theEvictionOrderIsTheOrderOfSuccessivePops() {
         var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 50)
         var generator = SplitMix64(seed: 3)
