@@ -58,6 +58,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         @usableFromInline var padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 
         /// - Parameters:
+        ///   - policy: The eviction policy.
+        ///   - share: The shard's part of the store's capacity.
         ///   - leads: Whether the shard sizes its W-TinyLFU window itself; in a sharded store only
         ///     the first shard does, and the others follow it.
         ///   - syncsWindow: Whether the shard shares its window with the others.
