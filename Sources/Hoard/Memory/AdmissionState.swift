@@ -47,6 +47,14 @@ struct AdmissionState {
     /// The clock's bits in a stamp.
     @usableFromInline static var clockMask: UInt32 { incumbentBit - 1 }
 
+    /// Where the counters of the key of spread hash `hash` are in the sketch, and the smallest of
+    /// them; 15 (no increment) while the sketch has no table.
+    @inlinable @inline(__always)
+    func sketchCounters(_ hash: UInt64) -> (positions: FrequencySketch.Positions, smallest: UInt64) {
+        let positions = sketch.positions(hash)
+        return (positions, sketch.table.isEmpty ? 15 : sketch.smallestCounter(at: positions))
+    }
+
     /// Advances the request clock; returns the new time.
     @inlinable
     mutating func tick() -> UInt32 {

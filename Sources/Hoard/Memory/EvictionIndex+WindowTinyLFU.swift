@@ -111,9 +111,9 @@ extension EvictionIndex {
     @inlinable
     mutating func admissionAccess(_ key: Key, hash keyHash: Int) -> Payload? {
         let hash = FrequencySketch.spread(keyHash)
-        let smallest = admission.sketch.smallestCounter(hash)
+        let counters = admission.sketchCounters(hash)
         guard let slot = slot(for: key, hash: keyHash) else { return nil }
-        recordAdmissionAccess(slot, spread: hash, smallestCounter: smallest)
+        recordAdmissionAccess(slot, spread: hash, counters: counters)
         return entries[Int(slot)].payload
     }
 
@@ -126,18 +126,24 @@ extension EvictionIndex {
     @inlinable
     mutating func recordAdmissionAccess(_ slot: Int32, hash keyHash: Int) {
         let hash = FrequencySketch.spread(keyHash)
-        recordAdmissionAccess(slot, spread: hash, smallestCounter: admission.sketch.smallestCounter(hash))
+        recordAdmissionAccess(slot, spread: hash, counters: admission.sketchCounters(hash))
     }
 
-    /// ``recordAdmissionAccess(_:hash:)`` given the key's spread hash and the smallest of its counters
-    /// in the sketch.
+    /// ``recordAdmissionAccess(_:hash:)`` given the key's spread hash and where its counters are in
+    /// the sketch, with the smallest of them.
     @inlinable
-    mutating func recordAdmissionAccess(_ slot: Int32, spread hash: UInt64, smallestCounter: UInt64) {
+    mutating func recordAdmissionAccess(
+        _ slot: Int32,
+        spread hash: UInt64,
+        counters: (positions: FrequencySketch.Positions, smallest: UInt64)
+    ) {
         let now = admission.tick()
         let region = links[Int(slot)].list
         // A window entry is never an incumbent; a main hit makes one.
         let stamp = region == Self.windowRegion ? now : now | AdmissionState.incumbentBit
-        if region != Self.windowRegion { admission.sketch.increment(hash, smallest: smallestCounter) }
+        if region != Self.windowRegion {
+            admission.sketch.increment(at: counters.positions, smallest: counters.smallest)
+        }
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on.
             move(slot, to: Self.protectedRegion, stamp: stamp)

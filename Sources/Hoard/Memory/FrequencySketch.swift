@@ -15,7 +15,11 @@
 @usableFromInline
 struct FrequencySketch {
     /// The counters, 16 per word; `table.count` is a power of two.
-    @usableFromInline var table: [UInt64] = []
+    ///
+    /// A `NodeBuffer` rather than an `Array`: a hit's increment writes up to four words after one
+    /// uniqueness check (``increment(at:smallest:)``), where an array checked for each write, or
+    /// went through a closure the optimizer left uninlined.
+    @usableFromInline var table = NodeBuffer<UInt64>()
     /// `64 - log2(table.count)`: a word index is the top bits of a hash.
     @usableFromInline var shift: UInt64 = 64
     /// The most words the table will ever have: a power of two.
@@ -84,14 +88,14 @@ struct FrequencySketch {
         let wanted = min(keys, maximumSize)
         while size < wanted { size <<= 1 }
         if table.isEmpty {
-            table = [UInt64](repeating: 0, count: size)
+            table = NodeBuffer(repeating: 0, count: size)
         } else if size > table.count {
             // Word `w` of a table of 2^k words is the top k bits of the hash; with one more bit it
             // becomes word 2w or 2w + 1, which both start with its counters.
             let factor = size / table.count
-            var grown = [UInt64](repeating: 0, count: size)
-            for (word, counters) in table.enumerated() {
-                for part in 0..<factor { grown[word * factor + part] = counters }
+            var grown = NodeBuffer<UInt64>(repeating: 0, count: size)
+            for word in 0..<table.count {
+                for part in 0..<factor { grown[word * factor + part] = table[word] }
             }
             table = grown
         }
@@ -114,9 +118,13 @@ struct FrequencySketch {
         return (Int(truncatingIfNeeded: probe >> shift), ((hash >> (which << 2)) & 15) << 2)
     }
 
+    /// Where a key's four counters are: their words and their bit offsets in them.
+    @usableFromInline
+    typealias Positions = (words: SIMD4<Int>, offsets: SIMD4<UInt64>)
+
     /// The four words and bit offsets of the key's counters: ``position(_:_:)`` for 0 to 3.
     @inlinable @inline(__always)
-    func positions(_ hash: UInt64) -> (words: SIMD4<Int>, offsets: SIMD4<UInt64>) {
+    func positions(_ hash: UInt64) -> Positions {
         let step = (hash << 32) | (hash >> 32) | 1
         let probes = SIMD4(hash, hash &+ step, hash &+ 2 &* step, hash &+ 3 &* step) &>> shift
         let nibbles = SIMD4(hash, hash >> 4, hash >> 8, hash >> 12) & 15
@@ -133,36 +141,38 @@ struct FrequencySketch {
     @inlinable @inline(__always)
     func frequency(_ hash: UInt64) -> Int {
         guard !table.isEmpty else { return 0 }
-        let (words, offsets) = positions(hash)
+        return Int(smallestCounter(at: positions(hash)))
+    }
+
+    /// The smallest of the four counters at `positions`, which the table must have (it is not empty).
+    @inlinable @inline(__always)
+    func smallestCounter(at positions: Positions) -> UInt64 {
+        let (words, offsets) = positions
         var first = (table[words[0]] >> offsets[0]) & 15
         first = min(first, (table[words[1]] >> offsets[1]) & 15)
         var second = (table[words[2]] >> offsets[2]) & 15
         second = min(second, (table[words[3]] >> offsets[3]) & 15)
-        return Int(min(first, second))
-    }
-
-    /// The smallest of the key's four counters: ``frequency(_:)``, as the counters' type.
-    @inlinable @inline(__always)
-    func smallestCounter(_ hash: UInt64) -> UInt64 {
-        UInt64(frequency(hash))
+        return min(first, second)
     }
 
     /// Counts one more occurrence of the key; halves every counter once per reset period.
     @inlinable
     mutating func increment(_ hash: UInt64) {
-        increment(hash, smallest: smallestCounter(hash))
+        guard !table.isEmpty else { return }
+        let positions = positions(hash)
+        increment(at: positions, smallest: smallestCounter(at: positions))
     }
 
-    /// Counts one more occurrence of the key whose smallest counter is `smallest` (its
-    /// ``smallestCounter(_:)`` now).
+    /// Counts one more occurrence of the key whose counters are at `positions` (``positions(_:)``
+    /// of its hash, the table not empty), the smallest of them being `smallest` now.
     ///
-    /// On the hit path: the positions are computed once more, and the table is checked for
+    /// On the hit path, which read the counters before finding the entry: the table is checked for
     /// uniqueness once.
     @inlinable @inline(__always)
-    mutating func increment(_ hash: UInt64, smallest: UInt64) {
-        guard !table.isEmpty && smallest < 15 else { return }
-        let (words, offsets) = positions(hash)
-        table.withUnsafeMutableBufferPointer { table in
+    mutating func increment(at positions: Positions, smallest: UInt64) {
+        guard smallest < 15 else { return }
+        let (words, offsets) = positions
+        table.withMutableView { table in
             // `positions` gives words below `table.count`: the top bits of a hash.
             for which in 0..<4 {
                 // Re-reads the counter, so two probes landing on the same counter raise it once.
@@ -193,6 +203,8 @@ struct FrequencySketch {
     @usableFromInline
     mutating func halve() {
         additions /= 2
-        for word in table.indices { table[word] = (table[word] >> 1) & 0x7777_7777_7777_7777 }
+        table.withMutableView { table in
+            for word in 0..<table.count { table[word] = (table[word] >> 1) & 0x7777_7777_7777_7777 }
+        }
     }
 }

@@ -197,6 +197,16 @@ extension NodeBuffer: RandomAccessCollection {
     var endIndex: Int { storage.count }
 }
 
+extension NodeBuffer {
+    /// Creates a buffer of `count` copies of `element`.
+    @inlinable
+    init(repeating element: Element, count: Int) {
+        self.init(capacity: count)
+        storage.base.initialize(repeating: element, count: count)
+        storage.count = count
+    }
+}
+
 extension NodeBuffer: ExpressibleByArrayLiteral {
     @inlinable
     init(arrayLiteral elements: Element...) {

@@ -50,6 +50,15 @@ struct NodeBufferTests {
         #expect(Array(buffer) == model)
     }
 
+    @Test func repeatingFillsEveryElementAndCopiesOnWrite() {
+        var words = NodeBuffer<UInt64>(repeating: 7, count: 100)
+        #expect(words.count == 100 && (0..<100).allSatisfy { words[$0] == 7 })
+        let copy = words
+        words.withMutableView { view in view[99] = 8 }
+        #expect(words[99] == 8 && copy[99] == 7)
+        #expect(NodeBuffer<UInt64>(repeating: 1, count: 0).isEmpty)
+    }
+
     @Test func copiesOnWrite() {
         var original = NodeBuffer<Int>()
         for value in 0..<100 { original.append(value) }
