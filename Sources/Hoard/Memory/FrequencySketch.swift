@@ -1,7 +1,8 @@
 /// An estimate of how often each key was seen lately: a count-min sketch of 4-bit counters that halve
 /// periodically.
 ///
-/// Each key maps to four counters (in up to four 64-bit words of 16 counters each); an increment raises
+/// Each key maps to four counters (in four 64-bit words of 16 counters each, all four words in one
+/// 64-byte block, see ``positions(_:)``); an increment raises
 /// only the smallest of them (a conservative update), and the estimate is the smallest. Counters stop
 /// at 15. After ``resetPeriod`` increments every counter is halved, so the estimate follows what is
 /// popular now rather than what was popular long ago; the owner sets the period (W-TinyLFU ties it to
@@ -90,12 +91,15 @@ struct FrequencySketch {
         if table.isEmpty {
             table = NodeBuffer(repeating: 0, count: size)
         } else if size > table.count {
-            // Word `w` of a table of 2^k words is the top k bits of the hash; with one more bit it
-            // becomes word 2w or 2w + 1, which both start with its counters.
+            // Block `b` of a table of 2^k blocks is the top k bits of the hash; with one more bit it
+            // becomes block 2b or 2b + 1, which both start with its counters.
             let factor = size / table.count
             var grown = NodeBuffer<UInt64>(repeating: 0, count: size)
-            for word in 0..<table.count {
-                for part in 0..<factor { grown[word * factor + part] = table[word] }
+            for block in 0..<table.count / Self.blockWords {
+                for part in 0..<factor {
+                    let target = (block * factor + part) * Self.blockWords
+                    for word in 0..<Self.blockWords { grown[target + word] = table[block * Self.blockWords + word] }
+                }
             }
             table = grown
         }
@@ -110,12 +114,14 @@ struct FrequencySketch {
         additions = min(additions, resetPeriod)
     }
 
+    /// The words of a block, which holds all four counters of a key.
+    @inlinable static var blockWords: Int { 8 }
+
     /// The word and bit offset of the key's `which`-th counter (0 to 3).
     @inlinable
     func position(_ hash: UInt64, _ which: UInt64) -> (word: Int, offset: UInt64) {
-        // Double hashing for the word, a separate nibble of the hash for the counter in it.
-        let probe = hash &+ which &* ((hash << 32) | (hash >> 32) | 1)
-        return (Int(truncatingIfNeeded: probe >> shift), ((hash >> (which << 2)) & 15) << 2)
+        let (words, offsets) = positions(hash)
+        return (words[Int(which)], offsets[Int(which)])
     }
 
     /// Where a key's four counters are: their words and their bit offsets in them.
@@ -123,12 +129,21 @@ struct FrequencySketch {
     typealias Positions = (words: SIMD4<Int>, offsets: SIMD4<UInt64>)
 
     /// The four words and bit offsets of the key's counters: ``position(_:_:)`` for 0 to 3.
+    ///
+    /// The four counters lie in one block of ``blockWords`` words, 64 bytes, which the table's
+    /// alignment keeps on one memory line (as in Caffeine's sketch): the block from the top bits of
+    /// the hash, counter `i` in word `2i` or `2i + 1` of it, so no two share a word, and a nibble of
+    /// that word from the low bits. Spread over four random words, the counters cost a hit over
+    /// 100 000 entries 6.5 misses of a 1 MiB second-level cache instead of 4.6 (cachegrind; LRU: 3.6).
     @inlinable @inline(__always)
     func positions(_ hash: UInt64) -> Positions {
-        let step = (hash << 32) | (hash >> 32) | 1
-        let probes = SIMD4(hash, hash &+ step, hash &+ 2 &* step, hash &+ 3 &* step) &>> shift
+        let block = Int(truncatingIfNeeded: hash >> shift) & ~(Self.blockWords - 1)
+        // A remix for the words, whose bits do not overlap the block's or the nibbles' (bits 24 and up
+        // also pick the climber's sample).
+        let choice = (hash &* 0x9E37_79B9_7F4A_7C15) >> 60
+        let words = SIMD4(0, 2, 4, 6) &+ (SIMD4(repeating: choice) &>> SIMD4(0, 1, 2, 3) & 1)
         let nibbles = SIMD4(hash, hash >> 4, hash >> 8, hash >> 12) & 15
-        return (SIMD4(truncatingIfNeeded: probes), nibbles &<< 2)
+        return (SIMD4(repeating: block) &+ SIMD4(truncatingIfNeeded: words), nibbles &<< 2)
     }
 
     @inlinable

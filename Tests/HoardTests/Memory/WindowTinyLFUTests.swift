@@ -167,6 +167,23 @@ import Testing
         store.checkInvariants()
     }
 
+    @Test func aKeysFourCountersShareOneMemoryLineInFourWords() {
+        let sketch = FrequencySketch(words: 4_096)
+        var generator = SplitMix64(seed: 3)
+        var blocks = Set<Int>()
+        for _ in 0..<10_000 {
+            let (words, _) = sketch.positions(generator.next())
+            let block = words[0] & ~7
+            #expect(block % 8 == 0 && block + 8 <= sketch.table.count)
+            #expect((0..<4).allSatisfy { words[$0] & ~7 == block && (words[$0] & 7) >> 1 == $0 }, "\(words)")
+            blocks.insert(block)
+        }
+        // The keys spread over every block.
+        #expect(blocks.count == 4_096 / 8)
+        let address = sketch.table.storage.base.withMemoryRebound(to: UInt8.self, capacity: 1) { UInt(bitPattern: $0) }
+        #expect(address % 64 == 0)
+    }
+
     @Test func theSketchHalvesAndKeepsEstimatesWhenItGrows() {
         var sketch = FrequencySketch(maximumCapacity: 1_000)
         sketch.ensureCapacity(16)
