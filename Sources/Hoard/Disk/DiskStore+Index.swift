@@ -48,16 +48,7 @@ extension DiskStore {
                     byteLimit: options.byteLimit
                 )
             }
-            // Journaled first, like every change: a kill in between leaves an uncommitted section,
-            // which the next reader checks against the files.
-            journal(victims.map { .remove(digest: $0.key) }, log: &log)
-            for victim in victims {
-                log.add(
-                    .debug,
-                    "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits."
-                )
-                removeFile(victim.key.hex, log: &log)
-            }
+            removeEntryFiles(victims.map(\.key), evictedFor: " to fit the count and byte limits", log: &log)
         }
     }
 
@@ -177,7 +168,7 @@ extension DiskStore {
             }
             return ValidEntry(
                 digest: digest,
-                info: DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt),
+                info: DiskEntryInfo(size: bytes.count, expiresAt: entry.expiresAt),
                 modified: modified
             )
         } catch {
