@@ -106,7 +106,10 @@ enum MakeSeeds {
         // Index files with journals: committed sections, an uncommitted one, a torn tail, damage.
         let digest = SHA256Digest.hash("a".utf8)
         let put = DiskJournal.Record.put(digest: digest, size: 40, expiresAt: .never, key: "a")
-        let committed = DiskJournal.encode([.begin, put, .remove(digest: SHA256Digest.hash("b".utf8)), .commit])
+        let committed = DiskJournal.encode([
+            .begin, put, .remove(digest: SHA256Digest.hash("b".utf8), key: nil),
+            .remove(digest: SHA256Digest.hash("c".utf8), key: "c"), .commit,
+        ])
         let expiring = DiskJournal.encode([
             .begin,
             .put(digest: SHA256Digest.hash("caf\u{E9}".utf8), size: 9, expiresAt: .at(1_800_000_000), key: "caf\u{E9}"),
