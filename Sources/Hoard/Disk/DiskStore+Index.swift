@@ -116,15 +116,19 @@ extension DiskStore {
             if names.startIndex == half && !names.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
             found += zip(names, validEntries(named: names, log: &log)).map { ($0, $1) }
         }
-        // Oldest first, as they were written: the order by modification time, then by name.
-        found.sort { ($0.entry?.modified ?? 0, $0.name) < ($1.entry?.modified ?? 0, $1.name) }
+        var valid: [ValidEntry] = []
+        valid.reserveCapacity(found.count)
         for (name, entry) in found {
-            if let entry {
-                index.append(entry.info, forKey: entry.digest, count: 1)
-            } else {
-                removeFile(name, log: &log)
-            }
+            if let entry { valid.append(entry) } else { removeFile(name, log: &log) }
         }
+        // Oldest first, as they were written: the order by modification time, then by name. A
+        // digest's big-endian words order as its hex name does, and compare without a string (the
+        // file system's clock ticks coarsely: many files share a time).
+        valid.sort { a, b in
+            (a.modified, a.digest.word0, a.digest.word1, a.digest.word2, a.digest.word3)
+                < (b.modified, b.digest.word0, b.digest.word1, b.digest.word2, b.digest.word3)
+        }
+        for entry in valid { index.append(entry.info, forKey: entry.digest, count: 1) }
         return index
     }
 
