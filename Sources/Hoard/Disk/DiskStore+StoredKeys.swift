@@ -63,6 +63,7 @@ extension DiskStore {
     ///   - digests: The entries' digests.
     ///   - reason: Why they go, for the debug log, after "Evicted … from disk" (`" (lru)"`); `nil` for
     ///     no log line.
+    ///   - log: Collects the log lines, written once the locks are released.
     /// - Returns: The keys the files held, in the order of `digests`; `nil` for a file whose key
     ///   cannot be read (already gone, or damaged).
     /// - Complexity: O(n) file reads and removals.

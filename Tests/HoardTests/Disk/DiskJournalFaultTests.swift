@@ -153,7 +153,9 @@ import Musl
     }
 
     @Test func aCutAfterWhichAnIntactRecordFollowsIsDamageNotATornTail() {
-        var bytes = DiskJournal.encode([.begin, .commit, .begin, .remove(digest: DiskKey("a").digest, key: nil), .commit])
+        var bytes = DiskJournal.encode([
+            .begin, .commit, .begin, .remove(digest: DiskKey("a").digest, key: nil), .commit,
+        ])
         // The first record's length now reaches past the end, as a cut append's would, but whole
         // records follow it: cutting there would lose them.
         bytes[1] = 0x10
