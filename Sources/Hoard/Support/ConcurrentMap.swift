@@ -13,7 +13,10 @@ extension RandomAccessCollection where Index == Int, Self: Sendable {
     ///
     /// Each call of `transform` runs on one thread and may keep what it reuses (a read buffer) for
     /// the elements of its chunk.
-    /// - Parameter transform: Returns the results of one chunk's elements, in their order.
+    /// - Parameters:
+    ///   - chunkSize: The elements per call of `transform`.
+    ///   - transform: Returns the results of one chunk's elements, in their order.
+    /// - Returns: Every chunk's results, in the chunks' order.
     /// - Complexity: O(n / chunkSize) calls of `transform`, spread over `DispatchQueue.concurrentPerform`.
     func concurrentMapChunks<T: Sendable>(chunkSize: Int = 256, _ transform: @Sendable (SubSequence) -> [T]) -> [T] {
         let chunks = (count + chunkSize - 1) / chunkSize
