@@ -10,6 +10,13 @@ public func fuzzEntry(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let viaArray = try? EntryFormat.decode([UInt8](bytes))
     check(same(decoded, viaArray), "the array and buffer decoders disagree")
     guard let entry = decoded else { return 0 }
+    // A rebuild hashes the key's bytes in place: the digest the key's own spelling names.
+    if let layout = try? EntryFormat.check(bytes) {
+        let digest = DiskKey.digest(ofKeyBytes: UnsafeRawBufferPointer(rebasing: bytes[layout.key]))
+        check(digest == DiskKey(entry.key).digest, "a stored key's bytes hash to another file name")
+    } else {
+        check(false, "check rejects what decode accepts")
+    }
     let encoded = EntryFormat.encode(
         key: entry.key,
         payload: entry.payload,

@@ -20,7 +20,7 @@ public func fuzzIndex(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
 private func same(_ lhs: [DiskIndexFile.Record], _ rhs: [DiskIndexFile.Record]) -> Bool {
     lhs.count == rhs.count
         && zip(lhs, rhs).allSatisfy { a, b in
-            a.digest == b.digest && a.count == b.count && a.info.key == b.info.key && a.info.size == b.info.size
+            a.digest == b.digest && a.count == b.count && a.info.size == b.info.size
                 && a.info.expiresAt.deadline.bitPattern == b.info.expiresAt.deadline.bitPattern
         }
 }

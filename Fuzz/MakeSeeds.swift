@@ -78,7 +78,7 @@ enum MakeSeeds {
             DiskIndexFile.Record(
                 digest: SHA256Digest.hash(key.utf8),
                 count: count,
-                info: DiskEntryInfo(key: key, size: size, expiresAt: expiresAt)
+                info: DiskEntryInfo(size: size, expiresAt: expiresAt)
             )
         }
         let three = DiskIndexFile.encode([
@@ -95,10 +95,10 @@ enum MakeSeeds {
         )
         var hugeCount = three
         hugeCount.replaceSubrange(8..<12, with: [0xFF, 0xFF, 0xFF, 0x7F])
-        var hugeKey = three
-        hugeKey.replaceSubrange(64..<68, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        var hugeSize = three
+        hugeSize.replaceSubrange(48..<56, with: [UInt8](repeating: 0xFF, count: 8))
         try save(hugeCount, "edge-huge-count", in: indexes)
-        try save(hugeKey, "edge-huge-key-length", in: indexes)
+        try save(hugeSize, "edge-huge-size", in: indexes)
         try save(Array(three.dropLast(5)), "edge-truncated", in: indexes)
         try save(Array("HRDI".utf8) + [1, 0, 0, 0], "edge-header-only", in: indexes)
         try save(Array("HRDI".utf8) + [2, 0, 0, 0, 0, 0, 0, 0], "edge-version-2", in: indexes)
@@ -106,7 +106,10 @@ enum MakeSeeds {
         // Index files with journals: committed sections, an uncommitted one, a torn tail, damage.
         let digest = SHA256Digest.hash("a".utf8)
         let put = DiskJournal.Record.put(digest: digest, size: 40, expiresAt: .never, key: "a")
-        let committed = DiskJournal.encode([.begin, put, .remove(digest: SHA256Digest.hash("b".utf8)), .commit])
+        let committed = DiskJournal.encode([
+            .begin, put, .remove(digest: SHA256Digest.hash("b".utf8), key: nil),
+            .remove(digest: SHA256Digest.hash("c".utf8), key: "c"), .commit,
+        ])
         let expiring = DiskJournal.encode([
             .begin,
             .put(digest: SHA256Digest.hash("caf\u{E9}".utf8), size: 9, expiresAt: .at(1_800_000_000), key: "caf\u{E9}"),

@@ -25,6 +25,7 @@ resp_sources=(
 )
 sources=(
     Sources/Hoard/Disk/EntryFormat.swift
+    Sources/Hoard/Disk/FileNaming.swift
     Sources/Hoard/Disk/DiskIndex.swift
     Sources/Hoard/Disk/DiskJournal.swift
     Sources/Hoard/Cache/Expiry.swift

@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// `disk-open`: what opening a container costs as it grows, at 10 000, 100 000 and 1 000 000
-/// entries of 256 bytes.
+/// entries of 256 bytes (or the sizes `HOARD_BENCH_DISK_OPEN_SIZES` lists: `100000`, `10000,100000`).
 ///
 /// The containers are filled once, through the public API, and kept between runs in the system's
 /// temporary folder (`hoard-bench-containers/`, or `HOARD_BENCH_CONTAINERS`); a container whose
@@ -51,7 +51,7 @@ enum DiskOpen {
     }
 
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
-        let sizes = context.quick ? [1_000, 10_000] : [10_000, 100_000, 1_000_000]
+        let sizes = chosenSizes ?? (context.quick ? [1_000, 10_000] : [10_000, 100_000, 1_000_000])
         var report = ScenarioReport(
             name: "disk-open",
             title:
@@ -135,6 +135,17 @@ enum DiskOpen {
         ]
         report.checksum = checksum
         return report
+    }
+
+    /// The container sizes `HOARD_BENCH_DISK_OPEN_SIZES` chooses (entry counts separated by commas,
+    /// `100000` or `10000,100000`), to measure without filling or opening the others; `nil` when unset.
+    private static var chosenSizes: [Int]? {
+        guard let text = ProcessInfo.processInfo.environment["HOARD_BENCH_DISK_OPEN_SIZES"], !text.isEmpty else {
+            return nil
+        }
+        let sizes = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            .filter { $0 > 0 }
+        return sizes.isEmpty ? nil : sizes
     }
 
     // MARK: - The containers

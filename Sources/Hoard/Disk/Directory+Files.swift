@@ -130,6 +130,28 @@ extension Directory {
 
 /// Reads and writes through a raw descriptor, retrying interrupted calls.
 enum RawIO {
+    /// Reads up to `count` bytes of `file` from `offset`; fewer at its end.
+    static func read(_ file: Int32, count: Int, at offset: Int) -> [UInt8]? {
+        guard count > 0 else { return [] }
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            while done < buffer.count {
+                let result = pread(file, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                if result > 0 {
+                    done += result
+                } else if result == 0 {
+                    break
+                } else if errno != EINTR {
+                    failed = true
+                    break
+                }
+            }
+            initialized = done
+        }
+        return failed ? nil : bytes
+    }
+
     /// Reads the bytes of `file` from `offset` to its end.
     static func readToEnd(_ file: Int32, from offset: Int) -> [UInt8]? {
         var status = stat()

@@ -7,7 +7,7 @@ import Foundation
 /// per record: body length u32 | body | CRC-32 of the length and the body (u32)
 /// body: kind u8, then
 ///     1 (put):    digest (32 bytes) | file size u64 | expiry date f64 | key length u32 | key
-///     2 (remove): digest (32 bytes)
+///     2 (remove): digest (32 bytes), then key length u32 | key when the key is known
 ///     3 (clear)
 ///     4 (begin):  nothing; the records up to the next commit are one section's
 ///     5 (commit): nothing; the section's file changes are all done
@@ -31,8 +31,10 @@ enum DiskJournal {
     enum Record: Equatable {
         /// An entry file was written (or replaced) for `digest`.
         case put(digest: SHA256Digest, size: Int, expiresAt: Expiry, key: String)
-        /// The entry file of `digest` is gone.
-        case remove(digest: SHA256Digest)
+        /// The entry file of `digest` is gone; `key` is the key it held, when the remover knew it
+        /// (read from the file: the index does not keep keys), for other processes to tell their
+        /// memory levels.
+        case remove(digest: SHA256Digest, key: String?)
         /// Every entry file is gone.
         case clear
         /// A section's records start.
@@ -78,9 +80,13 @@ enum DiskJournal {
             bytes.appendLittleEndian(expiresAt.deadline.bitPattern)
             bytes.appendLittleEndian(UInt32(truncatingIfNeeded: key.utf8.count))
             bytes.append(contentsOf: key.utf8)
-        case .remove(let digest):
+        case .remove(let digest, let key):
             bytes.append(removeKind)
             digest.appendRawBytes(to: &bytes)
+            if let key {
+                bytes.appendLittleEndian(UInt32(truncatingIfNeeded: key.utf8.count))
+                bytes.append(contentsOf: key.utf8)
+            }
         case .clear:
             bytes.append(clearKind)
         case .begin:
@@ -140,7 +146,7 @@ enum DiskJournal {
             let plausible =
                 switch kind {
                 case putKind: length >= 53
-                case removeKind: length == 33
+                case removeKind: length == 33 || length >= 37
                 case clearKind, beginKind, commitKind: length == 1
                 default: false
                 }
@@ -172,8 +178,14 @@ enum DiskJournal {
             guard key.utf8.elementsEqual(keyBytes) else { return nil }
             return .put(digest: digest, size: fileSize, expiresAt: .at(deadline), key: key)
         case removeKind:
-            guard body.count == 33, let digest = SHA256Digest(rawBytes: body[1..<33]) else { return nil }
-            return .remove(digest: digest)
+            guard body.count >= 33, let digest = SHA256Digest(rawBytes: body[1..<33]) else { return nil }
+            if body.count == 33 { return .remove(digest: digest, key: nil) }
+            guard body.count >= 37,
+                let keyLength = Int(exactly: body.loadLittleEndian(at: 33) as UInt32), keyLength == body.count - 37
+            else { return nil }
+            let key = String(decoding: body[37...], as: UTF8.self)
+            guard key.utf8.elementsEqual(body[37...]) else { return nil }
+            return .remove(digest: digest, key: key)
         case clearKind:
             return body.count == 1 ? .clear : nil
         case beginKind:

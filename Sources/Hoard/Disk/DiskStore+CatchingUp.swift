@@ -91,7 +91,7 @@ extension DiskStore {
         }
         var status = stat()
         guard fstat(file, &status) == 0, let bytes = RawIO.readToEnd(file, from: 0),
-            let snapshot = bytes.withUnsafeBytes({ DiskIndexFile.decodeSnapshot($0) }),
+            let snapshot = bytes.withUnsafeBytes({ DiskIndexFile.decodeOpenableSnapshot($0) }),
             !isCutShort(FileIdentity(status), length: bytes.count, log: &log)
         else {
             close(file)
@@ -217,18 +217,21 @@ extension DiskStore {
                 records += section.records
                 continue
             }
-            var keys: [SHA256Digest: (key: String, expiresAt: Expiry)?] = [:]
+            var expiries: [SHA256Digest: Expiry?] = [:]
+            var names: [SHA256Digest: String] = [:]
             var order: [SHA256Digest] = []
             for record in section.records {
                 switch record {
                 case .put(let digest, _, let expiresAt, let key):
-                    if keys[digest] == nil { order.append(digest) }
-                    keys[digest] = (key, expiresAt)
-                case .remove(let digest):
-                    if keys[digest] == nil {
+                    if expiries[digest] == nil { order.append(digest) }
+                    expiries[digest] = expiresAt
+                    names[digest] = key
+                case .remove(let digest, let key):
+                    if expiries[digest] == nil {
                         order.append(digest)
-                        keys[digest] = .some(nil)
+                        expiries[digest] = .some(nil)
                     }
+                    if let key { names[digest] = key }
                 case .clear:
                     return nil
                 case .begin, .commit:
@@ -236,17 +239,17 @@ extension DiskStore {
                 }
             }
             for digest in order {
-                let known = keys[digest] ?? nil
                 let indexed = withState { $0.index.peek(digest) }
+                // The index keeps no keys: one the section did not journal is read from the file.
                 guard let size = directory.size(of: digest.hex),
-                    let key = known?.key ?? indexed?.key
+                    let key = names[digest] ?? storedKey(of: digest)
                 else {
-                    records.append(.remove(digest: digest))
+                    records.append(.remove(digest: digest, key: names[digest]))
                     continue
                 }
                 // An expiry the file may not hold (the rename may not have happened): reads check
                 // the file's own; only `removeExpired` and the key listings go by this one.
-                let expiresAt = known?.expiresAt ?? indexed?.expiresAt ?? .never
+                let expiresAt = (expiries[digest] ?? nil) ?? indexed?.expiresAt ?? .never
                 records.append(.put(digest: digest, size: size, expiresAt: expiresAt, key: key))
             }
         }
@@ -323,12 +326,14 @@ extension DiskStore.State {
     mutating func replay(_ record: DiskJournal.Record, news: inout DiskStore.PeerNews) {
         switch record {
         case .put(let digest, let size, let expiresAt, let key):
-            index.upsert(DiskEntryInfo(key: key, size: size, expiresAt: expiresAt), forKey: digest)
+            index.upsert(DiskEntryInfo(size: size, expiresAt: expiresAt), forKey: digest)
             // Another process wrote the file: it holds that process's value, which may be served.
             unremovable.remove(digest)
             news.changedKeys.append(key)
-        case .remove(let digest):
-            if let removed = index.removeValue(forKey: digest) { news.changedKeys.append(removed.key) }
+        case .remove(let digest, let key):
+            // A removal whose key could not be read (its file was damaged) changes no key a peer
+            // can name.
+            if index.removeValue(forKey: digest) != nil, let key { news.changedKeys.append(key) }
         case .clear:
             index.removeAll()
             news.isCleared = true

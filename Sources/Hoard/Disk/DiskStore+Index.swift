@@ -48,16 +48,7 @@ extension DiskStore {
                     byteLimit: options.byteLimit
                 )
             }
-            // Journaled first, like every change: a kill in between leaves an uncommitted section,
-            // which the next reader checks against the files.
-            journal(victims.map { .remove(digest: $0.key) }, log: &log)
-            for victim in victims {
-                log.add(
-                    .debug,
-                    "Evicted \"\(victim.payload.key.prefix(100))\" from disk to fit the count and byte limits."
-                )
-                removeFile(victim.key.hex, log: &log)
-            }
+            removeEntryFiles(victims.map(\.key), evictedFor: " to fit the count and byte limits", log: &log)
         }
     }
 
@@ -82,24 +73,28 @@ extension DiskStore {
     ///   (every file when there is none).
     func rebuildIndex(log: inout DeferredLog) -> DiskEntryIndex? {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
-        let names: [String]
+        var unindexed: [SHA256Digest]
+        let hasIndexFile: Bool
         do {
             // Names only: each file's size and time come from its read (or, for the entries an
-            // earlier index names, one `stat`), not from a `stat` of every name first.
-            names = try directory.names()
+            // earlier index names, one `stat`), not from a `stat` of every name first. The entry
+            // files' names are parsed into digests as they are listed.
+            let listing = try directory.entryDigestsAndOtherNames()
+            unindexed = listing.digests
+            hasIndexFile = listing.others.contains(ContainerFile.index)
         } catch {
             log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
             return nil
         }
-        var unindexed = Set(names.filter(ContainerFile.isEntryName))
-        let hasIndexFile = names.contains(ContainerFile.index)
         let legacy =
             hasIndexFile
             ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
                 bytes.withUnsafeBytes { DiskIndexFile.decodeSnapshot($0, version: DiskIndexFile.legacyVersion) }
             } : nil
         if let legacy {
-            let named = legacy.records.filter { unindexed.remove($0.digest.hex) != nil }
+            var remaining = Set(unindexed)
+            let named = legacy.records.filter { remaining.remove($0.digest) != nil }
+            unindexed = unindexed.filter(remaining.contains)
             // The sizes of the files, not those the old index saved: it may be stale.
             let directory = self.directory
             let sizes = named.map(\.digest.hex).concurrentMap { directory.size(of: $0) }
@@ -117,23 +112,26 @@ extension DiskStore {
         if !unindexed.isEmpty {
             log.add(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
         }
-        let unindexedNames = Array(unindexed)
-        let half = unindexedNames.count / 2
-        var found: [(name: String, entry: ValidEntry?)] = []
-        found.reserveCapacity(unindexedNames.count)
-        for names in [unindexedNames[..<half], unindexedNames[half...]] {
-            if names.startIndex == half && !names.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
-            found += zip(names, validEntries(named: names, log: &log)).map { ($0, $1) }
+        let half = unindexed.count / 2
+        var found: [(digest: SHA256Digest, entry: ValidEntry?)] = []
+        found.reserveCapacity(unindexed.count)
+        for digests in [unindexed[..<half], unindexed[half...]] {
+            if digests.startIndex == half && !digests.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
+            found += zip(digests, validEntries(digests, log: &log)).map { ($0, $1) }
         }
-        // Oldest first, as they were written: the order by modification time, then by name.
-        found.sort { ($0.entry?.modified ?? 0, $0.name) < ($1.entry?.modified ?? 0, $1.name) }
-        for (name, entry) in found {
-            if let entry {
-                index.append(entry.info, forKey: entry.digest, count: 1)
-            } else {
-                removeFile(name, log: &log)
-            }
+        var valid: [ValidEntry] = []
+        valid.reserveCapacity(found.count)
+        for (digest, entry) in found {
+            if let entry { valid.append(entry) } else { removeFile(digest.hex, log: &log) }
         }
+        // Oldest first, as they were written: the order by modification time, then by name. A
+        // digest's big-endian words order as its hex name does, and compare without a string (the
+        // file system's clock ticks coarsely: many files share a time).
+        valid.sort { a, b in
+            (a.modified, a.digest.word0, a.digest.word1, a.digest.word2, a.digest.word3)
+                < (b.modified, b.digest.word0, b.digest.word1, b.digest.word2, b.digest.word3)
+        }
+        for entry in valid { index.append(entry.info, forKey: entry.digest, count: 1) }
         return index
     }
 
@@ -144,13 +142,16 @@ extension DiskStore {
         var modified: Double
     }
 
-    /// Reads files found in the container on every core, in their order (each read is a system
-    /// call or two and a checksum); see ``validEntry(named:log:)``.
-    private func validEntries(named names: ArraySlice<String>, log: inout DeferredLog) -> [ValidEntry?] {
-        let read = names.concurrentMap { name in
-            var entryLog = DeferredLog()
-            let entry = validEntry(named: name, log: &entryLog)
-            return (entry, entryLog)
+    /// Reads the entry files of `digests` on every core, in their order (each read is four system
+    /// calls and a checksum, into a buffer each chunk reuses); see ``validEntry(_:buffer:log:)``.
+    private func validEntries(_ digests: ArraySlice<SHA256Digest>, log: inout DeferredLog) -> [ValidEntry?] {
+        let read = digests.concurrentMapChunks { chunk in
+            let buffer = FileReadBuffer()
+            return chunk.map { digest in
+                var entryLog = DeferredLog()
+                let entry = validEntry(digest, buffer: buffer, log: &entryLog)
+                return (entry, entryLog)
+            }
         }
         return read.map { entry, entryLog in
             log.append(entryLog)
@@ -158,30 +159,32 @@ extension DiskStore {
         }
     }
 
-    /// Reads a file found in the container; returns its entry if it is intact and named by its key.
-    private func validEntry(named name: String, log: inout DeferredLog) -> ValidEntry? {
-        guard let digest = SHA256Digest(hex: name) else { return nil }
+    /// Reads the file named by `digest`; returns its entry if it is intact and named by its key.
+    ///
+    /// The checks of a read through `EntryFormat.decode`, made over the bytes in `buffer`: the key
+    /// and the payload are not copied out of them.
+    private func validEntry(_ digest: SHA256Digest, buffer: FileReadBuffer, log: inout DeferredLog) -> ValidEntry? {
         do {
-            guard let (bytes, modified) = try directory.readWithTime(name) else { return nil }
-            let entry = try EntryFormat.decode(bytes)
-            guard DiskKey(entry.key).digest == digest else {
-                log.add(.warning, "Removed \(directory.path)/\(name): it holds another key's entry.")
+            guard let (bytes, modified) = try directory.readEntryFile(digest, into: buffer) else { return nil }
+            let entry = try EntryFormat.check(bytes)
+            guard DiskKey.digest(ofKeyBytes: UnsafeRawBufferPointer(rebasing: bytes[entry.key])) == digest else {
+                log.add(.warning, "Removed \(directory.path)/\(digest.hex): it holds another key's entry.")
                 return nil
             }
             guard entry.schemaVersion == options.schemaVersion else {
                 log.add(
                     .info,
-                    "Removed \(directory.path)/\(name): written under schema version \(entry.schemaVersion)."
+                    "Removed \(directory.path)/\(digest.hex): written under schema version \(entry.schemaVersion)."
                 )
                 return nil
             }
             return ValidEntry(
                 digest: digest,
-                info: DiskEntryInfo(key: entry.key, size: bytes.count, expiresAt: entry.expiresAt),
+                info: DiskEntryInfo(size: bytes.count, expiresAt: entry.expiresAt),
                 modified: modified
             )
         } catch {
-            log.add(.warning, "Removed the damaged entry file \(directory.path)/\(name): \(error).")
+            log.add(.warning, "Removed the damaged entry file \(directory.path)/\(digest.hex): \(error).")
             return nil
         }
     }

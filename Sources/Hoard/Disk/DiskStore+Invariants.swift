@@ -51,7 +51,7 @@ extension DiskStore.State {
             guard pending[entry.key] == nil else { continue }
             let name = entry.key.hex
             if files[name] == nil {
-                problems.append("indexed entry \(name) (\"\(entry.payload.key.prefix(40))\") has no file")
+                problems.append("indexed entry \(name) has no file")
             } else if files[name] != entry.payload.size {
                 problems.append("entry \(name) is \(files[name] ?? 0) bytes, indexed as \(entry.payload.size)")
             }

@@ -116,15 +116,12 @@ extension DiskStore {
             )
         }
         guard !victims.isEmpty else { return }
-        _ = journal(victims.map { .remove(digest: $0.key) }, log: &log)
-        for victim in victims {
-            log.add(
-                .debug,
-                "Evicted \"\(victim.payload.key.prefix(100))\" from disk: a process died before making room for its writes."
-            )
-            removeFile(victim.key.hex, log: &log)
-            news.changedKeys.append(victim.payload.key)
-        }
+        let keys = removeEntryFiles(
+            victims.map(\.key),
+            evictedFor: ": a process died before making room for its writes",
+            log: &log
+        )
+        news.changedKeys += keys.compactMap { $0 }
         withState { $0.changesSinceSave += victims.count }
     }
 

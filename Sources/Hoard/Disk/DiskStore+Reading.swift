@@ -134,30 +134,30 @@ extension DiskStore {
 
     /// Removes every entry file (not pending write) that expires at or before `now`.
     ///
-    /// - Returns: The keys removed.
-    /// - Complexity: O(n) in the number of entries, plus one file removal per expired entry; waits for
-    ///   a disk write in progress (never for a serializer).
+    /// - Returns: The keys removed, as their files stored them (a file whose key cannot be read is
+    ///   removed, not listed).
+    /// - Complexity: O(n) in the number of entries, plus one file read (of its key) and one removal
+    ///   per expired entry; waits for a disk write in progress (never for a serializer).
     func removeExpired(now: Double) -> [String] {
         var messages = DeferredLog()
         defer { messages.flush() }
-        let expired: [(key: SHA256Digest, payload: DiskEntryInfo, count: UInt32)] =
+        let expired: [String?] =
             withContainer { log in
-                let expired = withState { state in
-                    state.index.entriesInEvictionOrder.filter { entry in
-                        entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil
+                let digests = withState { state in
+                    state.index.entriesInEvictionOrder.compactMap { entry in
+                        entry.payload.expiresAt.isExpired(at: now) && state.pending[entry.key] == nil ? entry.key : nil
                     }
                 }
-                journal(expired.map { .remove(digest: $0.key) }, log: &log)
-                for entry in expired {
-                    removeFile(entry.key.hex, log: &log)
-                }
+                // The keys come from the files, read before they go.
+                let keys = removeEntryFiles(digests, log: &log)
                 withState { state in
-                    for entry in expired { state.forgetEntry(entry.key) }
+                    for digest in digests { state.forgetEntry(digest) }
                 }
-                return expired
+                return keys
             } ?? []
         if !expired.isEmpty { messages.add(.debug, "Removed \(expired.count) expired entries from \(directory.path).") }
-        return expired.map(\.payload.key)
+        // An expired file whose key cannot be read (damaged, or gone) is removed without being reported.
+        return expired.compactMap { $0 }
     }
 
     /// Runs `removesEntry` inside a section, unless a newer operation on `key` is pending or its entry
@@ -172,11 +172,11 @@ extension DiskStore {
             if withState({ $0.pending[key.digest] != nil || !$0.index.contains(key.digest) }) { return false }
             // Journaled before `removesEntry` may unlink; if it keeps the file after all, the section
             // puts the entry back (or, killed, is checked against the files by the next reader).
-            journal([.remove(digest: key.digest)], log: &log)
+            journal([.remove(digest: key.digest, key: key.string)], log: &log)
             guard removesEntry(&log) else {
                 if let info = withState({ $0.index.peek(key.digest) }) {
                     journal(
-                        [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: info.key)],
+                        [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
                         log: &log
                     )
                 }

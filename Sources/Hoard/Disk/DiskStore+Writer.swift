@@ -209,7 +209,7 @@ extension DiskStore {
                 if let byteLimit = options.byteLimit, bytes.count > byteLimit {
                     return .oversized(size: bytes.count, byteLimit: byteLimit)
                 }
-                return .write(bytes, DiskEntryInfo(key: key.string, size: bytes.count, expiresAt: value.expiresAt))
+                return .write(bytes, DiskEntryInfo(size: bytes.count, expiresAt: value.expiresAt))
             } catch {
                 return .failed(error)
             }
@@ -270,13 +270,10 @@ extension DiskStore {
             // The victims are out of the index: readers miss them already. Their removals are
             // journaled, then their files go; the delegate hears "will evict" right after, once
             // `ioLock` is released.
-            journal(victims.map { .remove(digest: $0.key) }, log: &log)
-            for victim in victims {
-                log.add(.debug, "Evicted \"\(victim.payload.key.prefix(100))\" from disk (\(options.policy)).")
-                removeFile(victim.key.hex, log: &log)
-            }
-            let evictions = victims.map {
-                Effect.evicted(key: $0.payload.key, reason: $0.reason, observer: pending.observer)
+            let keys = removeEntryFiles(victims.map(\.key), evictedFor: " (\(options.policy))", log: &log)
+            // A victim whose file was gone or damaged has no key to report: nobody could read it.
+            let evictions = zip(victims, keys).compactMap { victim, key in
+                key.map { Effect.evicted(key: $0, reason: victim.reason, observer: pending.observer) }
             }
             return (evictions, .success(()))
         case .failed(let error):
@@ -297,7 +294,7 @@ extension DiskStore {
         // Journaled first, unconditionally (another process may count the key even if this one has
         // not heard of it): a kill before the unlink leaves an uncommitted section, checked by the
         // next reader against the files.
-        journal([.remove(digest: pending.key.digest)], log: &log)
+        journal([.remove(digest: pending.key.digest, key: pending.key.string)], log: &log)
         removeFile(pending.key.fileName, log: &log)
         withState { $0.didRemoveFile(of: pending) }
     }

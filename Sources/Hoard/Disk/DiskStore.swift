@@ -270,11 +270,12 @@ final class DiskStore: Sendable {
     /// The total size in bytes of the entry files (writes not landed yet are not counted).
     var byteCount: Int { withLoadedState { $0.index.byteCount } }
 
-    /// The keys of the entry files, next victim first.
+    /// The keys of the entry files, next victim first, read from the files (see ``storedKey(of:)``);
+    /// a file whose key cannot be read is left out.
     ///
-    /// - Complexity: O(n).
+    /// - Complexity: O(n) file reads.
     var keysInEvictionOrder: [String] {
-        withLoadedState { $0.index.entriesInEvictionOrder.map(\.payload.key) }
+        storedKeys(of: withLoadedState { $0.index.entriesInEvictionOrder.map(\.key) }).compactMap { $0 }
     }
 
     /// Whether the store holds a value for `key` (a pending write, or an entry file), without
@@ -297,24 +298,29 @@ final class DiskStore: Sendable {
     /// The keys the store holds: pending writes and entry files, less pending removals, as stored
     /// in the entries (not derived from file names).
     ///
+    /// The index keeps no keys in memory: the entry files' keys are read from their headers, holding
+    /// no lock. A file removed meanwhile, or whose key cannot be read (damaged), is left out.
+    ///
     /// - Parameter isLive: Tells whether an entry with an expiry is listed; by default every entry is.
     /// - Returns: The keys, entry files first (next victim first), then pending writes.
-    /// - Complexity: O(n).
+    /// - Complexity: O(n), with one read of each live entry file's header (on every core).
     func allKeys(isLive: (Expiry) -> Bool = { _ in true }) -> [String] {
-        withLoadedState { state in
-            var keys: [String] = []
-            keys.reserveCapacity(state.index.count + state.pending.count)
+        let (digests, pendingKeys) = withLoadedState { state in
+            var digests: [SHA256Digest] = []
+            digests.reserveCapacity(state.index.count)
             for entry in state.index.entriesInEvictionOrder
             where state.pending[entry.key] == nil && isLive(entry.payload.expiresAt) {
-                keys.append(entry.payload.key)
+                digests.append(entry.key)
             }
+            var pendingKeys: [String] = []
             for pending in state.pending.values {
                 if case .write(let value) = pending.operation, isLive(value.expiresAt) {
-                    keys.append(pending.key.string)
+                    pendingKeys.append(pending.key.string)
                 }
             }
-            return keys
+            return (digests, pendingKeys)
         }
+        return storedKeys(of: digests).compactMap { $0 } + pendingKeys
     }
 
     /// Removes a file of the container, logging a failure; an entry file that cannot be removed is

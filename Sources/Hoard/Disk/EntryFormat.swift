@@ -96,6 +96,28 @@ enum EntryFormat {
     ///
     /// - Throws: ``Damage`` when the bytes are not a complete, intact entry.
     static func decode(_ bytes: UnsafeRawBufferPointer) throws(Damage) -> Entry {
+        let layout = try check(bytes)
+        // Valid UTF-8 (checked): decoding repairs nothing.
+        let key = String(decoding: bytes[layout.key], as: UTF8.self)
+        let payload = Data(bytes[layout.payload])
+        return Entry(key: key, payload: payload, schemaVersion: layout.schemaVersion, expiresAt: layout.expiresAt)
+    }
+
+    /// Where the key and the payload of an intact entry lie in its bytes, and its header's fields.
+    struct Layout {
+        /// The key's bytes (valid UTF-8).
+        var key: Range<Int>
+        var payload: Range<Int>
+        var schemaVersion: UInt32
+        var expiresAt: Expiry
+    }
+
+    /// Checks the bytes of an entry file as `decode(_:)` does (size,
+    /// magic, version, checksum, key, expiry), without copying the key or the payload out of them.
+    ///
+    /// - Throws: ``Damage`` when the bytes are not a complete, intact entry: the error `decode` throws.
+    /// - Complexity: O(n) in the bytes (the checksum); no allocation for an ASCII key.
+    static func check(_ bytes: UnsafeRawBufferPointer) throws(Damage) -> Layout {
         guard bytes.count >= headerSize + trailerSize else { throw .tooShort(bytes.count) }
         guard bytes.starts(with: magic) else { throw .badMagic }
         let version: UInt16 = bytes.loadLittleEndian(at: 4)
@@ -114,18 +136,24 @@ enum EntryFormat {
         let body = UnsafeRawBufferPointer(rebasing: bytes[0..<expected - trailerSize])
         let stored: UInt32 = bytes.loadLittleEndian(at: expected - trailerSize)
         guard CRC32.checksum(body) == stored else { throw .checksumMismatch }
-        let keyStart = headerSize
-        let payloadStart = keyStart + keyLength
-        let keyBytes = bytes[keyStart..<payloadStart]
-        // `String(decoding:)` repairs invalid UTF-8; a repaired key is not the stored key.
-        let key = String(decoding: keyBytes, as: UTF8.self)
-        guard key.utf8.elementsEqual(keyBytes) else { throw .invalidKey }
-        let payload = Data(bytes[payloadStart..<payloadStart + payloadLength])
+        let key = headerSize..<headerSize + keyLength
+        guard isValidUTF8(UnsafeRawBufferPointer(rebasing: bytes[key])) else { throw .invalidKey }
         let deadline = flags & hasExpiryFlag != 0 ? Double(bitPattern: expiryBits) : nil
         // Never written (a NaN expiry is stored as already expired): only a forged file holds one.
         if let deadline, deadline.isNaN { throw .invalidExpiry }
-        let expiresAt = Expiry(secondsSince1970: deadline)
-        return Entry(key: key, payload: payload, schemaVersion: schemaVersion, expiresAt: expiresAt)
+        return Layout(
+            key: key,
+            payload: key.upperBound..<key.upperBound + payloadLength,
+            schemaVersion: schemaVersion,
+            expiresAt: Expiry(secondsSince1970: deadline)
+        )
+    }
+
+    /// Whether `bytes` are valid UTF-8; ASCII (most keys) is checked without making a string.
+    static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return true }
+        // `String(decoding:)` repairs invalid UTF-8; a repaired key is not the stored key.
+        return String(decoding: bytes, as: UTF8.self).utf8.elementsEqual(bytes)
     }
 }
 

@@ -31,6 +31,13 @@ struct DiskKey: Sendable {
         }
     }
 
+    /// The digest of the key whose UTF-8 bytes are `bytes` (valid UTF-8, as an entry file stores
+    /// it): the digest ``init(_:)`` computes, without making a string of an ASCII key.
+    static func digest(ofKeyBytes bytes: UnsafeRawBufferPointer) -> SHA256Digest {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return SHA256Digest.hash(bytes) }
+        return DiskKey(String(decoding: bytes, as: UTF8.self)).digest
+    }
+
     /// Rebuilds a key from a stored key string and the digest its file is named by.
     init(string: String, digest: SHA256Digest) {
         self.string = string

@@ -260,33 +260,38 @@ extension SHA256Digest {
     ///
     /// - Parameter hex: The 64-character lowercase hex string.
     init?(hex: some StringProtocol) {
+        let parsed = hex.utf8.withContiguousStorageIfAvailable { Self(hexDigits: UnsafeRawBufferPointer($0)) }
+        guard let digest = parsed ?? Array(hex.utf8).withUnsafeBytes({ Self(hexDigits: $0) }) else { return nil }
+        self = digest
+    }
+
+    /// Parses a digest from the bytes of its hex representation, under the rules of
+    /// ``init(hex:)``: exactly 64 lowercase hex digits.
+    ///
+    /// For names read in place, from a folder listing, without making a string of each.
+    ///
+    /// - Parameter bytes: The 64 ASCII digits.
+    init?(hexDigits bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == 64 else { return nil }
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        var accumulator: UInt64 = 0
-        var digitCount = 0
-        for unit in hex.utf8 {
-            guard digitCount < 64 else { return nil }
-            let value: UInt8
-            switch unit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"):
-                value = unit &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"):
-                value = unit &- UInt8(ascii: "a") &+ 10
-            default:
-                return nil
-            }
-            accumulator = accumulator &<< 4 | UInt64(value)
-            digitCount += 1
-            if digitCount & 15 == 0 {
-                switch digitCount {
-                case 16: words.0 = accumulator
-                case 32: words.1 = accumulator
-                case 48: words.2 = accumulator
-                default: words.3 = accumulator
+        for wordIndex in 0..<4 {
+            var accumulator: UInt64 = 0
+            for unit in bytes[wordIndex &* 16..<wordIndex &* 16 &+ 16] {
+                let value: UInt8
+                switch unit {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = unit &- UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = unit &- UInt8(ascii: "a") &+ 10
+                default: return nil
                 }
-                accumulator = 0
+                accumulator = accumulator &<< 4 | UInt64(value)
+            }
+            switch wordIndex {
+            case 0: words.0 = accumulator
+            case 1: words.1 = accumulator
+            case 2: words.2 = accumulator
+            default: words.3 = accumulator
             }
         }
-        guard digitCount == 64 else { return nil }
         self.init(word0: words.0, word1: words.1, word2: words.2, word3: words.3)
     }
 
@@ -296,21 +301,28 @@ extension SHA256Digest {
     /// nibble at a time, without going through `String(format:)`.
     var hex: String {
         String(unsafeUninitializedCapacity: 64) { buffer in
-            /// Writes the 16 hex digits of `word`, most significant first, starting at `offset`.
-            func write(_ word: UInt64, at offset: Int) {
-                var shift: UInt64 = 60
-                for index in offset..<(offset &+ 16) {
-                    let nibble = UInt8(truncatingIfNeeded: word &>> shift) & 0x0f
-                    buffer[index] = nibble < 10 ? nibble &+ UInt8(ascii: "0") : nibble &+ (UInt8(ascii: "a") &- 10)
-                    shift &-= 4
-                }
-            }
-            write(word0, at: 0)
-            write(word1, at: 16)
-            write(word2, at: 32)
-            write(word3, at: 48)
+            writeHex(to: buffer)
             return 64
         }
+    }
+
+    /// Writes the 64 lowercase hex characters of ``hex`` to the start of `buffer`, which holds at
+    /// least 64 bytes (for a file name made without a string).
+    func writeHex(to buffer: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(buffer.count >= 64, "a digest's hex needs 64 bytes")
+        /// Writes the 16 hex digits of `word`, most significant first, starting at `offset`.
+        func write(_ word: UInt64, at offset: Int) {
+            var shift: UInt64 = 60
+            for index in offset..<(offset &+ 16) {
+                let nibble = UInt8(truncatingIfNeeded: word &>> shift) & 0x0f
+                buffer[index] = nibble < 10 ? nibble &+ UInt8(ascii: "0") : nibble &+ (UInt8(ascii: "a") &- 10)
+                shift &-= 4
+            }
+        }
+        write(word0, at: 0)
+        write(word1, at: 16)
+        write(word2, at: 32)
+        write(word3, at: 48)
     }
 }
 

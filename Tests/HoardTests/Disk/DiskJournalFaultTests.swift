@@ -110,7 +110,7 @@ import Musl
             DiskIndexFile.Record(
                 digest: DiskKey(key).digest,
                 count: 1,
-                info: DiskEntryInfo(key: key, size: Int.max / 2 + 1, expiresAt: .never)
+                info: DiskEntryInfo(size: Int.max / 2 + 1, expiresAt: .never)
             )
         }
         try RawFiles.write(
@@ -153,13 +153,15 @@ import Musl
     }
 
     @Test func aCutAfterWhichAnIntactRecordFollowsIsDamageNotATornTail() {
-        var bytes = DiskJournal.encode([.begin, .commit, .begin, .remove(digest: DiskKey("a").digest), .commit])
+        var bytes = DiskJournal.encode([
+            .begin, .commit, .begin, .remove(digest: DiskKey("a").digest, key: nil), .commit,
+        ])
         // The first record's length now reaches past the end, as a cut append's would, but whole
         // records follow it: cutting there would lose them.
         bytes[1] = 0x10
         #expect(bytes.withUnsafeBytes { DiskJournal.decode($0) }.ending == .damaged)
         // A real cut (nothing after it) is still a torn tail.
-        let cut = Array(DiskJournal.encode([.begin, .remove(digest: DiskKey("a").digest)]).dropLast(5))
+        let cut = Array(DiskJournal.encode([.begin, .remove(digest: DiskKey("a").digest, key: nil)]).dropLast(5))
         #expect(cut.withUnsafeBytes { DiskJournal.decode($0) }.ending == .tornTail)
     }
 

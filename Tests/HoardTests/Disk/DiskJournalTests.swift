@@ -10,7 +10,8 @@ import Testing
         .begin,
         .put(digest: DiskKey("a").digest, size: 40, expiresAt: .never, key: "a"),
         .put(digest: DiskKey("caf\u{E9}").digest, size: 9, expiresAt: .at(1_800_000_000.5), key: "caf\u{E9}"),
-        .remove(digest: DiskKey("b").digest),
+        .remove(digest: DiskKey("b").digest, key: nil),
+        .remove(digest: DiskKey("caf\u{E9}").digest, key: "caf\u{E9}"),
         .commit,
         .begin, .clear, .commit,
     ]
@@ -60,7 +61,7 @@ import Testing
         try await populate(folder, count: 5)
         let path = folder.container().appendingPathComponent(ContainerFile.index).path
         // A cut append, or a file cut short by damage: which one, and what was lost, is unknown.
-        let torn = DiskJournal.encode([.begin, .remove(digest: DiskKey("key 0").digest)])
+        let torn = DiskJournal.encode([.begin, .remove(digest: DiskKey("key 0").digest, key: nil)])
         try append(Array(torn.dropLast(3)), to: folder)
         let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
         #expect(cache.diskCount == 5)
@@ -95,7 +96,7 @@ import Testing
             DiskJournal.encode([
                 .begin,
                 .put(digest: DiskKey("ghost").digest, size: 99, expiresAt: .never, key: "ghost"),
-                .remove(digest: DiskKey("key 1").digest),
+                .remove(digest: DiskKey("key 1").digest, key: nil),
             ]),
             to: folder
         )

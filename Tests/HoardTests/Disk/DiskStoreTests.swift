@@ -161,6 +161,30 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: indexURL.path))
     }
 
+    /// A rebuild hashes each stored key (in place when it is ASCII) to check it names its file: keys
+    /// of every shape, a decomposed one among them, survive it; names that only look like an
+    /// entry's are left alone.
+    @Test func everyKeySurvivesARebuildOfTheIndex() async throws {
+        let folder = TemporaryDirectory()
+        let keys = Self.hostileKeys + ["cafe\u{301}"]
+        do {
+            let cache = try folder.stringBuilder().maxRamCount(0).build()
+            for (index, key) in keys.enumerated() { cache[key] = "value \(index)" }
+            await cache.flush()
+        }
+        let container = folder.container()
+        try FileManager.default.removeItem(at: container.appendingPathComponent(".hoard-index"))
+        let lookalikes = [String(repeating: "A", count: 64), String(repeating: "a", count: 63) + "g"]
+        for name in lookalikes { try Data("not ours".utf8).write(to: container.appendingPathComponent(name)) }
+        let cache = try reopen(folder)
+        #expect(cache.diskCount == keys.count)
+        #expect(Set(cache.disk?.keysInEvictionOrder ?? []) == Set(keys))
+        for (index, key) in keys.enumerated() { #expect(cache[key] == "value \(index)") }
+        for name in lookalikes {
+            #expect(FileManager.default.fileExists(atPath: container.appendingPathComponent(name).path))
+        }
+    }
+
     @Test func temporaryFilesAreSweptAndNeverCounted() async throws {
         let folder = TemporaryDirectory()
         try await populate(folder, count: 2)

@@ -12,4 +12,11 @@ import Testing
         #expect(!ContainerFile.isEntryName(ContainerFile.index))
         #expect(!ContainerFile.isEntryName(String(repeating: "A", count: 64)))
     }
+
+    /// What a rebuild hashes, a stored key's bytes, names the file its key names, in either spelling.
+    @Test(arguments: ["abc", "", "e\u{301}", "\u{E9}", "cafe\u{301} au lait", "🦄🔥", "שלום", "nul\0byte"])
+    func aStoredKeysBytesHashToItsFileName(key: String) {
+        let digest = Array(key.utf8).withUnsafeBytes { DiskKey.digest(ofKeyBytes: $0) }
+        #expect(digest == DiskKey(key).digest)
+    }
 }

@@ -14,7 +14,7 @@ extension DiskIndexFile {
             for record in sections.flatMap(\.records) {
                 switch record {
                 case .put(let digest, _, _, _): digests.insert(digest)
-                case .remove(let digest): digests.remove(digest)
+                case .remove(let digest, _): digests.remove(digest)
                 case .clear: digests.removeAll()
                 case .begin, .commit: break
                 }

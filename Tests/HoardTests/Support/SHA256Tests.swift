@@ -180,6 +180,11 @@ import Testing
         #expect(hex.utf8.count == 64)
         #expect(try #require(SHA256Digest(hex: hex)) == digest)
         #expect(try #require(SHA256Digest(hex: "<\(hex)>".dropFirst().dropLast())) == digest)
+        // The byte forms a folder listing uses: parsed in place, and written to a buffer.
+        #expect(Array(hex.utf8).withUnsafeBytes { SHA256Digest(hexDigits: $0) } == digest)
+        var written = [UInt8](repeating: 0, count: 65)
+        written.withUnsafeMutableBufferPointer { digest.writeHex(to: $0) }
+        #expect(written == Array(hex.utf8) + [0])
     }
 
     /// Hex digits cover every nibble value in every position.
@@ -223,6 +228,7 @@ import Testing
     ])
     func invalidHexIsRejected(_ hex: String) {
         #expect(SHA256Digest(hex: hex) == nil)
+        #expect(Array(hex.utf8).withUnsafeBytes { SHA256Digest(hexDigits: $0) } == nil)
     }
 
     /// Raw bytes round-trip through `appendRawBytes(to:)` and `init?(rawBytes:)`.

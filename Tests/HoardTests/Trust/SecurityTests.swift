@@ -103,7 +103,7 @@ struct SecurityTests {
             DiskIndexFile.Record(
                 digest: DiskKey("real").digest,
                 count: 1_000,
-                info: DiskEntryInfo(key: "forged key", size: 1)
+                info: DiskEntryInfo(size: 1)
             )
         ])
         let outside = folder.url.appendingPathComponent("outside-index")

@@ -1,0 +1,122 @@
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reading every entry file of a container, as a rebuild of its index does: the listing and the
+/// reads make no string and no array per file.
+extension Directory {
+    /// The folder's names, split: the digests that the entry files' names spell (64 lowercase hex
+    /// digits, parsed in place from the listing) and every other name (`.` and `..` left out).
+    ///
+    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    /// - Complexity: One `readdir` pass; no `stat`, and no string for an entry file's name.
+    func entryDigestsAndOtherNames() throws(POSIXFileError) -> (digests: [SHA256Digest], others: [String]) {
+        let folder = self.folder
+        let copy = dup(folder.descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            throw error("opendir", ".")
+        }
+        defer { closedir(stream) }
+        // The descriptor's read position is shared with earlier listings (see `names(in:path:)`).
+        rewinddir(stream)
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 0
+        var digests: [SHA256Digest] = []
+        var others: [String] = []
+        while let entry = readdir(stream) {
+            // Read the name in place, up to its NUL: a record is only as long as its name.
+            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            let length = strlen(name)
+            if length == 64, let digest = SHA256Digest(hexDigits: UnsafeRawBufferPointer(start: name, count: 64)) {
+                digests.append(digest)
+                continue
+            }
+            let string = String(cString: name)
+            if string != "." && string != ".." { others.append(string) }
+        }
+        return (digests, others)
+    }
+
+    /// Reads the whole regular file named by `digest` (its ``SHA256Digest/hex``) into `buffer`, with
+    /// its modification time, as ``readWithTime(_:)`` reads a file.
+    ///
+    /// - Returns: The file's bytes, inside `buffer` and valid until its next read; `nil` when nothing
+    ///   has the name.
+    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
+    /// - Complexity: One open, one `fstat`, one read for a file that ends where `fstat` said, one close.
+    func readEntryFile(
+        _ digest: SHA256Digest,
+        into buffer: FileReadBuffer
+    ) throws(POSIXFileError) -> (bytes: UnsafeRawBufferPointer, modified: Double)? {
+        let folder = self.folder
+        digest.writeHex(to: buffer.name)
+        let file = buffer.name.withMemoryRebound(to: CChar.self) { name in
+            openat(folder.descriptor, name.baseAddress!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        }
+        guard file >= 0 else {
+            let number = errno
+            if number == ENOENT { return nil }
+            throw error("open", digest.hex, number)
+        }
+        defer { close(file) }
+        var status = stat()
+        guard fstat(file, &status) == 0 else {
+            let number = errno
+            throw error("fstat", digest.hex, number)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw error("read", digest.hex, EISDIR) }
+        // A file larger than this platform's Int cannot be an entry here.
+        guard let size = Int(exactly: status.st_size) else { throw error("read", digest.hex, EFBIG) }
+        let bytes = buffer.reserve(size)
+        var done = 0
+        while done < size {
+            let result = Platform.read(file, bytes.baseAddress! + done, size - done)
+            if result > 0 {
+                done += result
+            } else if result == 0 {
+                break
+            } else if errno != EINTR {
+                let number = errno
+                throw error("read", digest.hex, number)
+            }
+        }
+        return (UnsafeRawBufferPointer(rebasing: bytes[0..<done]), Platform.modificationTime(of: status))
+    }
+}
+
+/// Memory reused to read many files one after another on one thread (see
+/// ``Directory/readEntryFile(_:into:)``): the name being opened, and the bytes of the last file read.
+///
+/// Not `Sendable`: one thread owns it, and the bytes it returns are valid until its next read.
+final class FileReadBuffer {
+    /// A NUL-terminated file name of 64 characters.
+    let name: UnsafeMutableBufferPointer<UInt8>
+    private var storage: UnsafeMutableRawBufferPointer
+
+    /// Makes a buffer that holds `capacity` bytes before it grows.
+    init(capacity: Int = 16 << 10) {
+        name = .allocate(capacity: 65)
+        name.initialize(repeating: 0)
+        storage = .allocate(byteCount: max(capacity, 1), alignment: 16)
+    }
+
+    deinit {
+        name.deallocate()
+        storage.deallocate()
+    }
+
+    /// The storage, grown to hold at least `count` bytes (its earlier contents are dropped).
+    func reserve(_ count: Int) -> UnsafeMutableRawBufferPointer {
+        if count > storage.count {
+            storage.deallocate()
+            storage = .allocate(byteCount: count, alignment: 16)
+        }
+        return storage
+    }
+}
