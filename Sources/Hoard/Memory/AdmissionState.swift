@@ -79,12 +79,14 @@ struct AdmissionState {
     /// times the capacity (`cs` at 100 entries) lost 4.9 points, its entries judged idle between two
     /// passes.
     @usableFromInline static var idleRequestsPerEntry: Int { 30 }
-    /// The fewest words of the index's sketch (16 KiB).
+    /// The fewest words of the index's sketch (32 KiB).
     ///
-    /// Below 2 048 entries, loop-shaped traces touch up to 30 × the capacity distinct keys per sketch
+    /// Small levels see, on loop-shaped traces, up to 30 × the capacity distinct keys per sketch
     /// period, and collisions then decide the duels: without a floor (and 2 words per entry) `cs` at
-    /// 100 entries fell from 5.7 % to 1.7 %; with 1 024 words `multi2` at 1 000 lost 1.6 points.
-    @usableFromInline static var minimumSketchWords: Int { 2_048 }
+    /// 100 entries fell from 5.7 % to 1.7 %; with 1 024 words `multi2` at 1 000 lost 1.6 points. Since
+    /// a key's counters share one block of the table, 2 048 words were too few: `cs` at 300 lost 1.4
+    /// points.
+    @usableFromInline static var minimumSketchWords: Int { 4_096 }
 
     /// Creates the state for an index of at most `capacity` entries.
     ///

@@ -21,7 +21,7 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// and a main region split into *probation* and *protected* (80 % of the main region). A read of
     /// a probation entry promotes it to protected; protected's oldest entry falls back to probation.
     /// How often each key was used lately, stored or not, is estimated by a count-min sketch of 4-bit
-    /// counters (8 bytes per entry, at least 16 KiB) that halves periodically, so old popularity
+    /// counters (8 bytes per entry, at least 32 KiB) that halves periodically, so old popularity
     /// fades: every 30 increments per entry while the window is small, every 10 once it is large.
     /// Reads of window entries are not counted: repeated reads of a new entry in quick succession
     /// say little about whether it will be used again.

@@ -80,17 +80,17 @@ import Testing
         var small = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 100)
         #expect(small.admission.sketch.table.isEmpty, "nothing is allocated before the first entry")
         small.upsert(1, forKey: 1)
-        #expect(small.admission.sketch.table.count == 2_048)
-        var large = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 5_000)
-        for key in 0..<2_048 { large.upsert(key, forKey: key) }
-        #expect(large.admission.sketch.table.count == 2_048)
-        for key in 2_048..<5_000 { large.upsert(key, forKey: key) }
-        #expect(large.admission.sketch.table.count == 8_192)
-        for key in 5_000..<6_000 {
+        #expect(small.admission.sketch.table.count == 4_096)
+        var large = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 10_000)
+        for key in 0..<4_096 { large.upsert(key, forKey: key) }
+        #expect(large.admission.sketch.table.count == 4_096)
+        for key in 4_096..<10_000 { large.upsert(key, forKey: key) }
+        #expect(large.admission.sketch.table.count == 16_384)
+        for key in 10_000..<11_000 {
             _ = large.popVictim()
             large.upsert(key, forKey: key)
         }
-        #expect(large.admission.sketch.table.count == 8_192, "no larger than the capacity needs")
+        #expect(large.admission.sketch.table.count == 16_384, "no larger than the capacity needs")
         large.checkInvariants()
     }
 
