@@ -18,27 +18,18 @@ extension Directory {
     /// - Complexity: One `readdir` pass; no `stat`, and no string for an entry file's name.
     func entryDigestsAndOtherNames() throws(POSIXFileError) -> (digests: [SHA256Digest], others: [String]) {
         let folder = self.folder
-        let copy = dup(folder.descriptor)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            throw error("opendir", ".")
-        }
-        defer { closedir(stream) }
-        // The descriptor's read position is shared with earlier listings (see `names(in:path:)`).
-        rewinddir(stream)
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 0
         var digests: [SHA256Digest] = []
         var others: [String] = []
-        while let entry = readdir(stream) {
-            // Read the name in place, up to its NUL: a record is only as long as its name.
-            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
-            let length = strlen(name)
-            if length == 64, let digest = SHA256Digest(hexDigits: UnsafeRawBufferPointer(start: name, count: 64)) {
-                digests.append(digest)
-                continue
+        try withExtendedLifetime(folder) { () throws(POSIXFileError) in
+            try forEachName(in: folder.descriptor, path: ".") { name in
+                let length = strlen(name)
+                if length == 64, let digest = SHA256Digest(hexDigits: UnsafeRawBufferPointer(start: name, count: 64)) {
+                    digests.append(digest)
+                    return
+                }
+                let string = String(cString: name)
+                if string != "." && string != ".." { others.append(string) }
             }
-            let string = String(cString: name)
-            if string != "." && string != ".." { others.append(string) }
         }
         return (digests, others)
     }

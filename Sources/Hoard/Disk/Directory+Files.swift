@@ -74,29 +74,17 @@ extension Directory {
     /// - Throws: ``POSIXFileError`` when the folder cannot be read.
     func temporaryFiles() throws(POSIXFileError) -> [(name: String, modified: Double)] {
         let folder = self.folder
-        let copy = dup(folder.descriptor)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            throw error("opendir", ".")
-        }
-        defer { closedir(stream) }
-        rewinddir(stream)
         let prefix = Array(ContainerFile.temporaryPrefix.utf8).map { CChar(bitPattern: $0) }
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 0
         var found: [(name: String, modified: Double)] = []
-        while let entry = readdir(stream) {
-            // Read the name in place, up to its NUL (see `Directory.names(in:path:)`).
-            let bytes = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
-            var matches = true
-            for index in prefix.indices where bytes[index] != prefix[index] {
-                matches = false
-                break
+        try withExtendedLifetime(folder) { () throws(POSIXFileError) in
+            try forEachName(in: folder.descriptor, path: ".") { bytes in
+                // A name shorter than the prefix differs at its NUL at the latest.
+                for index in prefix.indices where bytes[index] != prefix[index] { return }
+                let name = String(cString: bytes)
+                var status = stat()
+                guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+                found.append((name, Platform.modificationTime(of: status)))
             }
-            guard matches else { continue }
-            let name = String(cString: bytes)
-            var status = stat()
-            guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-            found.append((name, Platform.modificationTime(of: status)))
         }
         return found
     }
@@ -157,23 +145,7 @@ enum RawIO {
         var status = stat()
         guard fstat(file, &status) == 0, let size = Int(exactly: status.st_size) else { return nil }
         guard size > offset else { return [] }
-        var failed = false
-        let bytes = [UInt8](unsafeUninitializedCapacity: size - offset) { buffer, initialized in
-            var done = 0
-            while done < buffer.count {
-                let result = pread(file, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-                if result > 0 {
-                    done += result
-                } else if result == 0 {
-                    break
-                } else if errno != EINTR {
-                    failed = true
-                    break
-                }
-            }
-            initialized = done
-        }
-        return failed ? nil : bytes
+        return read(file, count: size - offset, at: offset)
     }
 
     /// Writes all of `bytes` at the end of `file` (opened with `O_APPEND`); returns whether it did.

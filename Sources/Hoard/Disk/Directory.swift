@@ -275,11 +275,19 @@ final class Directory: Sendable {
         }
     }
 
-    /// The names in an open folder, `.` and `..` left out: the one `readdir` loop.
+    /// Calls `body` with every name in an open folder, `.` and `..` included: the one `readdir`
+    /// loop.
     ///
-    /// Reads through a duplicate of `descriptor`, which shares its read position: the stream is
-    /// rewound first, so that an earlier listing of the same descriptor does not hide any name.
-    private func names(in descriptor: Int32, path: String) throws(POSIXFileError) -> [String] {
+    /// Each name is read in place, up to its NUL, and is valid only during its call: a record is only
+    /// as long as its name (`d_reclen`), so copying the whole `d_name` array would read past the last
+    /// record of glibc's buffer. Reads through a duplicate of `descriptor`, which shares its read
+    /// position: the stream is rewound first, so that an earlier listing of the same descriptor does
+    /// not hide any name.
+    func forEachName(
+        in descriptor: Int32,
+        path: String,
+        _ body: (UnsafePointer<CChar>) -> Void
+    ) throws(POSIXFileError) {
         let copy = dup(descriptor)
         guard copy >= 0, let stream = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
@@ -287,12 +295,16 @@ final class Directory: Sendable {
         }
         defer { closedir(stream) }
         rewinddir(stream)
-        var names: [String] = []
-        // Read the name in place, up to its NUL: a record is only as long as its name (`d_reclen`),
-        // so copying the whole `d_name` array would read past the last record of glibc's buffer.
         let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 0
         while let entry = readdir(stream) {
-            let bytes = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            body(UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self))
+        }
+    }
+
+    /// The names in an open folder, `.` and `..` left out.
+    private func names(in descriptor: Int32, path: String) throws(POSIXFileError) -> [String] {
+        var names: [String] = []
+        try forEachName(in: descriptor, path: path) { bytes in
             let name = String(cString: bytes)
             if name != "." && name != ".." { names.append(name) }
         }
