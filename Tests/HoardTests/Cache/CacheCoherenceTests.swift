@@ -18,7 +18,10 @@ struct CacheCoherenceTests {
         _ level: FakeInvalidatingLevel,
         tracking: Bool = true
     ) async throws -> Cache<String> {
-        let cache = try folder.stringBuilder().sharedLevel(level).coherence(.invalidations).build()
+        // A day, not the default minute: a test of a loaded run can stall for more than a minute
+        // between its fill and its last read, and a local copy past its age is (rightly) a miss.
+        let cache = try folder.stringBuilder().sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400))).build()
         // `build()` empties the disk (what it holds was not tracked) on a thread of its own: a fill
         // written before that clear runs would be removed by it.
         #expect(await waitUntil { !cache.isClearingDisk })
