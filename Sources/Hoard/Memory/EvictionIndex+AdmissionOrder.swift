@@ -72,8 +72,8 @@ extension EvictionIndex {
     func admits(_ candidate: Int32, over victim: Int32) -> Bool {
         if admission.admitsAll { return true }
         return AdmissionState.admits(
-            candidateFrequency: admission.sketch.frequency(metas[Int(candidate)].spread),
-            victimFrequency: admission.sketch.frequency(metas[Int(victim)].spread),
+            candidateFrequency: admission.sketch.frequency(FrequencySketch.spread(tag: tags[Int(candidate)])),
+            victimFrequency: admission.sketch.frequency(FrequencySketch.spread(tag: tags[Int(victim)])),
             victimIsIncumbent: links[Int(victim)].stamp & AdmissionState.incumbentBit != 0,
             victimIdleTime: admission.idleTime(since: links[Int(victim)].stamp),
             idleThreshold: admission.idleThreshold
@@ -140,7 +140,7 @@ extension EvictionIndex {
         while true {
             let slot = nextAdmissionVictim(&cursor)
             guard slot >= 0 else { break }
-            let frequency = admission.sketch.frequency(metas[Int(slot)].spread)
+            let frequency = admission.sketch.frequency(FrequencySketch.spread(tag: tags[Int(slot)]))
             result.append((entries[Int(slot)].key, entries[Int(slot)].payload, UInt32(max(1, frequency))))
         }
         return result

@@ -29,7 +29,7 @@ extension EvictionIndex {
                 let key = entries[Int(slot)].key
                 precondition(link.prev == previous && links[Int(slot)].list == bucket, "node links")
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
+                precondition(tags[Int(slot)] == SlotTable.tag(key.hashValue), "node tag")
                 precondition(link.stamp <= clock, "stamp after the clock")
                 seen += 1
                 previous = slot
@@ -60,8 +60,7 @@ extension EvictionIndex {
                 let key = entries[Int(slot)].key
                 precondition(link.prev == previous && links[Int(slot)].list == region, "node links")
                 precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(metas[Int(slot)].tag == SlotTable.tag(key.hashValue), "node tag")
-                precondition(metas[Int(slot)].spread == FrequencySketch.spread(key.hashValue), "key hash")
+                precondition(tags[Int(slot)] == SlotTable.tag(key.hashValue), "node tag")
                 precondition(
                     region != Self.windowRegion || link.stamp & AdmissionState.incumbentBit == 0,
                     "an incumbent in the window: only main hits make one"
@@ -84,7 +83,7 @@ extension EvictionIndex {
     func checkBufferCounts(seen: Int) {
         precondition(seen == entries.count && seen == table.count, "node count")
         precondition(
-            links.count == seen && metas.count == seen && costs.count == seen,
+            links.count == seen && tags.count == seen && (costs.isEmpty || costs.count == seen),
             "buffer counts"
         )
         precondition(totalCost == costs.reduce(0, +), "total cost")

@@ -51,7 +51,7 @@ extension EvictionIndex {
     ///   number of frequency buckets.
     @inlinable
     mutating func insertNew(key: Key, hash: Int, payload: Payload, count: UInt32, cost: Int) {
-        let slot = appendEntry(key: key, hash: hash, payload: payload, spread: 0, cost: cost)
+        let slot = appendEntry(key: key, hash: hash, payload: payload, cost: cost)
         // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
         // order, so the last bucket is checked first: O(1) per entry there.
         var previous: Int32 = -1

@@ -2,9 +2,9 @@
 // hits, new entries and evictions.
 //
 // The index's lists 0, 1 and 2 are the window, probation and protected regions, each from least to
-// most recently used; there are no frequency buckets (`firstBucket` stays -1). A node's `Meta.spread`
-// holds its key's spread hash for the duels, which read other entries than the one requested; a hit
-// mixes it again from the key's hash value it has at hand. A node's `Link.stamp` holds the request
+// most recently used; there are no frequency buckets (`firstBucket` stays -1). The duels, which read other
+// entries than the one requested, mix a node's sketch hash from its tag; a hit mixes it from the
+// key's hash value it has at hand (the same bits). A node's `Link.stamp` holds the request
 // clock at its last request and whether it was hit in main (see `AdmissionState.incumbentBit`), so
 // a hit writes nothing outside the links. The state besides the links is `AdmissionState`; the
 // experts that size the window are `WindowExperts`. The eviction order, which `victim` and
@@ -77,7 +77,7 @@ extension EvictionIndex {
     mutating func insertIntoWindow(key: Key, hash keyHash: Int, payload: Payload, cost: Int) {
         let now = admission.tick()
         let hash = FrequencySketch.spread(keyHash)
-        let slot = appendEntry(key: key, hash: keyHash, payload: payload, spread: hash, cost: cost)
+        let slot = appendEntry(key: key, hash: keyHash, payload: payload, cost: cost)
         appendNode(slot, to: Self.windowRegion, stamp: now)
         admission.windowCount += 1
         admission.sketch.ensureCapacity(entries.count)
@@ -98,7 +98,7 @@ extension EvictionIndex {
     @usableFromInline
     mutating func appendToProbation(key: Key, hash keyHash: Int, payload: Payload, count: UInt32) {
         let hash = FrequencySketch.spread(keyHash)
-        let slot = appendEntry(key: key, hash: keyHash, payload: payload, spread: hash, cost: 0)
+        let slot = appendEntry(key: key, hash: keyHash, payload: payload, cost: 0)
         appendNode(slot, to: Self.probationRegion, stamp: admission.now)
         admission.sketch.ensureCapacity(entries.count)
         admission.sketch.raise(hash, to: Int(min(count, 15)))

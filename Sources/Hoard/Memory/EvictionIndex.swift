@@ -10,8 +10,8 @@
 ///   in the count-1 bucket and an access only moves the node to that bucket's tail. See
 ///   `EvictionIndex+LFU.swift`.
 /// - A *region* (W-TinyLFU) is one of the lists 0, 1 and 2: the window, probation and protected
-///   regions, outside the chain of frequency buckets. Each node keeps its spread key hash in its
-///   `Meta.spread`. See `EvictionIndex+WindowTinyLFU.swift`.
+///   regions, outside the chain of frequency buckets. A node's sketch position is mixed from its
+///   tag (`FrequencySketch.spread(tag:)`). See `EvictionIndex+WindowTinyLFU.swift`.
 /// - A *probe* is a step of the hash table's search for a key; the table's positions are its
 ///   *cells* (see `SlotTable`).
 ///
@@ -24,7 +24,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// What an entry holds: its key and what the owner stores with it.
     ///
     /// The parts of an entry live in parallel buffers indexed by its slot, split by when they are
-    /// read: `entries`, `links`, `metas` and `costs`. An LRU or LFU hit reads the table, the entry
+    /// read: `entries`, `links`, `tags` and `costs`. An LRU or LFU hit reads the table, the entry
     /// and the links of the entry and of its neighbours. The links of all entries take a quarter of
     /// the memory whole nodes took, so a neighbour's links are more often already in a processor
     /// cache, and a hit touches fewer memory pages. With whole 64-byte nodes, a uniform hit over
@@ -47,7 +47,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     ///
     /// 16 bytes, so four to a memory line and none across two; they stay in a processor cache far
     /// longer than the entries themselves. The list and the stamp are here because an LFU hit
-    /// reads the one and writes the other: with either in `Meta`, every LFU hit touched one more
+    /// reads the one and writes the other: with either beside the tag, every LFU hit touched one more
     /// memory line and one more page than an LRU hit.
     @usableFromInline
     struct Link {
@@ -77,22 +77,6 @@ struct EvictionIndex<Key: Hashable, Payload> {
         }
     }
 
-    /// What finds an entry in the table, and W-TinyLFU's hash of its key.
-    @usableFromInline
-    struct Meta {
-        /// The low 32 bits of the key's hash value, which finds its entry in `table`.
-        @usableFromInline var tag: UInt32
-        /// The key's spread hash, which indexes W-TinyLFU's frequency sketch (see
-        /// `FrequencySketch.spread(_:)`); 0 under the other policies, which never read it.
-        @usableFromInline var spread: UInt64
-
-        @inlinable
-        init(tag: UInt32, spread: UInt64) {
-            self.tag = tag
-            self.spread = spread
-        }
-    }
-
     /// A list of nodes, least recently used first: a frequency bucket or a region.
     @usableFromInline
     struct NodeList {
@@ -116,9 +100,16 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var entries = NodeBuffer<Entry>()
     /// Each slot's neighbours, list and stamp.
     @usableFromInline var links = NodeBuffer<Link>()
-    /// Each slot's tag and spread hash.
-    @usableFromInline var metas = NodeBuffer<Meta>()
-    /// What each slot costs against the owner's cost limit (0 without one).
+    /// Each slot's tag: the low 32 bits of its key's hash value, which find its cell in `table`
+    /// and, under W-TinyLFU, its counters in the frequency sketch.
+    ///
+    /// 4 bytes: the sketch's hash is mixed again from the tag when a duel needs it, rather than
+    /// kept (8 more bytes per entry, 12 with padding).
+    @usableFromInline var tags = NodeBuffer<UInt32>()
+    /// What each slot costs against the owner's cost limit, or nothing while every cost is 0.
+    ///
+    /// An owner without a cost limit (a disk store keeps sizes in its payloads) saves 8 bytes per
+    /// entry; once a cost is not 0, it has one element per slot.
     @usableFromInline var costs = NodeBuffer<Int>()
     /// The frequency buckets (LRU, LFU) or the three regions (W-TinyLFU); a `Link.list` indexes it.
     @usableFromInline var lists = NodeBuffer<NodeList>()
@@ -217,8 +208,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         if let slot = slot(for: key, hash: hash) {
             let old = entries[Int(slot)].payload
             entries[Int(slot)].payload = payload
-            totalCost += cost - costs[Int(slot)]
-            costs[Int(slot)] = cost
+            setCost(cost, of: slot)
             recordAccess(slot, hash: hash)
             return old
         }
@@ -268,7 +258,23 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// The cost of the entry for `key`, or 0.
     @usableFromInline
     func peekCost(_ key: Key) -> Int {
-        slot(for: key, hash: key.hashValue).map { costs[Int($0)] } ?? 0
+        slot(for: key, hash: key.hashValue).map(cost(of:)) ?? 0
+    }
+
+    /// The cost of the entry in `slot`.
+    @inlinable
+    func cost(of slot: Int32) -> Int { costs.isEmpty ? 0 : costs[Int(slot)] }
+
+    /// Sets the cost of the entry in `slot`; the first cost that is not 0 makes `costs` hold one
+    /// for every entry (0 for the others).
+    @inlinable
+    mutating func setCost(_ cost: Int, of slot: Int32) {
+        if costs.isEmpty {
+            guard cost != 0 else { return }
+            costs = NodeBuffer(repeating: 0, count: entries.count)
+        }
+        totalCost += cost - costs[Int(slot)]
+        costs[Int(slot)] = cost
     }
 
     /// Removes and returns the entry the policy chooses.
@@ -294,7 +300,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         totalCost = 0
         entries.removeAll()
         links.removeAll()
-        metas.removeAll()
+        tags.removeAll()
         costs.removeAll()
         lists.removeAll()
         freeBuckets.removeAll()
@@ -306,14 +312,14 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// Stores a new entry in the next slot and adds it to the table, in no list yet; returns its
     /// slot.
     @inlinable
-    mutating func appendEntry(key: Key, hash: Int, payload: Payload, spread: UInt64, cost: Int) -> Int32 {
+    mutating func appendEntry(key: Key, hash: Int, payload: Payload, cost: Int) -> Int32 {
         let slot = Int32(entries.count)
         let tag = SlotTable.tag(hash)
         entries.append(Entry(key: key, payload: payload))
         links.append(Link())
-        metas.append(Meta(tag: tag, spread: spread))
-        costs.append(cost)
-        totalCost += cost
+        tags.append(tag)
+        if !costs.isEmpty { costs.append(0) }
+        setCost(cost, of: slot)
         table.insert(tag: tag, slot: slot)
         return slot
     }
@@ -323,17 +329,17 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @discardableResult
     mutating func remove(slot: Int32) -> Entry {
         let list = links[Int(slot)].list
-        totalCost -= costs[Int(slot)]
+        setCost(0, of: slot)
         unlink(slot, from: list)
         if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
-        table.remove(tag: metas[Int(slot)].tag, slot: slot)
+        table.remove(tag: tags[Int(slot)], slot: slot)
         let last = Int32(entries.count - 1)
         if slot != last {
             let moved = links[Int(last)]
-            let movedMeta = metas[Int(last)]
+            let movedTag = tags[Int(last)]
             links[Int(slot)] = moved
-            metas[Int(slot)] = movedMeta
-            costs[Int(slot)] = costs[Int(last)]
+            tags[Int(slot)] = movedTag
+            if !costs.isEmpty { costs[Int(slot)] = costs[Int(last)] }
             if moved.prev >= 0 {
                 links[Int(moved.prev)].next = slot
             } else {
@@ -344,12 +350,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
             } else {
                 lists[Int(moved.list)].tail = slot
             }
-            table.move(tag: movedMeta.tag, from: last, to: slot)
+            table.move(tag: movedTag, from: last, to: slot)
             entries.swapAt(Int(slot), Int(last))
         }
         links.removeLast()
-        metas.removeLast()
-        costs.removeLast()
+        tags.removeLast()
+        if !costs.isEmpty { costs.removeLast() }
         return entries.removeLast()
     }
 }

@@ -65,9 +65,17 @@ struct FrequencySketch {
     }
 
     /// Mixes a key's `hashValue` into the 64 bits the sketch indexes with.
+    ///
+    /// Only its low 32 bits count, the key's tag in an eviction index (`SlotTable.tag(_:)`), so that
+    /// an index can mix it again from the tag it keeps rather than keep this hash too.
     @inlinable
-    static func spread(_ hashValue: Int) -> UInt64 {
-        var bits = UInt64(UInt(bitPattern: hashValue)) &* 0x9E37_79B9_7F4A_7C15
+    static func spread(_ hashValue: Int) -> UInt64 { spread(tag: SlotTable.tag(hashValue)) }
+
+    /// Mixes a key's tag (the low 32 bits of its `hashValue`) into the 64 bits the sketch indexes
+    /// with.
+    @inlinable
+    static func spread(tag: UInt32) -> UInt64 {
+        var bits = UInt64(tag) &* 0x9E37_79B9_7F4A_7C15
         bits ^= bits >> 31
         bits &*= 0xD6E8_FEB8_6659_FD93
         return bits ^ (bits >> 32)
