@@ -172,7 +172,8 @@ import Testing
         var generator = SplitMix64(seed: 3)
         var blocks = Set<Int>()
         for _ in 0..<10_000 {
-            let (words, _) = sketch.positions(generator.next())
+            let positions = sketch.positions(generator.next())
+            let words = (0..<4).map(positions.word)
             let block = words[0] & ~7
             #expect(block % 8 == 0 && block + 8 <= sketch.table.count)
             #expect((0..<4).allSatisfy { words[$0] & ~7 == block && (words[$0] & 7) >> 1 == $0 }, "\(words)")
