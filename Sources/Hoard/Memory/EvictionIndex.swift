@@ -267,14 +267,20 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     /// Sets the cost of the entry in `slot`; the first cost that is not 0 makes `costs` hold one
     /// for every entry (0 for the others).
-    @inlinable
+    @inlinable @inline(__always)
     mutating func setCost(_ cost: Int, of slot: Int32) {
         if costs.isEmpty {
             guard cost != 0 else { return }
-            costs = NodeBuffer(repeating: 0, count: entries.count)
+            makeCosts()
         }
         totalCost += cost - costs[Int(slot)]
         costs[Int(slot)] = cost
+    }
+
+    /// Gives every entry a cost of 0 in `costs`, which was empty.
+    @usableFromInline
+    mutating func makeCosts() {
+        costs = NodeBuffer(repeating: 0, count: entries.count)
     }
 
     /// Removes and returns the entry the policy chooses.

@@ -203,7 +203,7 @@ struct FrequencySketch {
     }
 
     /// Counts one more occurrence of the key; halves every counter once per reset period.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func increment(_ hash: UInt64) {
         guard !table.isEmpty else { return }
         let positions = positions(hash)
