@@ -36,16 +36,24 @@ extension Cache {
     /// Closes the local levels and empties them: memory at once, and the entry files on disk on a
     /// thread of its own, so that the tracking connection's thread (which calls this) goes back to
     /// reading at once; the disk level serves nothing from the close until that clear is done.
-    func dropLocalCopies() {
+    ///
+    /// - Returns: A group that is left once the disk is cleared and the other caches on the
+    ///   container were told.
+    @discardableResult
+    func dropLocalCopies() -> DispatchGroup {
+        let cleared = DispatchGroup()
         guard let disk else {
             engine.setCoherent(false)
-            return
+            return cleared
         }
         engine.setCoherent(false, clearsDisk: true)
+        cleared.enter()
         Thread.detachNewThread { [self] in
             engine.clearDisk()
             engine.didClearDisk()
             reporter.tellPeers(disk.observers(except: self), .cleared)
+            cleared.leave()
         }
+        return cleared
     }
 }

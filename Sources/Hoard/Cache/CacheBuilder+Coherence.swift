@@ -64,13 +64,17 @@ extension CacheBuilder {
             let level = sharedLevel as? any InvalidatingCacheLevel<String, Data>
         else { return }
         // What the disk holds was not tracked while no cache was open on it.
-        cache.dropLocalCopies()
+        let cleared = cache.dropLocalCopies()
         do {
             let subscription = try level.subscribeToInvalidations { [weak cache] invalidation in
                 cache?.apply(invalidation)
             }
             cache.invalidations.withLock { $0 = subscription }
-        } catch let error as CacheError where error.code == .invalidConfiguration {
+        } catch {
+            // Not before the clear is done: begun by a build() that failed, it would remove what a
+            // cache built next on the container writes, and empty that cache's memory.
+            cleared.wait()
+            guard let error = error as? CacheError, error.code == .invalidConfiguration else { throw error }
             throw CacheError.invalidConfiguration(
                 error.message
                     + " coherence(.invalidations) cannot work with this server: use .coherence(.ttlOnly(maxAge:)), "
