@@ -41,7 +41,7 @@ struct CacheCoherenceTests {
         #expect(noShared?.code == .invalidConfiguration)
         let zeroAge = #expect(throws: CacheError.self) { try plain.coherence(.ttlOnly(maxAge: .zero)).build() }
         #expect(zeroAge?.code == .invalidConfiguration)
-        let cache = try plain.coherence(.ttlOnly(maxAge: .seconds(5))).build()
+        let cache = try plain.coherence(.ttlOnly(maxAge: .seconds(86_400))).build()
         cache["k"] = "v"
         #expect(cache["k"] == "v")
     }
@@ -57,6 +57,25 @@ struct CacheCoherenceTests {
         #expect(error?.message.contains("RESP3") == true)
         #expect(error?.message.contains(".ttlOnly(maxAge:)") == true)
         _ = try folder.stringBuilder("b").sharedLevel(level).coherence(.ttlOnly(maxAge: .seconds(30))).build()
+    }
+
+    @Test func aBuildThatCannotTrackHasClearedTheDiskBeforeItThrows() async throws {
+        let folder = TemporaryDirectory()
+        let plain = try folder.stringBuilder().build()
+        plain["old"] = "untracked"
+        await plain.flush()
+        #expect(folder.entryFiles().count == 1)
+        let level = FakeInvalidatingLevel()
+        level.refuse("the server does not speak RESP3.")
+        #expect(throws: CacheError.self) {
+            try folder.stringBuilder().sharedLevel(level).coherence(.invalidations).build()
+        }
+        // The clear that the failed build began is over: it cannot remove what is written next.
+        #expect(folder.entryFiles().isEmpty)
+        plain["new"] = "kept"
+        await plain.flush()
+        #expect(plain["new"] == "kept")
+        #expect(folder.entryFiles().count == 1)
     }
 
     @Test func anInvalidationDropsTheKeyFromMemoryAndDisk() async throws {
