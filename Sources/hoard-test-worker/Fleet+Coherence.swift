@@ -28,8 +28,17 @@ extension Fleet {
         let cache = try CacheBuilder<String>(serializer: StringSerializer())
             .containerName(argument(arguments, 1))
             .directory(URL(fileURLWithPath: argument(arguments, 0), isDirectory: true))
-            .sharedLevel(try RedisCacheLevel(url: argument(arguments, 2), namespace: argument(arguments, 3)))
-            .coherence(.invalidations)
+            .sharedLevel(
+                try RedisCacheLevel(
+                    url: argument(arguments, 2),
+                    namespace: argument(arguments, 3),
+                    connectTimeout: .seconds(10),
+                    commandTimeout: .seconds(10)
+                )
+            )
+            // A day, not the default minute: a loaded run can stall this process for more than a
+            // minute between a fill and the look at its copy.
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400)))
             .build()
         emit("ready")
         while let line = Swift.readLine() {

@@ -15,7 +15,14 @@ enum Fleet {
         let cache = try CacheBuilder<String>(serializer: StringSerializer())
             .containerName(argument(arguments, 1))
             .directory(URL(fileURLWithPath: argument(arguments, 0), isDirectory: true))
-            .sharedLevel(try RedisCacheLevel(url: argument(arguments, 2), namespace: argument(arguments, 3)))
+            .sharedLevel(
+                try RedisCacheLevel(
+                    url: argument(arguments, 2),
+                    namespace: argument(arguments, 3),
+                    connectTimeout: .seconds(10),
+                    commandTimeout: .seconds(10)
+                )
+            )
             .fetcher { key in
                 _ = fetches.increment()
                 return "fetched by the child \(key)"

@@ -10,7 +10,11 @@ struct RedisCacheLevelTests {
     /// A level on the shared server with a namespace no other test uses.
     static func level(_ tag: String = "t", poolSize: Int = 2) throws -> RedisCacheLevel {
         let server = try RedisTestServer.required()
-        return try RedisCacheLevel(url: server.url, namespace: "\(tag)-\(UUID().uuidString)", poolSize: poolSize)
+        return try RedisCacheLevel.patient(
+            url: server.url,
+            namespace: "\(tag)-\(UUID().uuidString)",
+            poolSize: poolSize
+        )
     }
 
     @Test func aValueSetIsGotAndAnAbsentKeyIsNotFound() async throws {
@@ -99,7 +103,11 @@ struct RedisCacheLevelTests {
 
     @Test func theDefaultTTLAppliesToValuesSetWithoutOne() async throws {
         let server = try RedisTestServer.required()
-        let level = try RedisCacheLevel(url: server.url, namespace: "ttl-\(UUID())", defaultTTL: .seconds(3_600))
+        let level = try RedisCacheLevel.patient(
+            url: server.url,
+            namespace: "ttl-\(UUID())",
+            defaultTTL: .seconds(3_600)
+        )
         try await level.set(Data("v".utf8), forKey: "k")
         let left = try #require(try await level.timeToLive(forKey: "k"))
         #expect(left > .seconds(3_000) && left <= .seconds(3_600))
@@ -110,9 +118,9 @@ struct RedisCacheLevelTests {
     @Test func namespacesAreIsolatedAndClearLeavesOtherKeys() async throws {
         let server = try RedisTestServer.required()
         let tag = UUID().uuidString
-        let a = try RedisCacheLevel(url: server.url, namespace: "a\(tag)")
-        let ab = try RedisCacheLevel(url: server.url, namespace: "a\(tag)b")
-        let star = try RedisCacheLevel(url: server.url, namespace: "a\(tag)*")
+        let a = try RedisCacheLevel.patient(url: server.url, namespace: "a\(tag)")
+        let ab = try RedisCacheLevel.patient(url: server.url, namespace: "a\(tag)b")
+        let star = try RedisCacheLevel.patient(url: server.url, namespace: "a\(tag)*")
         try await a.set(Data("a".utf8), forKey: "k")
         try await ab.set(Data("ab".utf8), forKey: "k")
         try await star.set(Data("star".utf8), forKey: "k")

@@ -21,7 +21,7 @@ struct RedisCoherenceTests {
         namespace: String,
         clientName: String,
         pingInterval: Duration = .seconds(1),
-        pingTimeout: Duration = .seconds(2)
+        pingTimeout: Duration = .seconds(30)
     ) throws -> Cache<String> {
         let level = try Self.level(
             port: port,
@@ -30,7 +30,10 @@ struct RedisCoherenceTests {
             pingInterval: pingInterval,
             pingTimeout: pingTimeout
         )
-        return try folder.stringBuilder(container).sharedLevel(level).coherence(.invalidations).build()
+        // A day, not the default minute: a loaded run can stall a test for more than a minute between
+        // a fill and the read of its copy.
+        return try folder.stringBuilder(container).sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400))).build()
     }
 
     /// A level with its own data connection at `port`, whose tracking connection is named
@@ -40,7 +43,7 @@ struct RedisCoherenceTests {
         namespace: String,
         clientName: String,
         pingInterval: Duration = .seconds(1),
-        pingTimeout: Duration = .seconds(2)
+        pingTimeout: Duration = .seconds(30)
     ) throws -> RedisCacheLevel {
         var configuration = RedisCacheLevel.Configuration(host: "127.0.0.1", port: Int(port))
         configuration.clientName = clientName
@@ -228,7 +231,8 @@ struct RedisCoherenceTests {
             namespace: namespace,
             clientName: "ping-b",
             pingInterval: .milliseconds(50),
-            pingTimeout: .milliseconds(300)
+            // Long enough that a slow answer is not a loss; the held ping below is held for good.
+            pingTimeout: .seconds(5)
         )
         #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
         try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
@@ -305,7 +309,14 @@ struct RedisCoherenceTests {
         let folder = TemporaryDirectory()
         for renamed in ["HELLO", "CLIENT"] {
             let server = try RedisTestServer.start(configuration: ["rename-command \(renamed) \"\""])
-            let level = try RedisCacheLevel(url: server.url, namespace: "n")
+            // build() waits for the tracking handshake for the two timeouts: a loaded run's answer
+            // must come within them.
+            let level = try RedisCacheLevel(
+                url: server.url,
+                namespace: "n",
+                connectTimeout: .seconds(30),
+                commandTimeout: .seconds(30)
+            )
             let error = #expect(throws: CacheError.self) {
                 try folder.stringBuilder(renamed).sharedLevel(level).coherence(.invalidations).build()
             }

@@ -15,7 +15,7 @@ struct RedisSharedCacheTests {
         let fetches = Counter()
         func instance(_ container: String) throws -> Cache<String> {
             try folder.stringBuilder(container)
-                .sharedLevel(try RedisCacheLevel(url: server.url, namespace: namespace))
+                .sharedLevel(try RedisCacheLevel.patient(url: server.url, namespace: namespace))
                 .fetcher { key in
                     _ = fetches.increment()
                     return "fetched \(key)"
@@ -73,7 +73,7 @@ struct RedisTwoProcessFleetTests {
         let namespace = "two-processes-\(UUID().uuidString)"
         let fetches = Counter()
         let cache = try folder.stringBuilder("parent")
-            .sharedLevel(try RedisCacheLevel(url: server.url, namespace: namespace))
+            .sharedLevel(try RedisCacheLevel.patient(url: server.url, namespace: namespace))
             .fetcher { key in
                 _ = fetches.increment()
                 return "fetched by the parent \(key)"
