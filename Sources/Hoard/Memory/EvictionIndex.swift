@@ -184,10 +184,13 @@ struct EvictionIndex<Key: Hashable, Payload> {
 
     /// Copies every buffer a copy of the index shares, and takes an owner of its own.
     ///
+    /// The owner is replaced last: while this index still holds the shared one, the other copies
+    /// see it shared and do not write, so a copy on another thread never writes a buffer this one is
+    /// still reading from.
+    ///
     /// - Complexity: O(n).
     @usableFromInline @inline(never)
     mutating func copyBuffers() {
-        owner = NodeBufferOwner()
         table.makeUnique()
         entries.makeUnique()
         links.makeUnique()
@@ -195,6 +198,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         costs.makeUnique()
         lists.makeUnique()
         admission.makeUnique()
+        owner = NodeBufferOwner()
     }
 
     /// The slot of the node for `key`, whose hash value is `hash`.
