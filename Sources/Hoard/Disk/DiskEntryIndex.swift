@@ -111,7 +111,8 @@ struct DiskEntryIndex {
 }
 
 // Safe because the index is a value: its only reference-typed storage is the eviction index's
-// `NodeBuffer`s, which copy on write and check `isKnownUniquelyReferenced` before every write, as
-// `Array` does, so two copies on two threads never write one allocation. (The store keeps its index
-// in its `Locked` state and never hands it out; the conformance lets that state be `Sendable`.)
+// buffers, which every change to the eviction index copies first when another copy shares them (one
+// `isKnownUniquelyReferenced` check of its owner token, see `EvictionIndex.makeUnique()`), so two
+// copies on two threads never write one allocation. (The store keeps its index in its `Locked`
+// state and never hands it out; the conformance lets that state be `Sendable`.)
 extension DiskEntryIndex: @unchecked Sendable {}

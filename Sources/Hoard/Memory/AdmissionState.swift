@@ -55,6 +55,13 @@ struct AdmissionState {
         return (positions, sketch.table.isEmpty ? 15 : sketch.smallestCounter(at: positions))
     }
 
+    /// Gives the sketch its own counters if a copy shares them (see `EvictionIndex.makeUnique()`).
+    ///
+    /// The experts need not: each checks its own sketch before it writes.
+    /// - Complexity: O(sketch size) when they are shared, O(1) otherwise.
+    @usableFromInline
+    mutating func makeUnique() { sketch.makeUnique() }
+
     /// Advances the request clock; returns the new time.
     @inlinable
     mutating func tick() -> UInt32 {

@@ -8,8 +8,7 @@ extension EvictionIndex {
     /// Takes `slot` out of `list`, the list it is in.
     @inlinable
     mutating func unlink(_ slot: Int32, from list: Int32) {
-        // The list is written only when `slot` is its head or tail: through the plain subscript,
-        // so that the common case pays no uniqueness check for it.
+        // The list is written only when `slot` is its head or tail: through the plain subscript.
         let (prev, next) = links.withMutableView { links in
             let prev = links[Int(slot)].prev
             let next = links[Int(slot)].next
@@ -37,7 +36,7 @@ extension EvictionIndex {
 
     /// Moves `slot` from `list`, the list it is in, to the tail of `target` (which may be the same
     /// list) with a new `stamp`: ``unlink(_:from:)`` then ``appendNode(_:to:stamp:)`` in one pass,
-    /// so that a hit checks the uniqueness of the links and of the lists once each.
+    /// with the addresses of the links and of the lists read once each.
     ///
     /// `target` must exist already: nothing may append to `lists` while its view is alive.
     @inlinable @inline(__always)

@@ -34,6 +34,7 @@ extension EvictionIndex {
     /// - Complexity: O(1) when the entries come in the order of ``entriesInEvictionOrder``.
     @usableFromInline
     mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
+        makeUnique()
         let hash = key.hashValue
         if let slot = slot(for: key, hash: hash) { remove(slot: slot) }
         if policy == .wTinyLFU {

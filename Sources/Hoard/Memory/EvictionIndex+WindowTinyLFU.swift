@@ -113,6 +113,7 @@ extension EvictionIndex {
         let hash = FrequencySketch.spread(keyHash)
         let counters = admission.sketchCounters(hash)
         guard let slot = slot(for: key, hash: keyHash) else { return nil }
+        makeUnique()
         recordAdmissionAccess(slot, spread: hash, counters: counters)
         return entries[Int(slot)].payload
     }

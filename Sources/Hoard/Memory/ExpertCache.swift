@@ -121,8 +121,12 @@ struct ExpertCache {
         now &+= 1
         let node = find(hash)
         let region = node == Self.none ? 0 : flags[Int(node)] & 3
-        // Window hits are correlated re-references: not counted.
-        if hasSketch && region != Self.window { sketch.increment(hash) }
+        // Window hits are correlated re-references: not counted. The sketch does not copy on write by
+        // itself; one check per sampled request is cheap.
+        if hasSketch && region != Self.window {
+            sketch.makeUnique()
+            sketch.increment(hash)
+        }
         if node != Self.none {
             if region == Self.probation {
                 flags[Int(node)] |= Self.incumbent

@@ -12,14 +12,16 @@
 ///
 /// The hash it takes is ``spread(_:)`` of the key's `hashValue`, computed once per entry.
 ///
-/// Not thread-safe: its owner holds a lock around every call.
+/// Not thread-safe: its owner holds a lock around every call. Copies share their counters until
+/// ``makeUnique()``, as `NodeBuffer` says: the owner calls it before it changes a sketch it may
+/// share with a copy.
 @usableFromInline
 struct FrequencySketch {
     /// The counters, 16 per word; `table.count` is a power of two.
     ///
-    /// A `NodeBuffer` rather than an `Array`: a hit's increment writes up to four words after one
-    /// uniqueness check (``increment(at:smallest:)``), where an array checked for each write, or
-    /// went through a closure the optimizer left uninlined.
+    /// A `NodeBuffer` rather than an `Array`: a hit's increment writes up to four words with no
+    /// uniqueness check (``increment(at:smallest:)``; the owner checks once per operation), where
+    /// an array checked for each write, or went through a closure the optimizer left uninlined.
     @usableFromInline var table = NodeBuffer<UInt64>()
     /// `64 - log2(table.count)`: a word index is the top bits of a hash.
     @usableFromInline var shift: UInt64 = 64
@@ -113,6 +115,12 @@ struct FrequencySketch {
         }
         shift = UInt64(64 - size.trailingZeroBitCount)
     }
+
+    /// Gives this sketch its own counters if a copy shares them.
+    ///
+    /// - Complexity: O(table size) when they are shared, O(1) otherwise.
+    @inlinable
+    mutating func makeUnique() { table.makeUnique() }
 
     /// Sets the number of increments between two halvings (at least 1); if more have passed since the
     /// last one, the next increment halves.
@@ -213,8 +221,7 @@ struct FrequencySketch {
     /// Counts one more occurrence of the key whose counters are at `positions` (``positions(_:)``
     /// of its hash, the table not empty), the smallest of them being `smallest` now.
     ///
-    /// On the hit path, which read the counters before finding the entry: the table is checked for
-    /// uniqueness once.
+    /// On the hit path, which read the counters before finding the entry.
     @inlinable @inline(__always)
     mutating func increment(at positions: Positions, smallest: UInt64) {
         guard smallest < 15 else { return }

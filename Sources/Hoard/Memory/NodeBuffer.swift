@@ -7,11 +7,20 @@
 /// two memory misses instead of one. Here the buffer is allocated with 64-byte alignment, so an
 /// element whose stride divides 64 (or is a multiple of it) never spans two lines.
 ///
-/// It has value semantics like `Array` (copy on write) and checks every index. Elements are read and
-/// written in place through addressors, so reading one field of a node copies nothing else.
+/// It checks every index. Elements are read and written in place through addressors, so reading one
+/// field of a node copies nothing else.
+///
+/// Unlike `Array`, it does not copy on write by itself: copies of a buffer share its elements until
+/// one of them calls ``makeUnique()``, and a write through one copy before that is seen by all. A
+/// write that checked uniqueness itself cost a call into the runtime, and an eviction index writes
+/// 25 to 30 times per new entry; so the owner checks once per operation instead. A type that holds
+/// buffers and has value semantics (`EvictionIndex`) holds a `NodeBufferOwner` beside them, calls
+/// `makeUnique()` on every buffer when that token is shared, before it writes, and never lets one of
+/// its buffers be copied without it. Debug builds trap on a write to a shared buffer.
 @usableFromInline
 struct NodeBuffer<Element> {
-    /// The allocation and its bookkeeping; shared between copies until one of them writes.
+    /// The allocation and its bookkeeping; shared between copies until one of them calls
+    /// ``makeUnique()``.
     @usableFromInline
     final class Storage {
         @exclusivity(unchecked) @usableFromInline var base: UnsafeMutablePointer<Element>
@@ -35,10 +44,10 @@ struct NodeBuffer<Element> {
                 .bindMemory(to: Element.self, capacity: Swift.max(1, capacity))
         }
 
-        /// A copy holding the same elements, with room for at least `minimumCapacity`.
+        /// A copy holding the same elements, with the same capacity.
         @inlinable
-        func copy(minimumCapacity: Int) -> Storage {
-            let copy = Storage(capacity: Swift.max(minimumCapacity, count))
+        func copy() -> Storage {
+            let copy = Storage(capacity: capacity)
             copy.base.initialize(from: base, count: count)
             copy.count = count
             return copy
@@ -82,14 +91,22 @@ struct NodeBuffer<Element> {
         precondition(UInt(bitPattern: index) < UInt(bitPattern: storage.count), "NodeBuffer: index out of range")
     }
 
-    /// Gives this buffer its own storage, with room for at least `minimumCapacity` elements.
+    /// Gives this buffer its own storage if a copy shares it: call it before writing to a buffer that
+    /// may have been copied.
+    ///
+    /// - Complexity: O(n) when the storage is shared, O(1) otherwise.
+    @inlinable
+    mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+    }
+
+    /// Traps in debug builds if a copy shares the storage: a write now would change that copy too.
+    ///
+    /// Release builds check nothing (`assert`); the tests, built for debugging, run every write
+    /// through it.
     @inlinable @inline(__always)
-    mutating func makeUnique(minimumCapacity: Int = 0) {
-        if !isKnownUniquelyReferenced(&storage) {
-            storage = storage.copy(minimumCapacity: minimumCapacity)
-        } else if storage.capacity < minimumCapacity {
-            storage.grow(to: minimumCapacity)
-        }
+    mutating func assertUnique() {
+        assert(isKnownUniquelyReferenced(&storage), "NodeBuffer: a write to a shared buffer; call makeUnique() first")
     }
 
     /// The element at `index`, read and written in place.
@@ -101,7 +118,7 @@ struct NodeBuffer<Element> {
         }
         @inline(__always) unsafeMutableAddress {
             check(index)
-            makeUnique()
+            assertUnique()
             return storage.base + index
         }
     }
@@ -109,10 +126,9 @@ struct NodeBuffer<Element> {
     /// Adds `element` at the end; amortised O(1).
     @inlinable
     mutating func append(_ element: Element) {
+        assertUnique()
         let count = storage.count
-        if count == storage.capacity || !isKnownUniquelyReferenced(&storage) {
-            makeUnique(minimumCapacity: Swift.max(16, count * 2))
-        }
+        if count == storage.capacity { storage.grow(to: Swift.max(16, count * 2)) }
         (storage.base + count).initialize(to: element)
         storage.count = count + 1
     }
@@ -122,12 +138,13 @@ struct NodeBuffer<Element> {
     @discardableResult
     mutating func removeLast() -> Element {
         precondition(storage.count > 0, "NodeBuffer: removeLast on an empty buffer")
-        makeUnique()
+        assertUnique()
         storage.count -= 1
         return (storage.base + storage.count).move()
     }
 
-    /// Writable access to the elements for a run of writes that checks uniqueness only once.
+    /// Writable access to the elements for a run of writes, which keeps the address and the count in
+    /// registers instead of reading them from the storage again after each write.
     ///
     /// Only ``withMutableView(_:)`` makes one, and only for the length of its closure, while the
     /// buffer itself is held exclusively: nothing can append to or reallocate it while a view is
@@ -157,12 +174,12 @@ struct NodeBuffer<Element> {
         }
     }
 
-    /// Runs `body` with a view that writes to the storage, made unique once, without further checks.
+    /// Runs `body` with a view that writes to the storage.
     ///
     /// The view must not escape `body`.
     @inlinable @inline(__always)
     mutating func withMutableView<Result>(_ body: (MutableView) throws -> Result) rethrows -> Result {
-        makeUnique()
+        assertUnique()
         return try body(MutableView(base: storage.base, count: storage.count))
     }
 
@@ -172,7 +189,7 @@ struct NodeBuffer<Element> {
         check(i)
         check(j)
         guard i != j else { return }
-        makeUnique()
+        assertUnique()
         swap(&storage.base[i], &storage.base[j])
     }
 
@@ -185,7 +202,8 @@ struct NodeBuffer<Element> {
     /// Makes room for `capacity` elements in all.
     @inlinable
     mutating func reserveCapacity(_ capacity: Int) {
-        makeUnique(minimumCapacity: capacity)
+        assertUnique()
+        if storage.capacity < capacity { storage.grow(to: capacity) }
     }
 }
 
@@ -213,4 +231,17 @@ extension NodeBuffer: ExpressibleByArrayLiteral {
         self.init(capacity: elements.count)
         for element in elements { append(element) }
     }
+}
+
+/// A token that a value holding `NodeBuffer`s keeps beside them, so that one uniqueness check tells
+/// whether any of them is shared.
+///
+/// The copies of the value share its token and its buffers alike: while the value holds the only
+/// reference to its token, it holds the only reference to each of its buffers, provided no buffer
+/// was copied apart from the value. `isKnownUniquelyReferenced` on the token is then the one check
+/// an operation needs before it writes (see `EvictionIndex.makeUnique()`).
+@usableFromInline
+final class NodeBufferOwner {
+    @inlinable
+    init() {}
 }

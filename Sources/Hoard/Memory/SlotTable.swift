@@ -8,11 +8,16 @@
 /// tombstones build up.
 ///
 /// Not thread-safe; not generic: the index finds keys (see `EvictionIndex.slot(for:hash:)`) and
-/// keeps each node's tag.
+/// keeps each node's tag. Copies share their cells until ``makeUnique()``, as `NodeBuffer` says: the
+/// index calls it before it changes a table it may share with a copy.
 @usableFromInline
 struct SlotTable {
     /// The cells, each 0 or an entry's tag and slot (see ``cell(tag:slot:)``).
-    @usableFromInline var cells: [UInt64]
+    ///
+    /// A `NodeBuffer` rather than an `Array`, whose every write checked uniqueness with a call into
+    /// the runtime: a new entry writes one cell, and a removal one or more. The cells also start on a
+    /// memory line, so a probe that stays within 8 cells reads one line.
+    @usableFromInline var cells: NodeBuffer<UInt64>
     /// `cells.count - 1`; the cell count is a power of two.
     @usableFromInline var mask: Int
     /// The number of entries.
@@ -23,7 +28,7 @@ struct SlotTable {
     init(capacity: Int) {
         var size = 8
         while size / 4 * 3 < capacity && size < 1 << 32 { size *= 2 }
-        cells = Array(repeating: 0, count: size)
+        cells = NodeBuffer(repeating: 0, count: size)
         mask = size - 1
     }
 
@@ -94,6 +99,12 @@ struct SlotTable {
         count -= 1
     }
 
+    /// Gives this table its own cells if a copy shares them.
+    ///
+    /// - Complexity: O(n) in the number of cells when they are shared, O(1) otherwise.
+    @inlinable
+    mutating func makeUnique() { cells.makeUnique() }
+
     /// Removes every entry, keeping the cells.
     ///
     /// - Complexity: O(n) in the number of cells.
@@ -109,7 +120,7 @@ struct SlotTable {
     @usableFromInline
     mutating func grow() {
         let old = cells
-        cells = Array(repeating: 0, count: old.count * 2)
+        cells = NodeBuffer(repeating: 0, count: old.count * 2)
         mask = cells.count - 1
         for cell in old where cell != 0 {
             var probe = home(Self.tag(of: cell))

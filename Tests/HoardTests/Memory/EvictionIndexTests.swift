@@ -257,6 +257,39 @@ private struct ReferenceOrder {
         copy.checkInvariants()
     }
 
+    /// Each change, made first to a copy, must copy the buffers before it writes: the buffers do not
+    /// copy on write by themselves (debug builds trap on a write to a shared one).
+    @Test(arguments: EvictionPolicy.allCases)
+    func everyChangeToACopyLeavesTheOriginalAlone(policy: EvictionPolicy) {
+        var original = EvictionIndex<Int, Int>(policy: policy, capacity: 16)
+        for key in 0..<16 { original.upsert(key * 10, forKey: key) }
+        for key in [3, 3, 7, 1, 3] { _ = original.access(key) }
+        let before = original.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)=\($0.count)" }
+        let changes: [(String, (inout EvictionIndex<Int, Int>) -> Void)] = [
+            ("access", { _ = $0.access(4) }),
+            ("upsert of a key it holds", { $0.upsert(-1, forKey: 5) }),
+            ("upsert of a new key", { $0.upsert(-1, forKey: 99) }),
+            ("removeValue", { $0.removeValue(forKey: 7) }),
+            ("popVictim", { _ = $0.popVictim() }),
+            ("removeAll", { $0.removeAll() }),
+            ("append", { $0.append(-1, forKey: 98, count: 3) }),
+        ]
+        for (name, change) in changes {
+            var copy = original
+            change(&copy)
+            copy.checkInvariants()
+            let after = original.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)=\($0.count)" }
+            #expect(after == before, "\(name) changed the original")
+            original.checkInvariants()
+        }
+        // And the other way round: the original changes, the copy keeps what it saw.
+        let copy = original
+        original.upsert(-1, forKey: 99)
+        _ = original.access(2)
+        #expect(copy.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)=\($0.count)" } == before)
+        copy.checkInvariants()
+    }
+
     @Test(arguments: EvictionPolicy.allCases)
     func releasesEveryPayloadExactlyOnce(policy: EvictionPolicy) {
         let census = Census()

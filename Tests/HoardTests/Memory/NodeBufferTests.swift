@@ -50,37 +50,53 @@ struct NodeBufferTests {
         #expect(Array(buffer) == model)
     }
 
-    @Test func repeatingFillsEveryElementAndCopiesOnWrite() {
+    @Test func repeatingFillsEveryElement() {
         var words = NodeBuffer<UInt64>(repeating: 7, count: 100)
         #expect(words.count == 100 && (0..<100).allSatisfy { words[$0] == 7 })
-        let copy = words
         words.withMutableView { view in view[99] = 8 }
-        #expect(words[99] == 8 && copy[99] == 7)
+        #expect(words[99] == 8 && words[98] == 7)
         #expect(NodeBuffer<UInt64>(repeating: 1, count: 0).isEmpty)
     }
 
-    @Test func copiesOnWrite() {
+    @Test func makeUniqueGivesACopyItsOwnElements() {
         var original = NodeBuffer<Int>()
         for value in 0..<100 { original.append(value) }
         var copy = original
+        #expect(copy.storage === original.storage)
+        copy.makeUnique()
+        #expect(copy.storage !== original.storage)
         copy[3] = -3
         copy.append(100)
+        original.makeUnique()
         original.swapAt(0, 1)
         #expect(original.count == 100 && original[3] == 3 && original[0] == 1)
         #expect(copy.count == 101 && copy[3] == -3 && copy[0] == 0)
     }
 
-    @Test func theFirstWriteToASharedCopyCopies() {
+    @Test func makeUniqueKeepsStorageNoCopyShares() {
+        var buffer = NodeBuffer<Int>()
+        for value in 0..<10 { buffer.append(value) }
+        // The address, not the storage object: a reference to that would share it.
+        let base = buffer.storage.base
+        buffer.makeUnique()
+        #expect(buffer.storage.base == base)
+    }
+
+    @Test func everyWriteAfterMakeUniqueLeavesTheOriginalAlone() {
         var original = NodeBuffer<Int>()
         for value in 0..<10 { original.append(value) }
 
         var appended = original
+        appended.makeUnique()
         appended.append(10)
         var shortened = original
+        shortened.makeUnique()
         #expect(shortened.removeLast() == 9)
         var swapped = original
+        swapped.makeUnique()
         swapped.swapAt(0, 9)
         var viewed = original
+        viewed.makeUnique()
         viewed.withMutableView { view in view[5] = -5 }
 
         #expect(Array(original) == Array(0..<10))
@@ -96,6 +112,7 @@ struct NodeBufferTests {
             var buffer = NodeBuffer<Tracked>()
             for value in 0..<1_000 { buffer.append(Tracked(value)) }
             var copy = buffer
+            copy.makeUnique()
             copy.swapAt(0, 999)
             #expect(copy.removeLast().value == 0)
             #expect(Tracked.live == 1_000)
