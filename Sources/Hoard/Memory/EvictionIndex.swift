@@ -105,8 +105,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline var entries = NodeBuffer<Entry>()
     /// Each slot's neighbours, list and stamp.
     @usableFromInline var links = NodeBuffer<Link>()
-    /// Each slot's tag: the low 32 bits of its key's hash value, which find its cell in `table`
-    /// and, under W-TinyLFU, its counters in the frequency sketch.
+    /// Each slot's tag: the low 32 bits of its key's hash value, which give its home cell in `table`
+    /// (whose cells keep only the tag's high bits) and, under W-TinyLFU, its counters in the
+    /// frequency sketch.
     ///
     /// 4 bytes: the sketch's hash is mixed again from the tag when a duel needs it, rather than
     /// kept (8 more bytes per entry, 12 with padding).
@@ -203,8 +204,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
         while true {
             let cell = table.cells[probe]
             if cell == 0 { return nil }
-            if SlotTable.tag(of: cell) == tag {
-                let slot = SlotTable.slot(of: cell)
+            if table.cell(cell, mayHold: tag) {
+                let slot = table.slot(of: cell)
                 if entries[Int(slot)].key == key { return slot }
             }
             probe = (probe &+ 1) & table.mask
@@ -371,7 +372,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         tags.append(tag)
         if !costs.isEmpty { costs.append(0) }
         setCost(cost, of: slot)
-        table.insert(tag: tag, slot: slot)
+        table.insert(tag: tag, slot: slot, tags: tags)
         return slot
     }
 
@@ -383,7 +384,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
         setCost(0, of: slot)
         unlink(slot, from: list)
         if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
-        table.remove(tag: tags[Int(slot)], slot: slot)
+        table.remove(tag: tags[Int(slot)], slot: slot, tags: tags)
         let last = Int32(entries.count - 1)
         if slot != last {
             let moved = links[Int(last)]
