@@ -128,20 +128,20 @@ extension EvictionIndex {
         return second >= 0 ? entries[Int(second)].key : nil
     }
 
-    /// Every entry in the order `popVictim()` would remove them, with its estimated frequency (at
-    /// least 1) as its count.
+    /// The slot of every entry in the order `popVictim()` would remove them, with its estimated
+    /// frequency (at least 1) as its count.
     ///
     /// - Complexity: O(n).
     @usableFromInline
-    var admissionEntriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
-        var result: [(key: Key, payload: Payload, count: UInt32)] = []
+    var admissionSlotsInEvictionOrder: [(slot: Int32, count: UInt32)] {
+        var result: [(slot: Int32, count: UInt32)] = []
         result.reserveCapacity(entries.count)
         var cursor = admissionCursor
         while true {
             let slot = nextAdmissionVictim(&cursor)
             guard slot >= 0 else { break }
             let frequency = admission.sketch.frequency(FrequencySketch.spread(tag: tags[Int(slot)]))
-            result.append((entries[Int(slot)].key, entries[Int(slot)].payload, UInt32(max(1, frequency))))
+            result.append((slot, UInt32(max(1, frequency))))
         }
         return result
     }

@@ -6,10 +6,13 @@ extension EvictionIndex {
     ///
     /// For tests and debugging; nothing in the library calls it.
     ///
+    /// - Parameter tagsFromKeys: Whether every tag is the low bits of its key's `hashValue`; false for
+    ///   an owner that passes hashes of its own (see `DiskEntryIndex`), whose tags are then only
+    ///   checked to find their entries.
     /// - Complexity: O(n).
-    func checkInvariants() {
+    func checkInvariants(tagsFromKeys: Bool = true) {
         if policy == .wTinyLFU {
-            checkAdmissionInvariants()
+            checkAdmissionInvariants(tagsFromKeys: tagsFromKeys)
             return
         }
         var seen = 0
@@ -26,10 +29,8 @@ extension EvictionIndex {
             var previous: Int32 = -1
             while slot >= 0 {
                 let link = links[Int(slot)]
-                let key = entries[Int(slot)].key
                 precondition(link.prev == previous && links[Int(slot)].list == bucket, "node links")
-                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(tags[Int(slot)] == SlotTable.tag(key.hashValue), "node tag")
+                checkTable(slot, tagsFromKeys: tagsFromKeys)
                 precondition(link.stamp <= clock, "stamp after the clock")
                 seen += 1
                 previous = slot
@@ -48,7 +49,7 @@ extension EvictionIndex {
     /// first inconsistency.
     ///
     /// - Complexity: O(n) in the entries and the experts' entries.
-    func checkAdmissionInvariants() {
+    func checkAdmissionInvariants(tagsFromKeys: Bool) {
         precondition(firstBucket == -1 && lastBucket == -1 && lists.count == 3, "W-TinyLFU regions")
         var seen = 0
         var sizes = [0, 0, 0]
@@ -57,10 +58,8 @@ extension EvictionIndex {
             var previous: Int32 = -1
             while slot >= 0 {
                 let link = links[Int(slot)]
-                let key = entries[Int(slot)].key
                 precondition(link.prev == previous && links[Int(slot)].list == region, "node links")
-                precondition(self.slot(for: key, hash: key.hashValue) == slot, "slot map")
-                precondition(tags[Int(slot)] == SlotTable.tag(key.hashValue), "node tag")
+                checkTable(slot, tagsFromKeys: tagsFromKeys)
                 precondition(
                     region != Self.windowRegion || link.stamp & AdmissionState.incumbentBit == 0,
                     "an incumbent in the window: only main hits make one"
@@ -77,6 +76,14 @@ extension EvictionIndex {
         precondition(sizes[2] == admission.protectedCount, "protected size")
         checkBufferCounts(seen: seen)
         admission.checkInvariants()
+    }
+
+    /// Checks that the table finds the entry in `slot` from its hash, and that its tag is its key's.
+    func checkTable(_ slot: Int32, tagsFromKeys: Bool) {
+        let key = entries[Int(slot)].key
+        let hash = tagsFromKeys ? key.hashValue : Int(truncatingIfNeeded: tags[Int(slot)])
+        precondition(self.slot(for: key, hash: hash) == slot, "slot map")
+        precondition(tags[Int(slot)] == SlotTable.tag(hash), "node tag")
     }
 
     /// Checks that every buffer holds one element per entry and that the costs add up.

@@ -5,21 +5,30 @@
 extension EvictionIndex {
     /// Every entry with its access count, in eviction order (the next victim first).
     ///
-    /// Appending them to an empty index in this order with ``append(_:forKey:count:)`` restores the
-    /// same order.
+    /// Appending them to an empty index in this order with ``append(_:forKey:count:hash:)`` restores
+    /// the same order.
     ///
     /// - Complexity: O(n).
     @usableFromInline
     var entriesInEvictionOrder: [(key: Key, payload: Payload, count: UInt32)] {
-        if policy == .wTinyLFU { return admissionEntriesInEvictionOrder }
-        var result: [(key: Key, payload: Payload, count: UInt32)] = []
+        slotsInEvictionOrder.map { (entries[Int($0.slot)].key, entries[Int($0.slot)].payload, $0.count) }
+    }
+
+    /// The slot of every entry with its access count, in eviction order (the next victim first): for
+    /// an owner that reads more of each entry than its key and payload (its tag, see ``tags``).
+    ///
+    /// - Complexity: O(n).
+    @usableFromInline
+    var slotsInEvictionOrder: [(slot: Int32, count: UInt32)] {
+        if policy == .wTinyLFU { return admissionSlotsInEvictionOrder }
+        var result: [(slot: Int32, count: UInt32)] = []
         result.reserveCapacity(entries.count)
         var bucket = firstBucket
         while bucket >= 0 {
             let count = lists[Int(bucket)].accessCount
             var slot = lists[Int(bucket)].head
             while slot >= 0 {
-                result.append((entries[Int(slot)].key, entries[Int(slot)].payload, count))
+                result.append((slot, count))
                 slot = links[Int(slot)].next
             }
             bucket = lists[Int(bucket)].next
@@ -30,12 +39,13 @@ extension EvictionIndex {
     /// Adds an entry as the most recently used one with the given access count.
     ///
     /// This is not an access; it restores a saved order. An existing entry for `key` is replaced.
+    /// `hash` is `key.hashValue`, or the hash the owner passes for the key to every call.
     ///
     /// - Complexity: O(1) when the entries come in the order of ``entriesInEvictionOrder``.
     @usableFromInline
-    mutating func append(_ payload: Payload, forKey key: Key, count: UInt32) {
+    mutating func append(_ payload: Payload, forKey key: Key, count: UInt32, hash: Int? = nil) {
         makeUnique()
-        let hash = key.hashValue
+        let hash = hash ?? key.hashValue
         if let slot = slot(for: key, hash: hash) { remove(slot: slot) }
         if policy == .wTinyLFU {
             appendToProbation(key: key, hash: hash, payload: payload, count: count)

@@ -276,13 +276,17 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// The entry the policy would remove next, without removing it.
     @usableFromInline
     var victim: (key: Key, payload: Payload)? {
+        victimSlot.map { (entries[Int($0)].key, entries[Int($0)].payload) }
+    }
+
+    /// The slot of the entry the policy would remove next (``victim``), or `nil` when it is empty.
+    @usableFromInline
+    var victimSlot: Int32? {
         if policy == .wTinyLFU {
             let slot = admissionChoice().victim
-            return slot >= 0 ? (entries[Int(slot)].key, entries[Int(slot)].payload) : nil
+            return slot >= 0 ? slot : nil
         }
-        guard firstBucket >= 0 else { return nil }
-        let entry = entries[Int(lists[Int(firstBucket)].head)]
-        return (entry.key, entry.payload)
+        return firstBucket >= 0 ? lists[Int(firstBucket)].head : nil
     }
 
     /// The key the policy would remove next other than `key`, without removing it.

@@ -44,4 +44,60 @@ import Testing
         #expect(original.byteCount == (0..<2_000).reduce(0, +))
         original.checkInvariants()
     }
+
+    /// An entry keeps 28 bytes of its digest, its index tag standing for the other 4: whatever the
+    /// permutation's key, every digest comes back whole, with its size and its expiry's exact bits.
+    @Test(arguments: [0, 1, 0x9E37_79B9, UInt32.max])
+    func anEntryTakesFortyBytesAndEveryDigestComesBackWhole(tagKey: UInt32) {
+        #expect(MemoryLayout<EvictionIndex<DiskEntryIndex.Tail, DiskEntryIndex.Info>.Entry>.stride == 40)
+        var index = DiskEntryIndex(policy: .wTinyLFU, capacity: 1_000, tagKey: tagKey)
+        let digests = (0..<1_000).map { DiskKey("key \($0)").digest }
+        let expiries: [Expiry] = [
+            .never, .at(0), .at(-12.5), .at(1_700_000_000.123_456_7), .at(.greatestFiniteMagnitude),
+        ]
+        for (number, digest) in digests.enumerated() {
+            #expect(index.digest(tail: DiskEntryIndex.Tail(digest), tag: index.tag(of: digest)) == digest)
+            index.upsert(DiskEntryInfo(size: number, expiresAt: expiries[number % expiries.count]), forKey: digest)
+        }
+        index.checkInvariants()
+        let stored = index.entriesInEvictionOrder
+        #expect(Set(stored.map(\.key)) == Set(digests))
+        for entry in stored {
+            let number = digests.firstIndex(of: entry.key) ?? -1
+            #expect(entry.payload.size == number)
+            #expect(
+                entry.payload.expiresAt.deadline.bitPattern == expiries[number % expiries.count].deadline.bitPattern
+            )
+            #expect(index.peek(entry.key)?.size == number)
+        }
+    }
+
+    /// A size that 32 bits do not hold is kept aside, exactly, and counts in full against the byte
+    /// limit; it goes when its entry goes, by any road.
+    @Test func sizesOfFourGiBAndMoreAreKeptExactly() throws {
+        var index = DiskEntryIndex(policy: .lru, capacity: 10)
+        let huge = try #require(Int(exactly: Int64(1) << 40))
+        let sizes = [Int(UInt32.max) - 1, Int(UInt32.max), huge, 7]
+        let digests = sizes.indices.map { DiskKey("large \($0)").digest }
+        for (size, digest) in zip(sizes, digests) { index.upsert(DiskEntryInfo(size: size), forKey: digest) }
+        index.checkInvariants()
+        #expect(digests.map { index.peek($0)?.size } == sizes)
+        #expect(index.byteCount == sizes.reduce(0, +))
+
+        index.upsert(DiskEntryInfo(size: 3), forKey: digests[1])
+        #expect(index.byteCount == sizes[0] + 3 + huge + 7)
+        index.checkInvariants()
+
+        // The byte limit evicts in LRU order: the first entry, then the huge one.
+        let victims = index.makeRoom(forCount: 0, bytes: 0, capacity: 10, byteLimit: 100)
+        #expect(victims.map(\.key) == [digests[0], digests[2]])
+        #expect(victims.map(\.payload.size) == [sizes[0], huge])
+        #expect(index.byteCount == 10)
+        index.checkInvariants()
+
+        index.upsert(DiskEntryInfo(size: huge), forKey: digests[3])
+        #expect(index.removeValue(forKey: digests[3])?.size == huge)
+        #expect(index.byteCount == 3)
+        index.checkInvariants()
+    }
 }
