@@ -102,14 +102,21 @@ struct AdmissionState {
     ///   - runsClimber: Whether the index sizes its window with experts of its own; without, it keeps
     ///     the window it is given (``adoptWindow(share:admitsAll:)``), as the shards of a sharded
     ///     memory store but the first do (see `MemoryStore`).
+    ///   - compact: Whether the index trades a little hit rate for memory (the disk store's; see
+    ///     `DiskEntryIndex`): two entries share each 64-bit word of the sketch (16 counters) once it
+    ///     is full size, where Caffeine gives each its own, and the experts sample half as many keys
+    ///     (see `WindowExperts.init(capacity:compact:)`).
     @usableFromInline
-    init(capacity: Int, runsClimber: Bool = true) {
+    init(capacity: Int, runsClimber: Bool = true, compact: Bool = false) {
         let capacity = max(1, capacity)
         self.capacity = capacity
-        sketch = FrequencySketch(maximumCapacity: capacity, minimumSize: Self.minimumSketchWords)
+        sketch = FrequencySketch(
+            maximumCapacity: compact ? max(1, capacity / 2) : capacity,
+            minimumSize: Self.minimumSketchWords
+        )
         let (idle, overflow) = capacity.multipliedReportingOverflow(by: Self.idleRequestsPerEntry)
         idleThreshold = UInt32(clamping: min(overflow ? Int.max : idle, Int(Self.clockMask)))
-        experts = runsClimber ? WindowExperts(capacity: capacity) : .unused
+        experts = runsClimber ? WindowExperts(capacity: capacity, compact: compact) : .unused
         windowSize = 1
         windowTarget = 1
         protectedTarget = 0

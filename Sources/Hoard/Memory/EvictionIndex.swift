@@ -144,14 +144,19 @@ struct EvictionIndex<Key: Hashable, Payload> {
     ///   - policy: The eviction policy.
     ///   - capacity: The most entries the owner keeps; sets the LFU aging period.
     ///   - runsClimber: Under W-TinyLFU, whether the index sizes its window itself (see
-    ///     `AdmissionState.init(capacity:runsClimber:)`).
+    ///     `AdmissionState.init(capacity:runsClimber:compact:)`).
+    ///   - compact: Under W-TinyLFU, whether the index trades a little hit rate for memory (see
+    ///     `AdmissionState.init(capacity:runsClimber:compact:)`).
     @usableFromInline
-    init(policy: EvictionPolicy, capacity: Int, runsClimber: Bool = true) {
+    init(policy: EvictionPolicy, capacity: Int, runsClimber: Bool = true, compact: Bool = false) {
         self.policy = policy
         let (product, overflow) = capacity.multipliedReportingOverflow(by: 10)
         agingPeriod = overflow ? Int.max : max(1_024, product)
         agingCountdown = agingPeriod
-        admission = policy == .wTinyLFU ? AdmissionState(capacity: capacity, runsClimber: runsClimber) : .unused
+        admission =
+            policy == .wTinyLFU
+            ? AdmissionState(capacity: capacity, runsClimber: runsClimber, compact: compact)
+            : .unused
         table = SlotTable(capacity: capacity > 0 && capacity < 1 << 20 ? capacity : 0)
         if policy == .wTinyLFU { makeRegions() }
     }

@@ -19,6 +19,24 @@ import Testing
         #expect(experts.windowSizes == [0, 0.05, 0.2, 1, 0.3].map { max(1, $0 * Double(capacity)) })
     }
 
+    /// A compact index (the disk store's) keeps half the sketch and experts half the size, once its
+    /// capacity is large enough for either to be over its floor.
+    @Test(arguments: [(1_000, 4_096, 500, 4_096), (1_000_000, 1 << 20, 31_250, 1 << 19)])
+    func aCompactIndexKeepsHalfTheSketchAndExpertsHalfTheSize(
+        capacity: Int,
+        sketchWords: Int,
+        expertCapacity: Int,
+        compactSketchWords: Int
+    ) {
+        let standard = AdmissionState(capacity: capacity)
+        let compact = AdmissionState(capacity: capacity, compact: true)
+        #expect(standard.sketch.maximumSize == sketchWords)
+        #expect(compact.sketch.maximumSize == compactSketchWords)
+        #expect(standard.experts.experts.allSatisfy { $0.capacity == expertCapacity })
+        let compactExpertCapacity = capacity >= 64 * 512 ? expertCapacity / 2 : expertCapacity
+        #expect(compact.experts.experts.allSatisfy { $0.capacity == compactExpertCapacity })
+    }
+
     @Test func theLRUExpertIsAnLRUOfTheHashes() {
         var expert = ExpertCache(capacity: 3, windowShare: 1, admitsAll: false)
         #expect(!expert.hasSketch && expert.windowTarget == 3)
