@@ -119,8 +119,8 @@ struct DiskEntryIndex {
     private mutating func pack(_ info: DiskEntryInfo, for digest: SHA256Digest) -> Info {
         let bits = info.expiresAt.deadline.bitPattern
         let size: UInt32
-        if info.size >= 0 && info.size < Int(UInt32.max) {
-            size = UInt32(info.size)
+        if let small = UInt32(exactly: info.size), small != .max {
+            size = small
             largeSizes[digest] = nil
         } else {
             size = .max
@@ -136,7 +136,8 @@ struct DiskEntryIndex {
     /// The ``DiskEntryInfo`` that `info` packs for `digest`.
     private func unpack(_ info: Info, for digest: SHA256Digest) -> DiskEntryInfo {
         let deadline = Double(bitPattern: UInt64(info.expiryHigh) << 32 | UInt64(info.expiryLow))
-        let size = info.size == .max ? largeSizes[digest] ?? Int(UInt32.max) : Int(info.size)
+        // Clamped, not converted: where `Int` has 32 bits a `UInt32` may not fit (no size there does).
+        let size = (info.size == .max ? largeSizes[digest] : nil) ?? Int(clamping: info.size)
         return DiskEntryInfo(size: size, expiresAt: Expiry(uncheckedDeadline: deadline))
     }
 

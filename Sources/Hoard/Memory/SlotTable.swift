@@ -32,8 +32,8 @@ struct SlotTable {
     @usableFromInline var count = 0
 
     /// The most cells a table has: slots are `Int32`, so fewer than 2³¹ entries, which fit in 2³²
-    /// cells three-quarters full.
-    @usableFromInline static var largestSize: Int { 1 << 32 }
+    /// cells three-quarters full (2³⁰ where `Int` has 32 bits, more than such a process can hold).
+    @usableFromInline static var largestSize: Int { Int.bitWidth > 32 ? 1 << 32 : 1 << 30 }
 
     /// Creates a table with room for `capacity` entries before it grows.
     @usableFromInline
