@@ -8,7 +8,9 @@
 /// entry, which it keeps anyway, stands for the digest's first 4 bytes: the store passes
 /// ``tag(of:)``, a keyed permutation of them, as every key's hash, and ``digest(tail:tag:)`` undoes
 /// it. The permutation's key is drawn for each index, so which digests share a home cell in the
-/// index's table cannot be chosen by whoever chooses the keys.
+/// index's table cannot be chosen by whoever chooses the keys. Lookups compare whole tags as well as
+/// tails (`EvictionIndex.comparesTags`): a forged index file may hold two digests that differ only
+/// in their first 4 bytes.
 ///
 /// Under W-TinyLFU the index is compact (see `AdmissionState.init(capacity:runsClimber:compact:)`):
 /// two entries share a word of the frequency sketch (4.2 bytes per entry, not 8.4 as a memory
@@ -70,7 +72,7 @@ struct DiskEntryIndex {
     var byteCount: Int { Int(clamping: bytes) }
 
     init(policy: EvictionPolicy, capacity: Int, tagKey: UInt32 = .random(in: .min ... .max)) {
-        order = EvictionIndex(policy: policy, capacity: capacity, compact: true)
+        order = EvictionIndex(policy: policy, capacity: capacity, compact: true, comparesTags: true)
         self.tagKey = tagKey
     }
 
@@ -210,6 +212,9 @@ struct DiskEntryIndex {
         }
         let large = (0..<Int32(order.count)).filter { order.entries[Int($0)].payload.size == .max }
         precondition(large.count == largeSizes.count, "large sizes")
+        precondition(large.allSatisfy { largeSizes[digest(inSlot: $0)] != nil }, "a large size kept aside")
+        let sizes = (0..<Int32(order.count)).map { unpack(order.entries[Int($0)].payload, for: digest(inSlot: $0)) }
+        precondition(sizes.reduce(Int64(0)) { $0 &+ Int64($1.size) } == bytes, "byte count")
     }
 
     /// An entry removed to make room, and which limit it made room for.

@@ -99,6 +99,10 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     @usableFromInline let policy: EvictionPolicy
+    /// Whether a key is found only where its whole tag matches too: for an owner whose keys leave out
+    /// what its hashes hold (`DiskEntryIndex`, whose keys are digests less the 4 bytes the tag
+    /// stands for), so that two keys equal but for their tags are two entries.
+    @usableFromInline let comparesTags: Bool
     /// From each key's hash to its node's slot.
     @usableFromInline var table: SlotTable
     /// Each slot's key and payload.
@@ -147,9 +151,17 @@ struct EvictionIndex<Key: Hashable, Payload> {
     ///     `AdmissionState.init(capacity:runsClimber:compact:)`).
     ///   - compact: Under W-TinyLFU, whether the index trades a little hit rate for memory (see
     ///     `AdmissionState.init(capacity:runsClimber:compact:)`).
+    ///   - comparesTags: Whether a lookup compares whole tags as well as keys (see ``comparesTags``).
     @usableFromInline
-    init(policy: EvictionPolicy, capacity: Int, runsClimber: Bool = true, compact: Bool = false) {
+    init(
+        policy: EvictionPolicy,
+        capacity: Int,
+        runsClimber: Bool = true,
+        compact: Bool = false,
+        comparesTags: Bool = false
+    ) {
         self.policy = policy
+        self.comparesTags = comparesTags
         let (product, overflow) = capacity.multipliedReportingOverflow(by: 10)
         agingPeriod = overflow ? Int.max : max(1_024, product)
         agingCountdown = agingPeriod
@@ -211,7 +223,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
             if cell == 0 { return nil }
             if table.cell(cell, mayHold: tag) {
                 let slot = table.slot(of: cell)
-                if entries[Int(slot)].key == key { return slot }
+                if entries[Int(slot)].key == key && (!comparesTags || tags[Int(slot)] == tag) { return slot }
             }
             probe = (probe &+ 1) & table.mask
         }

@@ -65,7 +65,7 @@ import Testing
         let small = SlotTable(capacity: 4)
         let large = SlotTable(capacity: 1_000_000)
         for table in [small, large] {
-            let largestSlot = Int32(table.mask / 4 * 3 - 1)
+            let largestSlot = Int32((table.mask + 1) / 4 * 3 - 1)
             for (tag, slot) in [(UInt32.max, largestSlot), (0, 0), (12_345_678, largestSlot / 2)] {
                 let cell = table.cell(tag: tag, slot: slot)
                 #expect(cell != 0)
