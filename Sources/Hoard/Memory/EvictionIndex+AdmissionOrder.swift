@@ -42,7 +42,11 @@ struct AdmissionCursor {
 extension EvictionIndex {
     /// What ``popVictim()`` does to the index as it stands: the slot it removes, and the window
     /// candidate it moves to probation (-1 if none).
-    @inlinable
+    ///
+    /// Always inlined, as are the two below: called from `popAdmissionVictim()`, a mutating method,
+    /// without inlining, they were handed a copy of the whole index, and an evicting set ran 5 %
+    /// more instructions (cachegrind: 2 247 per set against 2 130).
+    @inlinable @inline(__always)
     func admissionChoice() -> (victim: Int32, admitted: Int32) {
         let probation = lists[Int(Self.probationRegion)].head
         let main = probation >= 0 ? probation : lists[Int(Self.protectedRegion)].head
@@ -60,7 +64,7 @@ extension EvictionIndex {
     /// holds its target, its oldest entry (the candidate) meets main's victim: if the candidate is
     /// admitted (see `AdmissionState.admits`), the victim goes and the candidate moves to probation;
     /// otherwise the candidate goes.
-    @inlinable
+    @inlinable @inline(__always)
     func admissionChoice(window: Int32, main: Int32, windowCount: Int) -> (victim: Int32, admitted: Int32) {
         if main < 0 { return (window, -1) }
         if window < 0 || windowCount < admission.windowTarget { return (main, -1) }
@@ -68,7 +72,7 @@ extension EvictionIndex {
     }
 
     /// Whether the window entry `candidate` replaces the main entry `victim`.
-    @inlinable
+    @inlinable @inline(__always)
     func admits(_ candidate: Int32, over victim: Int32) -> Bool {
         if admission.admitsAll { return true }
         return AdmissionState.admits(
