@@ -80,6 +80,7 @@ struct DiskEntryIndex {
 
     /// The tag of `digest` in the eviction index: its first 4 bytes, xored with the index's key and
     /// mixed by MurmurHash3's finalizer, a bijection.
+    @inline(__always)
     func tag(of digest: SHA256Digest) -> UInt32 {
         var bits = UInt32(truncatingIfNeeded: digest.word0 >> 32) ^ tagKey
         bits ^= bits >> 16
@@ -91,6 +92,7 @@ struct DiskEntryIndex {
     }
 
     /// The digest whose tail and tag (see ``tag(of:)``) these are.
+    @inline(__always)
     func digest(tail: Tail, tag: UInt32) -> SHA256Digest {
         // The finalizer's steps undone in reverse order; the multipliers' inverses modulo 2³².
         var bits = tag
@@ -110,9 +112,11 @@ struct DiskEntryIndex {
     }
 
     /// What the eviction index takes as the hash of `digest`.
+    @inline(__always)
     private func hash(_ digest: SHA256Digest) -> Int { Int(truncatingIfNeeded: tag(of: digest)) }
 
     /// The digest of the entry in `slot` of the eviction index.
+    @inline(__always)
     private func digest(inSlot slot: Int32) -> SHA256Digest {
         digest(tail: order.entries[Int(slot)].key, tag: order.tags[Int(slot)])
     }
@@ -136,6 +140,7 @@ struct DiskEntryIndex {
     }
 
     /// The ``DiskEntryInfo`` that `info` packs for `digest`.
+    @inline(__always)
     private func unpack(_ info: Info, for digest: SHA256Digest) -> DiskEntryInfo {
         let deadline = Double(bitPattern: UInt64(info.expiryHigh) << 32 | UInt64(info.expiryLow))
         // Clamped, not converted: where `Int` has 32 bits a `UInt32` may not fit (no size there does).
@@ -149,9 +154,11 @@ struct DiskEntryIndex {
     var count: Int { order.count }
 
     /// Whether an entry exists for `key`, without counting an access.
+    @inline(__always)
     func contains(_ key: SHA256Digest) -> Bool { order.contains(Tail(key), hash: hash(key)) }
 
     /// The entry for `key`, without counting an access.
+    @inline(__always)
     func peek(_ key: SHA256Digest) -> DiskEntryInfo? {
         order.peek(Tail(key), hash: hash(key)).map { unpack($0, for: key) }
     }
