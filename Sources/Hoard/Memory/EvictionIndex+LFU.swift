@@ -51,7 +51,15 @@ extension EvictionIndex {
     ///   number of frequency buckets.
     @inlinable
     mutating func insertNew(key: Key, hash: Int, payload: Payload, count: UInt32, cost: Int) {
-        let slot = appendEntry(key: key, hash: hash, payload: payload, cost: cost)
+        linkNew(appendEntry(key: key, hash: hash, payload: payload, cost: cost), count: count)
+    }
+
+    /// Puts `slot`, a new entry in no list, as the most recent one of the frequency bucket for
+    /// `count` accesses, which it creates if need be.
+    ///
+    /// - Complexity: as ``insertNew(key:hash:payload:count:cost:)``.
+    @inlinable
+    mutating func linkNew(_ slot: Int32, count: UInt32) {
         // Find the bucket with this count, or where it belongs. Restoring appends in increasing count
         // order, so the last bucket is checked first: O(1) per entry there.
         var previous: Int32 = -1

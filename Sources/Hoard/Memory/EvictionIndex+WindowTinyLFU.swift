@@ -75,9 +75,15 @@ extension EvictionIndex {
     /// capacity only when the owner allows it.
     @inlinable
     mutating func insertIntoWindow(key: Key, hash keyHash: Int, payload: Payload, cost: Int) {
+        linkIntoWindow(appendEntry(key: key, hash: keyHash, payload: payload, cost: cost), hash: keyHash)
+    }
+
+    /// Puts `slot`, a new entry in no list whose key's hash value is `keyHash`, as the window's most
+    /// recent one, counting a request.
+    @inlinable
+    mutating func linkIntoWindow(_ slot: Int32, hash keyHash: Int) {
         let now = admission.tick()
         let hash = FrequencySketch.spread(keyHash)
-        let slot = appendEntry(key: key, hash: keyHash, payload: payload, cost: cost)
         appendNode(slot, to: Self.windowRegion, stamp: now)
         admission.windowCount += 1
         admission.sketch.ensureCapacity(entries.count)

@@ -276,13 +276,64 @@ struct EvictionIndex<Key: Hashable, Payload> {
             recordAccess(slot, hash: hash)
             return old
         }
+        insert(newKey: key, hash: hash, payload: payload, cost: cost)
+        return nil
+    }
+
+    /// Stores `payload` for `key`, which the index does not hold, counting an access: the half of
+    /// ``upsert(_:forKey:cost:hash:)`` for a new key, for an owner that looked the key up already.
+    @inlinable
+    mutating func insert(newKey key: Key, hash: Int, payload: Payload, cost: Int = 0) {
+        makeUnique()
         if policy == .wTinyLFU {
             insertIntoWindow(key: key, hash: hash, payload: payload, cost: cost)
-            return nil
+            return
         }
         insertNew(key: key, hash: hash, payload: payload, count: 1, cost: cost)
         tickAging()
-        return nil
+    }
+
+    /// Removes the entry the policy chooses and stores `payload` for `key`, which the index does not
+    /// hold, in its slot; returns the entry removed, or `nil` when the index was empty.
+    ///
+    /// The same as ``popVictim()`` then ``insert(newKey:hash:payload:cost:)``, but for the slots the
+    /// entries take: the new entry reuses the victim's, so the last entry does not move into the hole
+    /// (its cell in the table, its neighbours' links) only for a new entry to be appended after it.
+    @inlinable
+    mutating func replaceVictim(
+        withNewKey key: Key,
+        hash: Int,
+        payload: Payload,
+        cost: Int = 0
+    ) -> (key: Key, payload: Payload)? {
+        makeUnique()
+        let slot: Int32
+        if policy == .wTinyLFU {
+            let choice = admissionChoice()
+            guard choice.victim >= 0 else {
+                insertIntoWindow(key: key, hash: hash, payload: payload, cost: cost)
+                return nil
+            }
+            if choice.admitted >= 0 { move(choice.admitted, to: Self.probationRegion) }
+            slot = choice.victim
+        } else {
+            guard firstBucket >= 0 else {
+                insert(newKey: key, hash: hash, payload: payload, cost: cost)
+                return nil
+            }
+            slot = lists[Int(firstBucket)].head
+        }
+        let list = links[Int(slot)].list
+        unlink(slot, from: list)
+        if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
+        let old = replaceEntry(in: slot, key: key, hash: hash, payload: payload, cost: cost)
+        if policy == .wTinyLFU {
+            linkIntoWindow(slot, hash: hash)
+        } else {
+            linkNew(slot, count: 1)
+            tickAging()
+        }
+        return (old.key, old.payload)
     }
 
     /// Removes the entry for `key`; returns its payload.
@@ -399,6 +450,18 @@ struct EvictionIndex<Key: Hashable, Payload> {
         setCost(cost, of: slot)
         table.insert(tag: tag, slot: slot, tags: tags)
         return slot
+    }
+
+    /// Puts a new entry into `slot`, which is in no list, in place of the entry there; returns that
+    /// entry. The new entry is in the table, in no list yet.
+    @inlinable
+    mutating func replaceEntry(in slot: Int32, key: Key, hash: Int, payload: Payload, cost: Int) -> Entry {
+        table.remove(tag: tags[Int(slot)], slot: slot, tags: tags)
+        let tag = SlotTable.tag(hash)
+        tags[Int(slot)] = tag
+        setCost(cost, of: slot)
+        table.insert(tag: tag, slot: slot, tags: tags)
+        return entries.exchange(Int(slot), with: Entry(key: key, payload: payload))
     }
 
     /// Removes the entry in `slot`, moving the last entry into its place; returns it.

@@ -252,13 +252,13 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
             if shards[index].index.upsert(value, forKey: key, hash: hash) == nil && shardCount > 1 {
                 needsVictimElsewhere = !claimRoom(inShard: index)
             }
-        } else {
-            if !Self.holds(key, hash: hash, in: &shards[index]) && (shardCount == 1 || !claimRoom(inShard: index)),
-                let victim = shards[index].index.popVictim()
-            {
-                evicted = Self.record(victim, in: &shards[index], returningEviction: returningEviction).reported
-            }
+        } else if Self.holds(key, hash: hash, in: &shards[index]) {
             shards[index].index.upsert(value, forKey: key, hash: hash)
+        } else if shardCount > 1 && claimRoom(inShard: index) {
+            shards[index].index.insert(newKey: key, hash: hash, payload: value)
+        } else if let victim = shards[index].index.replaceVictim(withNewKey: key, hash: hash, payload: value) {
+            // The new entry takes the victim's slot: one lookup, and no entry moves.
+            evicted = Self.record(victim, in: &shards[index], returningEviction: returningEviction).reported
         }
         let isObserved = shards[index].isObserved
         shards[index].setsUntilWindowSync &-= 1

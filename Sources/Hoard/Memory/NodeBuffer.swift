@@ -193,6 +193,16 @@ struct NodeBuffer<Element> {
         swap(&storage.base[i], &storage.base[j])
     }
 
+    /// Puts `element` at `index` and returns the element it replaces.
+    @inlinable
+    mutating func exchange(_ index: Int, with element: Element) -> Element {
+        check(index)
+        assertUnique()
+        let old = (storage.base + index).move()
+        (storage.base + index).initialize(to: element)
+        return old
+    }
+
     /// Removes every element and frees the storage.
     @inlinable
     mutating func removeAll() {

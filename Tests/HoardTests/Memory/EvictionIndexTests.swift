@@ -236,6 +236,55 @@ private struct ReferenceOrder {
         index.checkInvariants()
     }
 
+    /// The evicting set's shortcut (the new entry takes the victim's slot) must leave the same
+    /// entries in the same order as a pop then an insert, under every policy.
+    @Test(arguments: EvictionPolicy.allCases)
+    func replacingTheVictimMatchesAPopThenAnInsert(policy: EvictionPolicy) {
+        let capacity = 64
+        var popped = EvictionIndex<Int, Int>(policy: policy, capacity: capacity)
+        var replaced = EvictionIndex<Int, Int>(policy: policy, capacity: capacity)
+        var generator = SplitMix64(seed: 23)
+        var replacements = 0
+        for step in 0..<30_000 {
+            // A skewed key space, so that hits, duels won and duels lost all happen.
+            let key = Int(generator.next() % (generator.next() % 4 == 0 ? 400 : 90))
+            switch generator.next() % 10 {
+            case 0:
+                #expect(popped.removeValue(forKey: key) == replaced.removeValue(forKey: key))
+            case 1...4:
+                #expect(popped.access(key) == replaced.access(key))
+            default:
+                if popped.contains(key) || popped.count < capacity {
+                    popped.upsert(step, forKey: key)
+                    replaced.upsert(step, forKey: key)
+                } else {
+                    let victim = popped.popVictim()
+                    popped.insert(newKey: key, hash: key.hashValue, payload: step)
+                    let replacedVictim = replaced.replaceVictim(withNewKey: key, hash: key.hashValue, payload: step)
+                    #expect(replacedVictim?.key == victim?.key && replacedVictim?.payload == victim?.payload)
+                    replacements += 1
+                }
+            }
+            if step % 101 == 0 {
+                let order = popped.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)" }
+                #expect(replaced.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)" } == order, "step \(step)")
+                replaced.checkInvariants()
+            }
+        }
+        #expect(replacements > 1_000)
+        #expect(replaced.count == popped.count)
+        replaced.checkInvariants()
+    }
+
+    @Test func replacingTheVictimOfAnEmptyIndexInsertsTheKey() {
+        for policy in EvictionPolicy.allCases {
+            var index = EvictionIndex<String, Int>(policy: policy, capacity: 4)
+            #expect(index.replaceVictim(withNewKey: "a", hash: "a".hashValue, payload: 1) == nil)
+            #expect(index.peek("a") == 1 && index.count == 1)
+            index.checkInvariants()
+        }
+    }
+
     @Test(arguments: EvictionPolicy.allCases)
     func aCopyChangesIndependently(policy: EvictionPolicy) {
         var original = EvictionIndex<Int, Int>(policy: policy, capacity: 16)
@@ -271,6 +320,8 @@ private struct ReferenceOrder {
             ("upsert of a new key", { $0.upsert(-1, forKey: 99) }),
             ("removeValue", { $0.removeValue(forKey: 7) }),
             ("popVictim", { _ = $0.popVictim() }),
+            ("insert of a new key", { $0.insert(newKey: 97, hash: 97.hashValue, payload: -1) }),
+            ("replaceVictim", { _ = $0.replaceVictim(withNewKey: 96, hash: 96.hashValue, payload: -1) }),
             ("removeAll", { $0.removeAll() }),
             ("append", { $0.append(-1, forKey: 98, count: 3) }),
         ]
@@ -303,8 +354,14 @@ private struct ReferenceOrder {
                 case 1, 2: _ = index.access(key)
                 case 3 where generator.next() % 50 == 0: index.removeAll()
                 default:
-                    if !index.contains(key) && index.count >= 32 { _ = index.popVictim() }
-                    index.upsert(Counted(census), forKey: key)
+                    if index.contains(key) || index.count < 32 {
+                        index.upsert(Counted(census), forKey: key)
+                    } else if generator.next() % 2 == 0 {
+                        _ = index.popVictim()
+                        index.upsert(Counted(census), forKey: key)
+                    } else {
+                        _ = index.replaceVictim(withNewKey: key, hash: key.hashValue, payload: Counted(census))
+                    }
                 }
                 #expect(census.live == index.count)
             }
