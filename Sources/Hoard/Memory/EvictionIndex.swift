@@ -453,7 +453,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
     }
 
     /// Puts a new entry into `slot`, which is in no list, in place of the entry there; returns that
-    /// entry. The new entry is in the table, in no list yet.
+    /// entry.
+    ///
+    /// The new entry is in the table, in no list yet.
     @inlinable
     mutating func replaceEntry(in slot: Int32, key: Key, hash: Int, payload: Payload, cost: Int) -> Entry {
         table.remove(tag: tags[Int(slot)], slot: slot, tags: tags)
