@@ -230,7 +230,10 @@ struct FrequencySketch {
             for which in 0..<4 {
                 let (word, offset) = (positions.word(which), positions.offset(which))
                 // Re-reads the counter, so two probes landing on the same counter raise it once.
-                if (table[word] >> offset) & 15 == smallest { table[word] &+= 1 << offset }
+                // Without a branch: which counters are the smallest is a coin toss for the
+                // processor, and the branches cost an evicting set two mispredictions.
+                let isSmallest: UInt64 = (table[word] >> offset) & 15 == smallest ? 1 : 0
+                table[word] &+= isSmallest << offset
             }
         }
         additions += 1
