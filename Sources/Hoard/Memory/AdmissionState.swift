@@ -55,12 +55,15 @@ struct AdmissionState {
         return (positions, sketch.table.isEmpty ? 15 : sketch.smallestCounter(at: positions))
     }
 
-    /// Gives the sketch its own counters if a copy shares them (see `EvictionIndex.makeUnique()`).
+    /// Gives the sketch and the experts their own buffers if a copy shares them (see
+    /// `EvictionIndex.makeUnique()`).
     ///
-    /// The experts need not: each checks its own sketch before it writes.
-    /// - Complexity: O(sketch size) when they are shared, O(1) otherwise.
+    /// - Complexity: O(sketch size + the experts' entries) when they are shared, O(1) otherwise.
     @usableFromInline
-    mutating func makeUnique() { sketch.makeUnique() }
+    mutating func makeUnique() {
+        sketch.makeUnique()
+        experts.makeUnique()
+    }
 
     /// Advances the request clock; returns the new time.
     @inlinable

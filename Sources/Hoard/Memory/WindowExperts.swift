@@ -113,6 +113,14 @@ struct WindowExperts {
     /// nothing, samples nothing.
     static var unused: WindowExperts { WindowExperts() }
 
+    /// Gives every expert its own buffers if a copy shares them (see `ExpertCache.makeUnique()`).
+    ///
+    /// - Complexity: O(the experts' entries) when they are shared, O(experts) otherwise.
+    @usableFromInline
+    mutating func makeUnique() {
+        for expert in experts.indices { experts[expert].makeUnique() }
+    }
+
     /// Whether there are experts.
     var isActive: Bool { samplesNone == 0 }
 
