@@ -269,15 +269,23 @@ struct EvictionIndex<Key: Hashable, Payload> {
     mutating func upsert(_ payload: Payload, forKey key: Key, cost: Int = 0, hash: Int? = nil) -> Payload? {
         makeUnique()
         let hash = hash ?? key.hashValue
-        if let slot = slot(for: key, hash: hash) {
-            let old = entries[Int(slot)].payload
-            entries[Int(slot)].payload = payload
-            setCost(cost, of: slot)
-            recordAccess(slot, hash: hash)
-            return old
-        }
+        if let slot = slot(for: key, hash: hash) { return update(slot, with: payload, cost: cost, hash: hash) }
         insert(newKey: key, hash: hash, payload: payload, cost: cost)
         return nil
+    }
+
+    /// Stores `payload` in `slot`, whose key's hash value is `hash`, counting an access; returns the
+    /// payload it replaced: the half of ``upsert(_:forKey:cost:hash:)`` for a key the index holds,
+    /// for an owner that looked the key up already (``slot(for:hash:)``).
+    @discardableResult
+    @inlinable
+    mutating func update(_ slot: Int32, with payload: Payload, cost: Int = 0, hash: Int) -> Payload {
+        makeUnique()
+        let old = entries[Int(slot)].payload
+        entries[Int(slot)].payload = payload
+        setCost(cost, of: slot)
+        recordAccess(slot, hash: hash)
+        return old
     }
 
     /// Stores `payload` for `key`, which the index does not hold, counting an access: the half of

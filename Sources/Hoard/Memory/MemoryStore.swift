@@ -252,8 +252,8 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
             if shards[index].index.upsert(value, forKey: key, hash: hash) == nil && shardCount > 1 {
                 needsVictimElsewhere = !claimRoom(inShard: index)
             }
-        } else if Self.holds(key, hash: hash, in: &shards[index]) {
-            shards[index].index.upsert(value, forKey: key, hash: hash)
+        } else if let slot = Self.slot(of: key, hash: hash, in: &shards[index]) {
+            shards[index].index.update(slot, with: value, hash: hash)
         } else if shardCount > 1 && claimRoom(inShard: index) {
             shards[index].index.insert(newKey: key, hash: hash, payload: value)
         } else if let victim = shards[index].index.replaceVictim(withNewKey: key, hash: hash, payload: value) {
@@ -270,14 +270,14 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         return (evicted, isObserved)
     }
 
-    /// Whether `shard` holds `key`.
+    /// The slot of `key` in `shard`'s index, or `nil` when the shard does not hold it.
     ///
     /// Takes the shard `inout` so that the index is read where it is: a non-mutating call on
     /// `shards[index].index` copies the whole index first (retaining every buffer it holds, then
     /// releasing them), as the pointee of an unsafe pointer may change during the call.
     @inlinable
-    static func holds(_ key: Key, hash: Int, in shard: inout Shard) -> Bool {
-        shard.index.contains(key, hash: hash)
+    static func slot(of key: Key, hash: Int, in shard: inout Shard) -> Int32? {
+        shard.index.slot(for: key, hash: hash)
     }
 
     /// Stores `value` with a cost, evicting until both the count and `costLimit` hold.

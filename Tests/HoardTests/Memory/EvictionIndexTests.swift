@@ -321,6 +321,7 @@ private struct ReferenceOrder {
             ("removeValue", { $0.removeValue(forKey: 7) }),
             ("popVictim", { _ = $0.popVictim() }),
             ("insert of a new key", { $0.insert(newKey: 97, hash: 97.hashValue, payload: -1) }),
+            ("update", { $0.update($0.slot(for: 6, hash: 6.hashValue)!, with: -1, hash: 6.hashValue) }),
             ("replaceVictim", { _ = $0.replaceVictim(withNewKey: 96, hash: 96.hashValue, payload: -1) }),
             ("removeAll", { $0.removeAll() }),
             ("append", { $0.append(-1, forKey: 98, count: 3) }),

@@ -25,6 +25,19 @@ import Testing
         #expect(store.count == 2)
     }
 
+    @Test(arguments: EvictionPolicy.allCases)
+    func replacingAKeyInAFullStoreCountsAsAUse(policy: EvictionPolicy) {
+        let store = MemoryStore<String, Int>(capacity: 2, policy: policy)
+        store.set(1, forKey: "a")
+        store.set(2, forKey: "b")
+        #expect(store.set(3, forKey: "a") == nil)
+        // "a" was used again, after "b": the more recent (LRU), used more often (LFU), and under
+        // W-TinyLFU moved to main by its second use, where it beats the window's "b" in the duel.
+        #expect(store.set(4, forKey: "c")?.key == "b")
+        #expect(store.value(forKey: "a") == 3)
+        #expect(store.count == 2)
+    }
+
     @Test func newValueStaysEvenWhenEveryOtherEntryIsMoreFrequent() {
         let store = MemoryStore<String, Int>(capacity: 2, policy: .lfu)
         store.set(1, forKey: "a")
