@@ -20,7 +20,7 @@ enum CallStyles {
         let callbacks = context.size(200_000)
         let keys = makeKeys(keyCount)
         let indices = uniformIndices(count: reads, below: keyCount, seed: 0x4341_4C4C)
-        let cache = try memoryOnlyCache(capacity: roomFor(keyCount), policy: .lru)
+        let cache = try memoryOnlyCache(capacity: keyCount, policy: .lru)
         for (value, key) in keys.enumerated() { cache[key] = value }
         let expected = indices.reduce(UInt64(0)) { $0 &+ UInt64($1) }
         let expectedCallbacks = indices.prefix(callbacks).reduce(UInt64(0)) { $0 &+ UInt64($1) }

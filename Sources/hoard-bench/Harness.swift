@@ -314,15 +314,6 @@ func noise(count: Int, seed: UInt64) -> Data {
     return Data((0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
 }
 
-/// The `maxRamCount` that lets a Hoard memory level hold all of `keys` distinct keys at once.
-///
-/// A large memory store is split into shards by key hash, each with an equal share of the count
-/// limit and exact eviction within itself, so `keys` keys spread unevenly over the shards start
-/// evicting before `keys` are stored. An eighth more room keeps every shard below its share (the
-/// spread is a few standard deviations of about √(keys / shards)) without changing how the store
-/// sizes its tables (they grow in powers of two).
-func roomFor(_ keys: Int) -> Int { keys + keys / 8 }
-
 /// A memory-only `Cache<Int>` (disk off) that holds at most `capacity` entries, as every memory
 /// scenario measures it; `policy` defaults to the builder's.
 func memoryOnlyCache(capacity: Int, policy: EvictionPolicy? = nil) throws -> Cache<Int> {

@@ -113,8 +113,6 @@ enum MemoryPerEntry {
             }
         }
         report.notes += [
-            "Hoard's maxRamCount is \(grouped(roomFor(count))), an eighth above the key count: a sharded memory store "
-                + "evicts within a shard, so an exact limit would evict (and miss) before every key is stored",
             "growth = (VmRSS after − VmRSS before) ÷ entries; the keys array exists before the first reading and "
                 + "is kept alive until after the second, so only the container's own copies count; malloc_trim(0) "
                 + "before each reading",
@@ -171,7 +169,7 @@ enum MemoryPerEntry {
         switch subject {
         case .hoardLRU, .hoardLFU, .hoardWTinyLFU:
             guard let policy = subject.policy,
-                let cache = try? memoryOnlyCache(capacity: roomFor(count), policy: policy)
+                let cache = try? memoryOnlyCache(capacity: count, policy: policy)
             else {
                 progress("cannot build the cache")
                 return 1

@@ -36,7 +36,7 @@ enum MemoryGet {
 
         var rows: [Contender] = []
         for (policy, label) in [(EvictionPolicy.lru, hoardLRU), (.lfu, hoardLFU), (.wTinyLFU, hoardWTinyLFU)] {
-            let cache = try memoryOnlyCache(capacity: roomFor(keyCount), policy: policy)
+            let cache = try memoryOnlyCache(capacity: keyCount, policy: policy)
             for (value, key) in keys.enumerated() { cache[key] = value }
             if cache.memoryCount != keyCount {
                 report.notes.append("\(label): memoryCount \(cache.memoryCount) after filling, expected \(keyCount)")
@@ -114,10 +114,6 @@ enum MemoryGet {
             }
         )
 
-        report.notes.append(
-            "Hoard's maxRamCount is \(grouped(roomFor(keyCount))), an eighth above the key count: a sharded memory store "
-                + "evicts within a shard, so an exact limit would evict (and miss) before every key is stored"
-        )
         report.rows = try await measureInterleaved(rows, plan: context.plan)
         report.reference = mutexDictionary
         report.comparisons = [

@@ -83,7 +83,7 @@ enum ThreadsMixed {
         }
 
         for (policy, name) in [(EvictionPolicy.lru, hoardLRU), (.lfu, hoardLFU), (.wTinyLFU, hoardWTinyLFU)] {
-            let cache = try memoryOnlyCache(capacity: roomFor(keyCount), policy: policy)
+            let cache = try memoryOnlyCache(capacity: keyCount, policy: policy)
             for (value, key) in keys.enumerated() { cache[key] = value }
             addRows(
                 name,
@@ -127,10 +127,6 @@ enum ThreadsMixed {
             set: { value, key, thread in privateCopies[thread].dictionary[key] = value }
         )
 
-        report.notes.append(
-            "Hoard's maxRamCount is \(grouped(roomFor(keyCount))), an eighth above the key count: a sharded memory store "
-                + "evicts within a shard, so an exact limit would evict (and miss) before every key is stored"
-        )
         report.rows = try await measureInterleaved(rows, plan: context.plan)
         report.reference = label(hoardLRU, threads: 1)
         for name in [hoardLRU, hoardLFU, hoardWTinyLFU, mutexDictionary, plainLRU, shardedLRU, privateDictionaries] {
