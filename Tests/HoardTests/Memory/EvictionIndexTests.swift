@@ -254,26 +254,41 @@ private struct ReferenceOrder {
             case 1...4:
                 #expect(popped.access(key) == replaced.access(key))
             default:
+                // Costs from the second half on, so that the first one makes the cost buffer.
+                let cost = step < 15_000 ? 0 : key % 7
                 if popped.contains(key) || popped.count < capacity {
-                    popped.upsert(step, forKey: key)
-                    replaced.upsert(step, forKey: key)
+                    popped.upsert(step, forKey: key, cost: cost)
+                    replaced.upsert(step, forKey: key, cost: cost)
                 } else {
                     let victim = popped.popVictim()
-                    popped.insert(newKey: key, hash: key.hashValue, payload: step)
-                    let replacedVictim = replaced.replaceVictim(withNewKey: key, hash: key.hashValue, payload: step)
+                    popped.insert(newKey: key, hash: key.hashValue, payload: step, cost: cost)
+                    let replacedVictim = replaced.replaceVictim(
+                        withNewKey: key,
+                        hash: key.hashValue,
+                        payload: step,
+                        cost: cost
+                    )
                     #expect(replacedVictim?.key == victim?.key && replacedVictim?.payload == victim?.payload)
                     replacements += 1
                 }
             }
-            if step % 101 == 0 {
-                let order = popped.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)" }
-                #expect(replaced.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)" } == order, "step \(step)")
-                replaced.checkInvariants()
-            }
+            if step % 101 == 0 { expectSameOrder(replaced, popped, "step \(step)") }
         }
+        expectSameOrder(replaced, popped, "at the end")
         #expect(replacements > 1_000)
-        #expect(replaced.count == popped.count)
-        replaced.checkInvariants()
+        #expect(replaced.totalCost > 0)
+    }
+
+    /// Checks that two indexes hold the same entries, with the same counts and costs, in the same
+    /// eviction order.
+    private func expectSameOrder(_ index: EvictionIndex<Int, Int>, _ reference: EvictionIndex<Int, Int>, _ when: String)
+    {
+        func order(_ index: EvictionIndex<Int, Int>) -> [String] {
+            index.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)×\($0.count)+\(index.peekCost($0.key))" }
+        }
+        #expect(order(index) == order(reference), "\(when)")
+        #expect(index.totalCost == reference.totalCost, "\(when)")
+        index.checkInvariants()
     }
 
     @Test func replacingTheVictimOfAnEmptyIndexInsertsTheKey() {

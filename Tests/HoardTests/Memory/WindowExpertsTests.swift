@@ -73,6 +73,28 @@ import Testing
         duel.checkInvariants()
     }
 
+    /// An expert's buffers do not copy on write by themselves: a copy made unique must leave the
+    /// original as it was, whatever the copy is then fed.
+    @Test func aCopyMadeUniqueLeavesTheOriginalExpertAlone() {
+        var original = ExpertCache(capacity: 8, windowShare: 0.2, admitsAll: false)
+        for key in 0..<20 { _ = original.access(FrequencySketch.spread(key % 12)) }
+        func state(_ expert: ExpertCache) -> [String] {
+            [
+                "\(expert.now) \(expert.count) \(expert.freeList)", "\(Array(expert.cells))", "\(Array(expert.flags))",
+                "\(expert.nodes.map { "\($0.hash) \($0.stamp) \($0.prev) \($0.next)" })",
+                "\(expert.regions.map { "\($0.head) \($0.tail) \($0.count)" })", "\(Array(expert.sketch.table))",
+            ]
+        }
+        let before = state(original)
+        var copy = original
+        copy.makeUnique()
+        for key in 100..<140 { _ = copy.access(FrequencySketch.spread(key)) }
+        #expect(state(original) == before)
+        #expect(state(copy) != before)
+        original.checkInvariants()
+        copy.checkInvariants()
+    }
+
     @Test(arguments: WindowExperts.configurations.indices)
     func everyExpertKeepsItsLimitsAndInvariants(configuration: Int) {
         let (share, admitsAll) = WindowExperts.configurations[configuration]
