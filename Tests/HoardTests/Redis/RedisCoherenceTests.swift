@@ -21,14 +21,16 @@ struct RedisCoherenceTests {
         namespace: String,
         clientName: String,
         pingInterval: Duration = .seconds(1),
-        pingTimeout: Duration = .seconds(30)
+        pingTimeout: Duration = .seconds(30),
+        commandTimeout: Duration = .seconds(10)
     ) throws -> Cache<String> {
         let level = try Self.level(
             port: port,
             namespace: namespace,
             clientName: clientName,
             pingInterval: pingInterval,
-            pingTimeout: pingTimeout
+            pingTimeout: pingTimeout,
+            commandTimeout: commandTimeout
         )
         // A day, not the default minute: a loaded run can stall a test for more than a minute between
         // a fill and the read of its copy.
@@ -43,13 +45,14 @@ struct RedisCoherenceTests {
         namespace: String,
         clientName: String,
         pingInterval: Duration = .seconds(1),
-        pingTimeout: Duration = .seconds(30)
+        pingTimeout: Duration = .seconds(30),
+        commandTimeout: Duration = .seconds(10)
     ) throws -> RedisCacheLevel {
         var configuration = RedisCacheLevel.Configuration(host: "127.0.0.1", port: Int(port))
         configuration.clientName = clientName
         configuration.trackingPingInterval = pingInterval
         configuration.trackingPingTimeout = pingTimeout
-        configuration.commandTimeout = .seconds(10)
+        configuration.commandTimeout = commandTimeout
         configuration.connectTimeout = .seconds(10)
         configuration.poolSize = 1
         return try RedisCacheLevel(configuration, namespace: namespace)
@@ -158,7 +161,16 @@ struct RedisCoherenceTests {
         let namespace = "race-\(UUID().uuidString)"
         let proxy = try HoldingProxy(upstreamPort: server.port)
         let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: "race-a")
-        let reader = try Self.coherentCache(folder, "b", port: proxy.port, namespace: namespace, clientName: "race-b")
+        // The reader's reads are held while the writer saves and the reader hears of it, which a
+        // loaded sanitizer run stretched past 10 s: a read that times out is a miss, not "old".
+        let reader = try Self.coherentCache(
+            folder,
+            "b",
+            port: proxy.port,
+            namespace: namespace,
+            clientName: "race-b",
+            commandTimeout: .seconds(300)
+        )
         #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
         for round in 0..<20 {
             let key = "k\(round)"
