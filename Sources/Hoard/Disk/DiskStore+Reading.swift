@@ -30,7 +30,14 @@ extension DiskStore {
         switch readEntry(key) {
         case .success(let entry):
             guard countsAccess else { return .stored(entry) }
-            if withState({ $0.recordAccess(key.digest) }) { startWriter() }
+            switch withState({ $0.recordAccess(key.digest) }) {
+            case .nothing: break
+            case .startWriter: startWriter()
+            case .keepOpenUntilLoaded:
+                // The load is queued on the writer, holding the store weakly: this holds it until
+                // the load has applied the access (and the closing store saves it).
+                writer.async { withExtendedLifetime(self) {} }
+            }
             return .stored(entry)
         case .failure(.missing):
             // Removed by another process, or never written: forget it if this store counted it.

@@ -20,27 +20,33 @@ extension DiskStore {
     /// resolved once the folder exists). Opening one container does not wait for another one to open;
     /// a second caller for the same container waits until the first has opened it, then shares it.
     ///
-    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container is already open
-    ///   with another count limit, byte limit, eviction policy or schema version (one store cannot keep
-    ///   two limits), with code `containerInUse` when another process has it open (see
+    /// A store that no cache or level uses any more may still be finishing its queued writes: an
+    /// opening with other settings (a new value type, a new version) waits for it to close (at most
+    /// ``closingWait``), then opens the container afresh, so that releasing a cache leaves nothing a
+    /// later opening trips over. One with the same settings shares it.
+    ///
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` when a cache or level still uses the
+    ///   container with another count limit, byte limit, eviction policy or schema version (one store
+    ///   cannot keep two limits), with code `containerInUse` when another process has it open (see
     ///   ``ContainerLock``), or with code `io` when the container cannot be created.
     static func shared(at url: URL, options: Options) throws -> DiskStore {
         let path = try Directory.create(at: url)
         let options = options.normalized
+        var hasWaitedForClosing = false
         while true {
-            let (claim, released) = registry.withLock { $0.claim(path) }
-            // The last reference to a closed store may be here: its `deinit` saves its index, so it
-            // runs now, outside the registry's lock.
-            withExtendedLifetime(released) {}
-            switch claim {
-            case .open(let store):
-                try check(store, opens: path, with: options)
+            switch try next(at: path, options: options, mayWaitForClosing: !hasWaitedForClosing) {
+            case .use(let store):
                 return store
-            case .opening(let done):
+            case .waitForOpening(let done):
                 testHooks.run(.waitingForAnotherOpening, at: path)
                 // Then look again: the store is published, or the opening failed and this caller tries.
                 done.wait()
-            case .mine(let done):
+            case .waitForClosing(let closed):
+                // No cache or level uses the store any more: it is only finishing its queued work.
+                // Once it has closed, the container opens afresh with the settings asked for.
+                hasWaitedForClosing = true
+                _ = closed.wait(timeout: .now() + Self.closingWait)
+            case .open(let done):
                 defer { done.leave() }
                 var messages = DeferredLog()
                 defer { messages.flush() }
@@ -58,6 +64,64 @@ extension DiskStore {
                 }
             }
         }
+    }
+
+    /// How long an opening with other settings waits for a store that nobody uses any more to
+    /// finish its queued writes and close.
+    static let closingWait = DispatchTimeInterval.seconds(30)
+
+    /// What ``shared(at:options:)`` does next.
+    private enum Next {
+        case use(DiskStore)
+        case waitForOpening(DispatchGroup)
+        /// Wait for the store open on the container, which nobody uses any more, to close.
+        case waitForClosing(DispatchGroup)
+        /// Open the store, then publish or abandon it, then leave the group.
+        case open(DispatchGroup)
+    }
+
+    /// Claims the container at `path`; holds no store once it returns, except the one to use.
+    private static func next(at path: String, options: Options, mayWaitForClosing: Bool) throws -> Next {
+        let (claim, released) = registry.withLock { $0.claim(path) }
+        // The last reference to a closed store may be here: its `deinit` saves its index, so it
+        // runs now, outside the registry's lock.
+        withExtendedLifetime(released) {}
+        switch claim {
+        case .open(let store):
+            if mayWaitForClosing && !store.isSameOpening(options) && !store.isInUse {
+                // A cache released a moment ago, whose writer still holds its store: another
+                // opening with other settings (a new value type, a new version) waits for it.
+                return .waitForClosing(store.closing.group)
+            }
+            try check(store, opens: path, with: options)
+            return .use(store)
+        case .opening(let done):
+            return .waitForOpening(done)
+        case .mine(let done):
+            return .open(done)
+        }
+    }
+
+    /// Whether an opening with `options` shares this store as it is.
+    private func isSameOpening(_ options: Options) -> Bool {
+        var options = options
+        options.exclusiveProcess = self.options.exclusiveProcess
+        return self.options == options
+    }
+
+    /// Whether a cache or a level still uses the store (rather than only its writer finishing).
+    var isInUse: Bool {
+        withState { state in state.levelUsers > 0 || state.observers.values.contains { $0.observer != nil } }
+    }
+
+    /// Counts a disk cache level that uses the store until ``removeLevelUser()``.
+    func addLevelUser() {
+        withState { $0.levelUsers += 1 }
+    }
+
+    /// Stops counting a disk cache level that used the store.
+    func removeLevelUser() {
+        withState { $0.levelUsers -= 1 }
     }
 
     private static func check(_ store: DiskStore, opens path: String, with options: Options) throws {
@@ -170,6 +234,8 @@ final class OpeningTestHooks: Sendable {
         case rebuilding
         /// Before waiting for another caller that is opening the same container.
         case waitingForAnotherOpening
+        /// On the writer, before the index loads in the background (after the opening returned).
+        case loadingInBackground
     }
 
     private let hooks = Locked<[String: @Sendable (Event) -> Void]>([:])

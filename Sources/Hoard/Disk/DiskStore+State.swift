@@ -83,12 +83,17 @@ extension DiskStore {
         /// does not hold them.
         var accessesSinceSave = 0
         var observers: [ObjectIdentifier: WeakObserver] = [:]
+        /// The disk cache levels that use the store (caches are its observers).
+        var levelUsers = 0
         /// The index file and how far its journal has been applied; changed holding `ioLock`.
         var journal = JournalCursor()
         /// Whether the opening scheduled the index load, and whether it has loaded (see
         /// `DiskStore.finishOpening()`).
         var isLoading = false
         var isLoaded = false
+        /// Reads of stored entries made before the index loaded, oldest first: applied to the eviction
+        /// order once it has (see ``applyEarlyAccesses()``).
+        var earlyAccesses: [SHA256Digest] = []
         /// Entry files this store failed to remove (a read-only container): their values were
         /// replaced or removed, so reads miss them although the file is there.
         var unremovable: Set<SHA256Digest> = []
@@ -254,9 +259,42 @@ extension DiskStore {
 
         // MARK: Reading
 
-        /// Counts a read of `digest`'s file as an access; returns whether the writer must be
-        /// started to save the index.
-        mutating func recordAccess(_ digest: SHA256Digest) -> Bool {
+        /// What a reader must do once it has recorded an access.
+        enum AccessFollowUp {
+            case nothing
+            /// Start the writer, to save the index.
+            case startWriter
+            /// The first access made before the index loaded: keep the store open until the load,
+            /// which applies it.
+            case keepOpenUntilLoaded
+        }
+
+        /// Counts a read of `digest`'s file as an access, or keeps it for the load when the index
+        /// has not loaded yet.
+        mutating func recordAccess(_ digest: SHA256Digest) -> AccessFollowUp {
+            guard isLoaded else {
+                // Before the load, the index is empty: the access waits for it, or the first
+                // eviction after the load would take what was just read.
+                guard earlyAccesses.count < Self.earlyAccessLimit else { return .nothing }
+                earlyAccesses.append(digest)
+                return earlyAccesses.count == 1 ? .keepOpenUntilLoaded : .nothing
+            }
+            return countAccess(digest) ? .startWriter : .nothing
+        }
+
+        /// The most accesses kept for the load; later ones before it are not counted.
+        static let earlyAccessLimit = 1 << 16
+
+        /// Applies the accesses made before the index loaded, in the order they were made; call it
+        /// once the index has loaded.
+        mutating func applyEarlyAccesses() {
+            for digest in earlyAccesses { _ = countAccess(digest) }
+            earlyAccesses = []
+        }
+
+        /// Counts an access in the loaded index; returns whether the writer must be started to save
+        /// the index.
+        private mutating func countAccess(_ digest: SHA256Digest) -> Bool {
             guard index.access(digest) != nil else { return false }
             changesSinceSave += 1
             accessesSinceSave += 1

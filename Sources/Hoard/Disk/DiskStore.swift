@@ -27,6 +27,16 @@ struct PendingValue: Sendable {
     let expiresAt: Expiry
 }
 
+/// A group entered while its owner lives and left once the owner is gone: the owner's `deinit` has
+/// finished when a waiter on ``group`` wakes, whether or not the owner's initializer completed.
+final class ClosingSignal: Sendable {
+    let group = DispatchGroup()
+
+    init() { group.enter() }
+
+    deinit { group.leave() }
+}
+
 /// What the disk level holds for a key.
 enum DiskLookup {
     /// A set whose write has not landed yet.
@@ -120,6 +130,9 @@ final class DiskStore: Sendable {
     /// Entered once the opening has scheduled the load, left once the index has loaded (or by
     /// `deinit`, when it never did).
     let loaded = DispatchGroup()
+    /// Left once the store has closed (its `deinit` has saved the index), for an opening that
+    /// waits for it (see ``shared(at:options:)``).
+    let closing = ClosingSignal()
 
     /// Opens the container at `url`, creating it (mode 0700) if needed, and loads its entries.
     ///
@@ -175,6 +188,7 @@ final class DiskStore: Sendable {
 
     /// Loads the index on the writer's queue, before any write: ``build()`` returns at once.
     private func finishOpening() {
+        Self.testHooks.run(.loadingInBackground, at: directory.path)
         var messages = DeferredLog()
         do {
             try openIndex(log: &messages)
@@ -183,7 +197,10 @@ final class DiskStore: Sendable {
         }
         // Logged before anyone waiting hears the index is loaded: what the load found is told first.
         messages.flush()
-        withState { $0.isLoaded = true }
+        withState { state in
+            state.isLoaded = true
+            state.applyEarlyAccesses()
+        }
         loaded.leave()
     }
 

@@ -54,6 +54,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
                 return .failure(CacheError.io("Cannot open the folder \(directory.path).", underlying: error))
             }
         }
+        if case .success(let store) = store { store.addLevelUser() }
         if case .failure(let error) = store {
             let place = (try? directory.get().path) ?? "(no folder)"
             HoardLogger.log(.error, "The disk cache level at \(place) is unusable: \(error)")
@@ -62,6 +63,10 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         self.clock = clock
         self.serialize = { value in try serializer.serialize(value) }
         self.deserialize = { data in try serializer.deserialize(data) }
+    }
+
+    deinit {
+        if case .success(let store) = store { store.removeLevelUser() }
     }
 
     /// Opens a level on a folder with `String` keys, creating the folder if needed.

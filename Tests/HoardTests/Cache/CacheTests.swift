@@ -212,10 +212,10 @@ import Testing
     func diskEvictionOrderSurvivesARestart(policy: EvictionPolicy) async throws {
         let folder = TemporaryDirectory()
         let builder = folder.stringBuilder().maxRamCount(0).maxDiskCount(4).evictionPolicy(policy)
-        weak var closed: DiskStore?
+        let closing: DispatchGroup
         do {
             let cache = try builder.build()
-            closed = cache.disk
+            closing = try #require(cache.disk).closing.group
             for key in ["a", "b", "c", "d"] { cache[key] = key }
             await cache.flush()
             for _ in 0..<3 { _ = cache["a"] }
@@ -226,7 +226,7 @@ import Testing
             #expect(cache.disk?.keysInEvictionOrder == (policy == .lfu ? ["d", "c", "b", "a"] : ["d", "a", "b", "c"]))
         }
         // The order reads made is saved when the store closes, which its writer may delay a moment.
-        #expect(await waitUntil { closed == nil })
+        #expect(await waitUntilClosed(closing))
         let reopened = try builder.build(sharingStore: false)
         #expect(reopened.disk?.keysInEvictionOrder == (policy == .lfu ? ["d", "c", "b", "a"] : ["d", "a", "b", "c"]))
     }

@@ -188,7 +188,8 @@ import Testing
     @Test func temporaryFilesAreSweptAndNeverCounted() async throws {
         let folder = TemporaryDirectory()
         try await populate(folder, count: 2)
-        let leftover = folder.container().appendingPathComponent(".hoard-tmp-999-1")
+        // A process id above any system's pid_max: no live process can own it, whatever runs here.
+        let leftover = folder.container().appendingPathComponent(".hoard-tmp-2147483000-1")
         try Data("half written".utf8).write(to: leftover)
         let unrelated = folder.container().appendingPathComponent("notes.txt")
         try Data("not ours".utf8).write(to: unrelated)

@@ -67,3 +67,9 @@ nonisolated(nonsending) func waitUntil(seconds: Int = 120, _ condition: () -> Bo
     }
     return condition()
 }
+
+/// Suspends until `store` has closed: its `deinit` (which saves the eviction order) has finished,
+/// not only begun, as a `weak` reference turning `nil` would tell.
+func waitUntilClosed(_ closing: DispatchGroup, seconds: Int = 120) async -> Bool {
+    await onPlainThread { closing.wait(timeout: .now() + .seconds(seconds)) == .success }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// The seam between releasing a cache (whose writer may still hold its store) and opening its
+/// container again in the same process with other settings.
+@Suite struct CacheReopeningTests {
+    private struct Thing: Codable, Sendable, Equatable { var name: String }
+    private struct OtherThing: Codable, Sendable, Equatable { var size: Int }
+
+    @Test func aVersionBumpRightAfterAReleaseOpensTheContainerAfresh() async throws {
+        for _ in 0..<20 {
+            let folder = TemporaryDirectory()
+            do {
+                let things = try CacheBuilder<Thing>().containerName("c").directory(folder.url).build()
+                try await things.save(Thing(name: "old"), forKey: "k")
+            }
+            let others = try CacheBuilder<OtherThing>().containerName("c").directory(folder.url).version(2).build()
+            #expect(others["k"] == nil)
+            try await others.save(OtherThing(size: 2), forKey: "k")
+            #expect(others["k"] == OtherThing(size: 2))
+        }
+    }
+
+    @Test func anOpeningWithOtherSettingsWaitsForTheReleasedCachesWritesThenOpensAfresh() async throws {
+        let folder = TemporaryDirectory()
+        let serializer = BlockingSerializer()
+        weak var closed: DiskStore?
+        do {
+            let cache = try CacheBuilder<String>(serializer: serializer).containerName("c").directory(folder.url)
+                .maxRamCount(0).build()
+            closed = cache.disk
+            cache["k"] = "written under version 0"
+            // The writer is held inside the serializer, holding the store.
+            #expect(await waitUntil { serializer.started.value == 1 })
+        }
+        #expect(closed != nil)
+        let opened = Protected<Result<Cache<String>, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let result = Result {
+                try CacheBuilder<String>(serializer: StringSerializer()).containerName("c")
+                    .directory(folder.url).version(1).maxRamCount(0).build()
+            }
+            opened.withLock { $0 = result }
+            done.signal()
+        }
+        // The opening waits for the store that nobody uses any more; the held write then lands.
+        #expect(!(await signalled(done, within: 0.2)))
+        serializer.gate.open()
+        #expect(await signalled(done, within: 120))
+        #expect(closed == nil)
+        let cache = try #require(try opened.withLock { $0 }?.get())
+        #expect(cache["k"] == nil, "a value written under version 0 is a miss under version 1")
+        #expect(cache.diskCount == 0)
+    }
+
+    @Test func anOpeningWithOtherSettingsStillFailsWhileACacheUsesTheContainer() throws {
+        let folder = TemporaryDirectory()
+        let open = try folder.stringBuilder().maxDiskCount(10).build()
+        #expect(throws: CacheError.invalidConfiguration) { try folder.stringBuilder().maxDiskCount(20).build() }
+        let level = DiskCacheLevel<String, String>(
+            directory: folder.url.appendingPathComponent("level"),
+            capacity: 10,
+            serializer: StringSerializer()
+        )
+        #expect(throws: CacheError.invalidConfiguration) {
+            try folder.stringBuilder("level").maxDiskCount(20).build()
+        }
+        _ = (open, level)
+    }
+}
