@@ -185,11 +185,15 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// Sets the wait between fetch attempts (default ``RetryBackoff/none``).
     public func retryBackoff(_ backoff: RetryBackoff) -> Self { with { $0.retryBackoff = backoff } }
 
-    /// Sets the most bytes the entry files on disk may take together (default: no byte limit).
+    /// Sets the most bytes the container's files on disk may take together (default: no byte limit).
     ///
-    /// The limit holds whenever ``Cache/flush()`` returns: every write evicts, in policy order, until
-    /// both the count and the byte limit hold. A value whose entry file alone would exceed the limit
-    /// is not written to disk (it stays in memory).
+    /// Every file counts: the entry files, and the container's own index (with its journal),
+    /// manifest and lock file. Whenever ``Cache/flush()`` returns, their sizes add up to at most
+    /// `bytes`: every write evicts, in policy order, until both the count and the byte limit hold,
+    /// leaving room for the index (52 bytes per entry, plus a journal of at most 1/16 of the limit,
+    /// between 512 bytes and 64 KiB, folded into a new snapshot whenever it grows past that). A value
+    /// whose entry file alone would not fit beside those files is not written to disk (it stays in
+    /// memory).
     public func maxDiskBytes(_ bytes: Int) -> Self { with { $0.maxDiskBytes = bytes } }
 
     /// Sets the schema version of the values (default 0); bump it when the model changes.
@@ -356,6 +360,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 policy: evictionPolicy,
                 schemaVersion: schemaVersion,
                 byteLimit: maxDiskBytes,
+                limitsOwnFiles: true,
                 contents: ContainerContents(Value.self, serializer: serializer),
                 removedWhenClosed: temporaryRoot,
                 fileProtection: fileProtection,

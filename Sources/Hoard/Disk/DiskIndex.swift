@@ -52,6 +52,11 @@ enum DiskIndexFile {
         var info: DiskEntryInfo
     }
 
+    /// The bytes of a snapshot of `records` records (with an empty journal).
+    static func snapshotSize(records: Int) -> Int {
+        headerSize + records * recordSize + 4
+    }
+
     /// Encodes a snapshot (with an empty journal), records next victim first.
     static func encode(_ records: [Record]) -> [UInt8] {
         var bytes: [UInt8] = []

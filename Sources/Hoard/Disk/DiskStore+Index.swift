@@ -34,7 +34,7 @@ extension DiskStore {
             sweepTemporaryFiles(log: &log)
             var victims: [DiskEntryIndex.Victim] = []
             withState { state in
-                if let byteLimit = options.byteLimit {
+                if let byteLimit = state.entryByteLimit(holding: 1) {
                     // An entry larger than the whole limit goes alone, not with every entry before it.
                     for entry in state.index.entriesInEvictionOrder where entry.payload.size > byteLimit {
                         state.index.removeValue(forKey: entry.key)
@@ -45,7 +45,7 @@ extension DiskStore {
                     forCount: 0,
                     bytes: 0,
                     capacity: options.capacity,
-                    byteLimit: options.byteLimit
+                    byteLimit: state.entryByteLimit(holding: state.index.count)
                 )
             }
             removeEntryFiles(victims.map(\.key), evictedFor: " to fit the count and byte limits", log: &log)

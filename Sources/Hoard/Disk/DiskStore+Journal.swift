@@ -112,7 +112,7 @@ extension DiskStore {
                 forCount: 0,
                 bytes: 0,
                 capacity: options.capacity,
-                byteLimit: options.byteLimit
+                byteLimit: state.entryByteLimit(holding: state.index.count)
             )
         }
         guard !victims.isEmpty else { return }

@@ -94,6 +94,9 @@ extension DiskStore {
         /// Reads of stored entries made before the index loaded, oldest first: applied to the eviction
         /// order once it has (see ``applyEarlyAccesses()``).
         var earlyAccesses: [SHA256Digest] = []
+        /// The bytes of the container's own files besides the index (its manifest and lock file),
+        /// measured when the store opened: with the index, they count against the byte limit.
+        var fixedFileBytes = 0
         /// Entry files this store failed to remove (a read-only container): their values were
         /// replaced or removed, so reads miss them although the file is there.
         var unremovable: Set<SHA256Digest> = []
@@ -206,7 +209,7 @@ extension DiskStore {
                     forCount: 0,
                     bytes: 0,
                     capacity: options.capacity,
-                    byteLimit: options.byteLimit,
+                    byteLimit: entryByteLimit(holding: index.count),
                     sparing: digest
                 )
             } else {
@@ -214,7 +217,7 @@ extension DiskStore {
                     forCount: 1,
                     bytes: info.size,
                     capacity: options.capacity,
-                    byteLimit: options.byteLimit
+                    byteLimit: entryByteLimit(holding: index.count + 1)
                 )
                 index.upsert(info, forKey: digest)
             }
@@ -322,11 +325,43 @@ extension DiskStore {
         }
 
         /// Whether the journal has grown long enough to be folded into a new snapshot: as long as
-        /// half the snapshot (at least 64 KiB), or as many records as the threshold.
+        /// half the snapshot (at least 64 KiB), or as many records as the threshold; under a byte
+        /// limit, longer than its ``journalAllowance(for:)``.
         ///
         /// Writing a snapshot is O(n); appending is O(1): a flush of a large container appends.
         var journalIsLong: Bool {
-            journal.records >= indexSaveThreshold || journal.bytes > max(journal.snapshotBytes / 2, 1 << 16)
+            if let byteLimit = options.byteLimit, options.limitsOwnFiles,
+                journal.bytes > Self.journalAllowance(for: byteLimit)
+            {
+                return true
+            }
+            return journal.records >= indexSaveThreshold || journal.bytes > max(journal.snapshotBytes / 2, 1 << 16)
+        }
+
+        // MARK: The byte budget
+
+        /// Under a byte limit, how long the journal may grow before a snapshot replaces it: 1/16 of
+        /// the limit, between 512 bytes and 64 KiB.
+        static func journalAllowance(for byteLimit: Int) -> Int {
+            min(max(byteLimit / 16, 512), 1 << 16)
+        }
+
+        /// The bytes the entry files may take while the index holds `count` entries: the byte limit
+        /// less what the container's own files may take meanwhile (the manifest and lock file, and
+        /// the index: its snapshot with the journal at its longest, or a new snapshot of `count`
+        /// entries, whichever is larger); `nil` without a byte limit.
+        ///
+        /// So every file of the container together stays within the byte limit once each section
+        /// has ended (its journal folded into a snapshot when it grew past its allowance), and
+        /// whenever `flush()` returns.
+        func entryByteLimit(holding count: Int) -> Int? {
+            guard let byteLimit = options.byteLimit else { return nil }
+            guard options.limitsOwnFiles else { return byteLimit }
+            let index = max(
+                journal.snapshotBytes + Self.journalAllowance(for: byteLimit),
+                DiskIndexFile.snapshotSize(records: count)
+            )
+            return max(0, byteLimit - fixedFileBytes - index)
         }
 
         /// Whether a flush writes a snapshot: the journal is long, or reads changed the eviction

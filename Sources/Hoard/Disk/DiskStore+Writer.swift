@@ -206,7 +206,10 @@ extension DiskStore {
         case .write(let value):
             do {
                 let bytes = try encode(value, for: key)
-                if let byteLimit = options.byteLimit, bytes.count > byteLimit {
+                // The entry must fit beside the container's own files (its index, its manifest).
+                if let byteLimit = options.byteLimit, let room = withState({ $0.entryByteLimit(holding: 1) }),
+                    bytes.count > room
+                {
                     return .oversized(size: bytes.count, byteLimit: byteLimit)
                 }
                 return .write(bytes, DiskEntryInfo(size: bytes.count, expiresAt: value.expiresAt))

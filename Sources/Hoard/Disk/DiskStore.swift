@@ -97,6 +97,9 @@ final class DiskStore: Sendable {
         ///
         /// An entry larger than the whole limit is not kept.
         var byteLimit: Int? = nil
+        /// Whether the byte limit bounds every file of the container (a ``Cache``'s `maxDiskBytes`)
+        /// rather than the entry files alone (a ``DiskCacheLevel``'s `byteLimit`).
+        var limitsOwnFiles = false
         /// What the store's values are, checked against the container's manifest; `nil` for a store
         /// that does not care (tests of the store itself).
         var contents: ContainerContents? = nil
@@ -113,6 +116,8 @@ final class DiskStore: Sendable {
             var options = self
             options.capacity = max(1, capacity)
             options.byteLimit = byteLimit.map { max(0, $0) }
+            // Without a byte limit, a cache and a disk level on one container share its store.
+            options.limitsOwnFiles = limitsOwnFiles && byteLimit != nil
             return options
         }
     }
@@ -167,6 +172,10 @@ final class DiskStore: Sendable {
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
         try checkManifest(log: &log)
+        // Written once: they count against the byte limit with the index.
+        let fixedFileBytes =
+            (directory.size(of: ContainerFile.manifest) ?? 0) + max(directory.size(of: ContainerFile.lock) ?? 0, 40)
+        withState { $0.fixedFileBytes = fixedFileBytes }
         // An unsearchable folder fails the opening now, as it did when the index loaded here.
         if case .failure(let error) = directory.identity(of: ContainerFile.index) {
             throw CacheError.io("Cannot list the container \(directory.path).", underlying: error)
