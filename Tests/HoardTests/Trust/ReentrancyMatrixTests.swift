@@ -4,9 +4,10 @@ import Testing
 
 @testable import Hoard
 
-/// Every call of a ``Cache`` that does not block on the cache's own writer, made from inside each
-/// piece of user code the cache runs: its serializer (both ways), each delegate method, the fetcher
-/// and an `events` consumer. None may hang, and the call must have run.
+/// Calls of a cache made from inside each piece of user code it runs.
+///
+/// Every call that does not block on the cache's own writer, from its serializer (both ways), each
+/// delegate method, the fetcher and an `events` consumer. None may hang, and the call must have run.
 ///
 /// The blocking forms (`flushAndWait`, `saveAndWait`, `getOrFetchAndWait`) are left out of the
 /// contexts that run on the writer (`serialize`, disk evictions, failed stores): they would wait for
