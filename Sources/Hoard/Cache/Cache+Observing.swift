@@ -64,11 +64,20 @@ extension Cache {
     /// the eviction order is saved: ``flush()`` for synchronous code.
     ///
     /// For termination and background handlers, and other code that cannot await. The wait runs on
-    /// Hoard's own executor, never on the cooperative thread pool. Do not call it from a serializer
-    /// or a disk-eviction callback of the same cache: they run on the writer it waits for.
+    /// Hoard's own executor, never on the cooperative thread pool.
+    ///
+    /// - Precondition: Not called from code that the cache's background writer runs (a serializer
+    ///   of a background write, a disk-eviction or failed-write callback of a cache on the same
+    ///   container): it would wait for itself, so it stops the program with a message instead of
+    ///   hanging. Start `Task { await cache.flush() }` there.
     @available(*, noasync, message: "From async code, use flush().")
     public func flushAndWait() {
         guard disk != nil || engine.shared != nil else { return }
+        precondition(
+            disk?.isRunningOnWriter != true,
+            "flushAndWait() was called on the background writer of its own cache (from a serializer or a "
+                + "disk callback): it would wait for itself. Use Task { await cache.flush() } there."
+        )
         _ = FetchTask.runAndWait { [self] in await flush() }
     }
 }

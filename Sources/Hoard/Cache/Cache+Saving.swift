@@ -35,9 +35,10 @@ extension Cache {
     /// Stores a value with the builder's default expiry, blocking the calling thread until it is in
     /// its file on disk: ``save(_:forKey:)`` for synchronous code.
     ///
-    /// Do not call it from a serializer or a disk-eviction callback of the same cache: they run on
-    /// the writer it waits for.
-    ///
+    /// - Precondition: Not called from code that the cache's background writer runs (a serializer
+    ///   of a background write, a disk-eviction or failed-write callback of a cache on the same
+    ///   container): it would wait for itself, so it stops the program with a message instead of
+    ///   hanging. Use ``save(_:forKey:onComplete:)`` there.
     /// - Throws: The errors of ``save(_:forKey:)``.
     @available(*, noasync, message: "From async code, use save(_:forKey:).")
     public func saveAndWait(_ value: Value, forKey key: String) throws {
@@ -50,6 +51,11 @@ extension Cache {
     /// - Throws: The errors of ``save(_:forKey:)``.
     @available(*, noasync, message: "From async code, use save(_:forKey:expiry:).")
     public func saveAndWait(_ value: Value, forKey key: String, expiry: CacheExpiry) throws {
+        precondition(
+            disk?.isRunningOnWriter != true,
+            "saveAndWait(_:forKey:) was called on the background writer of its own cache (from a serializer "
+                + "or a disk callback): it would wait for itself. Use save(_:forKey:onComplete:) there."
+        )
         let result = Locked<Result<Void, CacheError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         save(value, forKey: key, expiry: expiry) { outcome in

@@ -171,6 +171,7 @@ final class DiskStore: Sendable {
         }
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
+        writer.setSpecific(key: Self.writerKey, value: ObjectIdentifier(self))
         try checkManifest(log: &log)
         // Written once: they count against the byte limit with the index.
         let fixedFileBytes =
@@ -194,6 +195,13 @@ final class DiskStore: Sendable {
         // Weakly: a store released before its index loaded needs no index (its `deinit` leaves `loaded`).
         writer.async { [weak self] in self?.finishOpening() }
     }
+
+    /// Names the store whose writer's queue runs the current code.
+    private static let writerKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// Whether the calling code runs on this store's background writer (a serializer of a
+    /// background write, a disk-eviction or failed-write callback): it must not wait for the writer.
+    var isRunningOnWriter: Bool { DispatchQueue.getSpecific(key: Self.writerKey) == ObjectIdentifier(self) }
 
     /// Loads the index on the writer's queue, before any write: ``build()`` returns at once.
     private func finishOpening() {

@@ -192,3 +192,72 @@ import Testing
         #expect(probe.hasFired, "\(context) never ran the call")
     }
 }
+
+/// The blocking forms called on the writer they would wait for stop the program with a message
+/// instead of hanging it.
+@Suite struct BlockingFormsOnTheWriterTests {
+    /// A serializer that calls `flushAndWait()` or `saveAndWait` on the cache it serves.
+    final class WaitingSerializer: CacheSerializer, @unchecked Sendable {
+        // Safe because `cache` is set once, before any value is set, and only read afterwards.
+        var cache: Cache<String>?
+        let savesInstead: Bool
+
+        init(savesInstead: Bool) { self.savesInstead = savesInstead }
+
+        func serialize(_ value: String) throws -> Data {
+            if savesInstead {
+                try cache?.saveAndWait("inner", forKey: "inner")
+            } else {
+                cache?.flushAndWait()
+            }
+            return Data(value.utf8)
+        }
+
+        func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
+    }
+
+    static func run(savesInstead: Bool) async throws {
+        let folder = TemporaryDirectory()
+        let serializer = WaitingSerializer(savesInstead: savesInstead)
+        let cache = try CacheBuilder<String>(serializer: serializer).containerName("c").directory(folder.url)
+            .build()
+        serializer.cache = cache
+        cache["a"] = "1"
+        await cache.flush()
+    }
+
+    @Test func flushAndWaitFromASerializerTraps() async {
+        await #expect(processExitsWith: .failure) { try await BlockingFormsOnTheWriterTests.run(savesInstead: false) }
+    }
+
+    @Test func saveAndWaitFromASerializerTraps() async {
+        await #expect(processExitsWith: .failure) { try await BlockingFormsOnTheWriterTests.run(savesInstead: true) }
+    }
+
+    @Test func flushAndWaitFromADeserializerIsAllowed() throws {
+        let folder = TemporaryDirectory()
+        let cache = try CacheBuilder<String>(serializer: FlushingDeserializer()).containerName("c")
+            .directory(folder.url).maxRamCount(0).build()
+        FlushingDeserializer.cache.withLock { $0 = cache }
+        cache["a"] = "1"
+        cache.flushAndWait()
+        #expect(cache["a"] == "1")
+        #expect(FlushingDeserializer.flushes.withLock { $0 } == 1)
+    }
+
+    /// Flushes its cache, blocking, from `deserialize`: it runs on the reader's thread.
+    struct FlushingDeserializer: CacheSerializer {
+        static let cache = Protected<Cache<String>?>(nil)
+        static let flushes = Protected(0)
+
+        func serialize(_ value: String) throws -> Data { Data(value.utf8) }
+
+        func deserialize(_ data: Data) throws -> String {
+            if let cache = Self.cache.withLock({ $0 }) {
+                cache.flushAndWait()
+                Self.flushes.withLock { $0 += 1 }
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+}
