@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardRedis
 import Testing
 
 /// Arguments out of range follow one rule (README, "Bad arguments").
@@ -62,5 +63,16 @@ import Testing
             RetryBackoff.exponential(initial: .seconds(1), multiplier: 1, maximum: .seconds(5))
                 .delay(beforeRetry: 3) == .seconds(1)
         )
+    }
+
+    @Test func aRedisTimeToLiveThatIsNotPositiveThrows() async throws {
+        // No server is needed: the argument is refused before any command is sent.
+        let level = try RedisCacheLevel(url: "redis://127.0.0.1:1/0", namespace: "bad-arguments")
+        for timeToLive in [Duration.zero, .seconds(-1)] {
+            let error = await #expect(throws: CacheError.invalidConfiguration) {
+                try await level.set(Data("v".utf8), forKey: "k", timeToLive: timeToLive)
+            }
+            #expect(error?.message.contains("time to live") == true, "\(String(describing: error))")
+        }
     }
 }
