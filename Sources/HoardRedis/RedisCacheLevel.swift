@@ -118,9 +118,13 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Stores `value` for `key` for `timeToLive` (rounded up to a millisecond); `nil` never expires.
     ///
-    /// - Throws: `CacheError` with code `network` when the server cannot store it in time.
+    /// - Throws: `CacheError` with code `invalidConfiguration` when `timeToLive` is not positive
+    ///   (nothing is stored); with code `network` when the server cannot store it in time.
     public func set(_ value: Data, forKey key: String, timeToLive: Duration?) async throws {
         guard let timeToLive else { return try await set(value, forKey: key, milliseconds: nil) }
+        guard timeToLive > .zero else {
+            throw CacheError.invalidConfiguration("Redis: a time to live must be positive, not \(timeToLive).")
+        }
         let (seconds, attoseconds) = timeToLive.components
         let (millis, overflow) = seconds.multipliedReportingOverflow(by: 1000)
         let rest = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000

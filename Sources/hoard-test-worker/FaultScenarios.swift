@@ -148,6 +148,27 @@ struct FaultScenarios {
         emit("done")
     }
 
+    /// Opens a container this process cannot write, sets a key, and prints the error the delegate
+    /// heard: `message <message>`, then `underlying <operation> <errno> <path>` when it carries a
+    /// ``POSIXFileError`` (else `underlying none <type>`), then `done`.
+    func readOnlyStoreError(_ arguments: [String]) async throws {
+        let delegate = FailureRecorder()
+        let cache = try stringCache(folder: folder, container: argument(arguments, 1), delegate: delegate)
+        cache["k2"] = "new"
+        await cache.flush()
+        guard let error = delegate.errors.first as? CacheError else {
+            emit("fail no CacheError reported: \(delegate.errors)")
+            return
+        }
+        emit("message \(error.message)")
+        if let posix = error.underlyingError as? POSIXFileError {
+            emit("underlying \(posix.operation) \(posix.errorNumber) \(posix.path)")
+        } else {
+            emit("underlying none \(error.underlyingError.map { "\(type(of: $0))" } ?? "nil")")
+        }
+        emit("done")
+    }
+
     private func check(_ name: String, _ condition: Bool, _ detail: @autoclosure () -> String) {
         emit(condition ? "ok \(name)" : "fail \(name): \(detail())")
     }
@@ -162,13 +183,25 @@ final class FailureRecorder: CacheDelegate, @unchecked Sendable {
     // Safe because `keys` is only touched while holding `lock`.
     private let lock = NSLock()
     private var keys: [String] = []
+    private var reported: [any Error] = []
 
     var failures: [String] { lock.withLock { keys } }
 
-    func reset() { lock.withLock { keys.removeAll() } }
+    /// The errors reported, in order.
+    var errors: [any Error] { lock.withLock { reported } }
+
+    func reset() {
+        lock.withLock {
+            keys.removeAll()
+            reported.removeAll()
+        }
+    }
 
     func cache(_ cache: Cache<String>, didFailToStoreValueForKey key: String, error: any Error) {
-        lock.withLock { keys.append(key) }
+        lock.withLock {
+            keys.append(key)
+            reported.append(error)
+        }
     }
 }
 

@@ -24,6 +24,7 @@ import Musl
 /// hoard-test-worker open-data <folder> <container>     # opens a Cache<Data>: "opened <n>" or "invalid <why>"
 /// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
 /// hoard-test-worker faults-descriptors <folder>
+/// hoard-test-worker faults-read-only <folder> <container>  # writes a key, prints the store error
 /// hoard-test-worker fleet-get <folder> <container> <redis url> <namespace> <key>…  # see `Fleet`
 /// hoard-test-worker fleet-watch <folder> <container> <redis url> <namespace>  # see `Fleet.watch`
 /// ```
@@ -46,6 +47,7 @@ enum Worker {
             case "open-data": try await TwoProcess.openAsData(arguments: rest)
             case "faults-permissions": try await FaultScenarios(arguments: rest).permissions()
             case "faults-descriptors": try await FaultScenarios(arguments: rest).descriptors()
+            case "faults-read-only": try await FaultScenarios(arguments: rest).readOnlyStoreError(rest)
             case "fleet-get": try await Fleet.get(arguments: rest)
             case "fleet-watch": try await Fleet.watch(arguments: rest)
             default: usage()
@@ -59,7 +61,7 @@ enum Worker {
     static func usage() -> Never {
         emit(
             "error usage: hoard-test-worker "
-                + "crash|shared|write|hold|hold-as-earlier-release|try-open|open-data|faults-permissions|faults-descriptors|fleet-get|fleet-watch …"
+                + "crash|shared|write|hold|hold-as-earlier-release|try-open|open-data|faults-permissions|faults-descriptors|faults-read-only|fleet-get|fleet-watch …"
         )
         exit(64)
     }

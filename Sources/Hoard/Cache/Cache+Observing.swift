@@ -18,11 +18,13 @@ extension Cache {
 
     /// Every event from now on, buffering at most `limit` unread events (the newest).
     ///
-    /// - Parameter limit: How many unread events the subscription keeps before dropping the oldest;
-    ///   at least 1.
+    /// - Parameter limit: How many unread events the subscription keeps before dropping the oldest.
     /// - Returns: A new subscription; see ``events``.
+    /// - Precondition: `limit` is 1 or more; otherwise the program stops with a message naming it
+    ///   (see "Bad arguments" in the README).
     public func events(bufferingNewest limit: Int) -> AsyncStream<CacheEvent<Value>> {
-        reporter.hub.subscribe(bufferingNewest: max(1, limit))
+        precondition(limit >= 1, "events(bufferingNewest:) needs a limit of 1 or more, not \(limit).")
+        return reporter.hub.subscribe(bufferingNewest: limit)
     }
 
     /// The bytes the entry files on disk take together.

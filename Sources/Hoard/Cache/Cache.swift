@@ -83,10 +83,17 @@ public final class Cache<Value: Sendable>: Sendable {
 
     // MARK: - Settings
 
-    /// How many times a failed fetch is retried after the first attempt; negative values count as 0.
+    /// How many times a failed fetch is retried after the first attempt.
+    ///
+    /// - Precondition: The new value is 0 or more; setting a negative one stops the program with a
+    ///   message naming it (see "Bad arguments" in the README). The builder's ``CacheBuilder/maxRetryCount(_:)``
+    ///   makes ``CacheBuilder/build()`` throw instead.
     public var maxRetryCount: Int {
         get { retryCount.withLock { $0 } }
-        set { retryCount.withLock { $0 = max(0, newValue) } }
+        set {
+            precondition(newValue >= 0, "Cache.maxRetryCount must be 0 or more, not \(newValue).")
+            retryCount.withLock { $0 = newValue }
+        }
     }
 
     /// Told of evictions, clears and failures; held weakly.

@@ -28,16 +28,28 @@ public struct RetryBackoff: Sendable {
     public static let none = RetryBackoff { _ in .zero }
 
     /// Wait the same time before every retry.
+    ///
+    /// - Precondition: `delay` is zero or more; otherwise the program stops with a message naming it
+    ///   (see "Bad arguments" in the README).
     public static func constant(_ delay: Duration) -> RetryBackoff {
-        RetryBackoff { _ in delay }
+        precondition(delay >= .zero, "RetryBackoff.constant needs a delay of zero or more, not \(delay).")
+        return RetryBackoff { _ in delay }
     }
 
     /// Wait `initial`, then `multiplier` times longer before each further retry, never more than `maximum`.
     ///
-    /// A multiplier below 1 (or not a number) counts as 1.
+    /// - Precondition: `initial` and `maximum` are zero or more, and `multiplier` is a number of 1 or
+    ///   more (1 waits the same time before every retry); otherwise the program stops with a message
+    ///   naming the value (see "Bad arguments" in the README).
     public static func exponential(initial: Duration, multiplier: Double = 2, maximum: Duration) -> RetryBackoff {
-        RetryBackoff { retry in
-            let factor = multiplier.isNaN ? 1 : max(1, multiplier)
+        precondition(
+            initial >= .zero,
+            "RetryBackoff.exponential needs an initial delay of zero or more, not \(initial)."
+        )
+        precondition(maximum >= .zero, "RetryBackoff.exponential needs a maximum of zero or more, not \(maximum).")
+        precondition(multiplier >= 1, "RetryBackoff.exponential needs a multiplier of 1 or more, not \(multiplier).")
+        return RetryBackoff { retry in
+            let factor = multiplier
             var wait = min(initial, maximum)
             for _ in 1..<max(1, retry) {
                 // Checked before multiplying: a huge product would not fit in a Duration.

@@ -85,7 +85,10 @@ enum ContainerLock {
     static func acquire(folder: Int32, path: String, exclusive: Bool, log: inout DeferredLog) throws -> Hold? {
         var status = stat()
         guard fstat(folder, &status) == 0 else {
-            log.add(.warning, "Cannot lock the container \(path): fstat failed (errno \(errno)).")
+            log.add(
+                .warning,
+                "Cannot lock the container \(path): \(POSIXFileError(operation: "fstat", path: path, errorNumber: errno))."
+            )
             return nil
         }
         let hold = Hold(device: status.st_dev, inode: status.st_ino)
@@ -102,9 +105,14 @@ enum ContainerLock {
                     file = openat(folder, ContainerFile.lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
                 }
                 if file < 0 {
+                    let failure = POSIXFileError(
+                        operation: "openat",
+                        path: path + "/" + ContainerFile.lock,
+                        errorNumber: errno
+                    )
                     warning =
                         "Cannot open the lock file of the container \(path) "
-                        + "(\(String(cString: strerror(errno)))); it is used without a lock, so another process "
+                        + "(\(failure)); it is used without a lock, so another process "
                         + "changing it at the same time could undo this one's changes."
                 }
                 holder = Holder(descriptor: file >= 0 ? file : nil, users: 0, exclusiveUsers: 0, section: Lock())
@@ -208,7 +216,8 @@ enum ContainerLock {
                 // A read-only lock file, or a file system without record locks.
                 return try body(.granted)
             case let number?:
-                return try body(.refused("its lock cannot be taken (\(String(cString: strerror(number))))"))
+                let reason = "fcntl(F_SETLKW) failed: \(String(cString: strerror(number))) (errno \(number))"
+                return try body(.refused("its lock cannot be taken (\(reason))"))
             }
         }
     }

@@ -53,7 +53,7 @@ extension Directory {
         guard file >= 0 else {
             let number = errno
             if number == ENOENT { return nil }
-            throw error("open", digest.hex, number)
+            throw error("openat", digest.hex, number)
         }
         defer { close(file) }
         var status = stat()

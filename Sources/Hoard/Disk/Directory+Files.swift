@@ -34,12 +34,12 @@ extension Directory {
         let file = openat(folder.descriptor, name, flags | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard file >= 0 else {
             if errno == ENOENT { return nil }
-            throw error("open", name)
+            throw error("openat", name)
         }
         var status = stat()
         guard fstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             close(file)
-            throw error("open", name, EISDIR)
+            throw error("openat", name, EISDIR)
         }
         return file
     }
@@ -52,7 +52,7 @@ extension Directory {
         let folder = self.folder
         var status = stat()
         guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
-            return errno == ENOENT || errno == ENOTDIR ? .success(nil) : .failure(error("stat", name))
+            return errno == ENOENT || errno == ENOTDIR ? .success(nil) : .failure(error("fstatat", name))
         }
         return .success(FileIdentity(status))
     }
@@ -106,7 +106,7 @@ extension Directory {
             folder = reopened
             file = openat(folder.descriptor, name, flags, 0o600)
         }
-        guard file >= 0 else { throw error("open", name) }
+        guard file >= 0 else { throw error("openat", name) }
         let written = RawIO.append(bytes, to: file)
         let failure = written ? nil : error("write", name)
         if close(file) != 0 || failure != nil {

@@ -170,7 +170,7 @@ final class Directory: Sendable {
         let file = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else {
             if errno == ENOENT { return nil }
-            throw error("open", name)
+            throw error("openat", name)
         }
         defer { close(file) }
         var status = stat()
@@ -215,7 +215,7 @@ final class Directory: Sendable {
             folder = reopened
             file = openat(folder.descriptor, temporaryName, flags, 0o600)
         }
-        guard file >= 0 else { throw error("open", temporaryName) }
+        guard file >= 0 else { throw error("openat", temporaryName) }
         var failure: POSIXFileError?
         bytes.withUnsafeBytes { buffer in
             var done = 0
@@ -265,7 +265,7 @@ final class Directory: Sendable {
                 throw error("rmdir", path)
             }
             let child = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard child >= 0 else { throw error("open", path) }
+            guard child >= 0 else { throw error("openat", path) }
             defer { close(child) }
             for grandchild in try names(in: child, path: path) {
                 try remove(grandchild, in: child, path: path + "/" + grandchild, depth: depth + 1)

@@ -17,15 +17,19 @@ extension DiskStore {
     ///   - news: Receives what other processes changed.
     ///   - resolvedUncommitted: Set when a section that a killed process left uncommitted
     ///     was resolved against the files.
-    /// - Returns: Whether the store's index is the container's: `false` when the index file cannot
-    ///   be looked at, or it cannot be read and the folder cannot be listed to rebuild it. The store
-    ///   then keeps the index it has, which may miss other processes' changes.
-    func catchUp(log: inout DeferredLog, news: inout PeerNews, resolvedUncommitted: inout Bool) -> Bool {
+    /// - Returns: Success when the store's index is the container's; the failed call when the index
+    ///   file cannot be looked at, or it cannot be read and the folder cannot be listed to rebuild it.
+    ///   The store then keeps the index it has, which may miss other processes' changes.
+    func catchUp(
+        log: inout DeferredLog,
+        news: inout PeerNews,
+        resolvedUncommitted: inout Bool
+    ) -> Result<Void, POSIXFileError> {
         var cursor = withState { $0.journal }
         let current: FileIdentity?
         let injected = Self.journalTestHooks.catchUpFails(at: directory.path)
         switch injected
-            ? .failure(directory.error("stat", ContainerFile.index, EMFILE))
+            ? .failure(directory.error("fstatat", ContainerFile.index, EMFILE))
             : directory.identity(of: ContainerFile.index)
         {
         case .success(let identity):
@@ -38,7 +42,7 @@ extension DiskStore {
                 _ = readJournal(&cursor, isCurrentFile: false, log: &log, news: &news, resolved: &resolvedUncommitted)
                 withState { $0.journal = cursor }
             }
-            return false
+            return .failure(error)
         }
         if cursor.descriptor >= 0 {
             let isCurrent = current == cursor.identity
@@ -56,7 +60,7 @@ extension DiskStore {
             if !intact && isCurrent { return rebuild(replacing: &cursor, log: &log) }
             if isCurrent {
                 withState { $0.journal = cursor }
-                return true
+                return .success(())
             }
             close(cursor.descriptor)
             cursor = JournalCursor()
@@ -64,7 +68,7 @@ extension DiskStore {
         }
         if current != nil, open(into: &cursor, log: &log, news: &news, resolved: &resolvedUncommitted) {
             withState { $0.journal = cursor }
-            return true
+            return .success(())
         }
         return rebuild(replacing: &cursor, log: &log)
     }
@@ -129,7 +133,12 @@ extension DiskStore {
         resolved: inout Bool
     ) -> Bool {
         guard let bytes = RawIO.readToEnd(cursor.descriptor, from: cursor.offset) else {
-            log.add(.warning, "Cannot read the journal of \(directory.path) (errno \(errno)).")
+            let failure = POSIXFileError(
+                operation: "pread",
+                path: directory.path + "/" + ContainerFile.index,
+                errorNumber: errno
+            )
+            log.add(.warning, "Cannot read the journal of \(directory.path): \(failure).")
             return false
         }
         if isCurrentFile, let identity = cursor.identity,
@@ -263,7 +272,7 @@ extension DiskStore {
     func compact(log: inout DeferredLog) {
         let records = withState { $0.takeIndexSnapshot() }
         let bytes = DiskIndexFile.encode(records)
-        do {
+        do throws(POSIXFileError) {
             // With no index yet (a new container, a rebuild), the file is written in place: readers
             // only read it under the section lock, and a kill leaves a short file, which fails its
             // checksum, rather than a temporary file. Otherwise it replaces the old one atomically,
@@ -276,19 +285,30 @@ extension DiskStore {
         } catch {
             // The journal stays the record; the next section tries again.
             log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
-            withState { $0.changesSinceSave += 1 }
+            withState { state in
+                state.changesSinceSave += 1
+                // With no index file open, an append fails for this reason.
+                if state.journal.descriptor < 0 { state.journal.unavailable = error }
+            }
             return
         }
         var cursor = JournalCursor()
-        if let file = try? directory.open(ContainerFile.index, flags: O_RDWR | O_APPEND) {
-            var status = stat()
-            if fstat(file, &status) == 0 {
-                cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: bytes.count)
-                cursor.snapshotBytes = bytes.count
-                directory.recordIndexEnd(identity: FileIdentity(status), length: bytes.count)
-            } else {
-                close(file)
+        do throws(POSIXFileError) {
+            let path = directory.path + "/" + ContainerFile.index
+            guard let file = try directory.open(ContainerFile.index, flags: O_RDWR | O_APPEND) else {
+                throw POSIXFileError(operation: "openat", path: path, errorNumber: ENOENT)
             }
+            var status = stat()
+            guard fstat(file, &status) == 0 else {
+                let error = POSIXFileError(operation: "fstat", path: path, errorNumber: errno)
+                close(file)
+                throw error
+            }
+            cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: bytes.count)
+            cursor.snapshotBytes = bytes.count
+            directory.recordIndexEnd(identity: FileIdentity(status), length: bytes.count)
+        } catch {
+            cursor.unavailable = error
         }
         // The new file holds this section's changes in its snapshot: no commit is owed to it.
         let old = withState { state in
@@ -301,8 +321,9 @@ extension DiskStore {
     /// Rebuilds the index from the entry files, then writes it as a new snapshot; called inside a
     /// section (or while opening).
     ///
-    /// - Returns: `false` when the folder cannot be listed (the store keeps the index it has).
-    private func rebuild(replacing cursor: inout JournalCursor, log: inout DeferredLog) -> Bool {
+    /// - Returns: The failed call when the folder cannot be listed (the store keeps the index it has).
+    private func rebuild(replacing cursor: inout JournalCursor, log: inout DeferredLog) -> Result<Void, POSIXFileError>
+    {
         if cursor.descriptor >= 0 { close(cursor.descriptor) }
         cursor = JournalCursor()
         withState { $0.journal = JournalCursor() }
@@ -311,13 +332,13 @@ extension DiskStore {
             // which this section's changes are journaled to.
             withState { $0.index.removeAll() }
             compact(log: &log)
-            return true
+            return .success(())
         }
         // A folder that cannot be listed keeps the index this store has.
-        guard let index = rebuildIndex(log: &log) else { return false }
-        withState { $0.index = index }
-        compact(log: &log)
-        return true
+        return rebuildIndex(log: &log).map { index in
+            withState { $0.index = index }
+            compact(log: &log)
+        }
     }
 }
 

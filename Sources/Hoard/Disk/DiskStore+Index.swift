@@ -25,12 +25,7 @@ extension DiskStore {
     func openIndex(log: inout DeferredLog) throws {
         var news = PeerNews()
         try withContainer(log: &log, news: &news) { log, isCurrent in
-            guard isCurrent else {
-                throw CacheError.io(
-                    "Cannot list the container \(directory.path).",
-                    underlying: POSIXFileError(operation: "opendir", path: directory.path, errorNumber: EACCES)
-                )
-            }
+            guard isCurrent else { throw notCurrentError("Cannot open the container \(directory.path).") }
             sweepTemporaryFiles(log: &log)
             var victims: [DiskEntryIndex.Victim] = []
             withState { state in
@@ -68,14 +63,14 @@ extension DiskStore {
     /// Rebuilds the eviction order from the entry files, ordered by an index of an earlier release
     /// when there is one; called inside a section (or while opening).
     ///
-    /// - Returns: The order, or `nil` when the folder cannot be listed.
+    /// - Returns: The order, or the failed call when the folder cannot be listed.
     /// - Complexity: O(n), one listing, and one read per entry file the earlier index does not name
     ///   (every file when there is none).
-    func rebuildIndex(log: inout DeferredLog) -> DiskEntryIndex? {
+    func rebuildIndex(log: inout DeferredLog) -> Result<DiskEntryIndex, POSIXFileError> {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         var unindexed: [SHA256Digest]
         let hasIndexFile: Bool
-        do {
+        do throws(POSIXFileError) {
             // Names only: each file's size and time come from its read (or, for the entries an
             // earlier index names, one `stat`), not from a `stat` of every name first. The entry
             // files' names are parsed into digests as they are listed.
@@ -84,7 +79,7 @@ extension DiskStore {
             hasIndexFile = listing.others.contains(ContainerFile.index)
         } catch {
             log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
-            return nil
+            return .failure(error)
         }
         let legacy =
             hasIndexFile
@@ -132,7 +127,7 @@ extension DiskStore {
                 < (b.modified, b.digest.word0, b.digest.word1, b.digest.word2, b.digest.word3)
         }
         for entry in valid { index.append(entry.info, forKey: entry.digest, count: 1) }
-        return index
+        return .success(index)
     }
 
     /// An intact entry file found while rebuilding.

@@ -27,6 +27,11 @@ extension DiskStore {
         var snapshotBytes = 0
         /// Whether the current section has journaled its `begin` (and owes a `commit`).
         var hasBegun = false
+        /// Why no index file is open (`descriptor` is -1), when a call failed: what an append reports.
+        var unavailable: POSIXFileError?
+        /// Why the current section could not catch up with other processes, if it could not: what
+        /// a change refused for that reason reports (see ``DiskStore/notCurrentError(_:key:)``).
+        var behind: CacheError?
     }
 
     /// What other processes changed, for this process's caches to forget their copies.
@@ -65,13 +70,21 @@ extension DiskStore {
             try directory.withSection { access in
                 if case .refused(let reason) = access {
                     // Not even the journal is read: a peer may be appending to it right now.
-                    log.add(.warning, "Cannot change the container \(directory.path): \(reason).")
+                    let behind = CacheError.io("Cannot change the container \(directory.path): \(reason).")
+                    log.add(.warning, behind.message)
+                    withState { $0.journal.behind = behind }
                     return try body(&log, false)
                 }
                 var resolved = false
-                let isCurrent = catchUp(log: &log, news: &news, resolvedUncommitted: &resolved)
+                let caughtUp = catchUp(log: &log, news: &news, resolvedUncommitted: &resolved)
+                var behind: CacheError?
+                if case .failure(let error) = caughtUp {
+                    behind = .io("Cannot read what other processes changed in \(directory.path).", underlying: error)
+                }
+                let isCurrent = behind == nil
+                withState { $0.journal.behind = behind }
                 defer {
-                    if withState({ $0.journal.hasBegun }) { _ = append([.commit], log: &log) }
+                    if withState({ $0.journal.hasBegun }) { append([.commit], log: &log) }
                     // Not while the index loads: opening writes no temporary file; the first write
                     // compacts. Never from a view that missed other processes' records.
                     if isCurrent && withState({ $0.isLoaded && $0.journalIsLong }) { compact(log: &log) }
@@ -125,16 +138,29 @@ extension DiskStore {
         withState { $0.changesSinceSave += victims.count }
     }
 
+    /// The error of a change that a section refused because it could not catch up with other
+    /// processes: what it is, then why, with the failed call as the underlying error.
+    func notCurrentError(_ change: String, key: String? = nil) -> CacheError {
+        let behind = withState { $0.journal.behind } ?? CacheError.io("Cannot change the container \(directory.path).")
+        return CacheError(
+            code: .io,
+            message: change + " " + behind.message,
+            key: key,
+            underlyingError: behind.underlyingError
+        )
+    }
+
     // MARK: - Appending
 
     /// Appends records to the journal; called inside a section.
     ///
-    /// - Returns: Whether the records are in the journal. When they are not (no space left, an I/O
-    ///   error), the caller must not make the change they describe, except a removal: an entry that
-    ///   other processes still count after its file is gone heals itself when they next read it.
+    /// - Returns: Success when the records are in the journal; otherwise the failed call (no space
+    ///   left, an I/O error, no index file open and why), and the caller must not make the change
+    ///   they describe, except a removal: an entry that other processes still count after its file is
+    ///   gone heals itself when they next read it.
     @discardableResult
-    func journal(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Bool {
-        guard !records.isEmpty else { return true }
+    func journal(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Result<Void, POSIXFileError> {
+        guard !records.isEmpty else { return .success(()) }
         return append(withState({ $0.journal.hasBegun }) ? records : [.begin] + records, log: &log)
     }
 
@@ -143,13 +169,15 @@ extension DiskStore {
     /// A failed or short append is cut off again, so the journal ends with whole records and the
     /// store's offset is the file's end; when even that fails, the next section writes a snapshot,
     /// which replaces the file.
-    private func append(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Bool {
+    @discardableResult
+    private func append(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Result<Void, POSIXFileError> {
         let bytes = DiskJournal.encode(records)
         let cursor = withState { $0.journal }
+        let path = directory.path + "/" + ContainerFile.index
         guard cursor.descriptor >= 0 else {
             // No index file open (it could not be written): the next section's snapshot holds the change.
             withState { $0.journal.records = Int.max / 2 }
-            return false
+            return .failure(cursor.unavailable ?? POSIXFileError(operation: "write", path: path, errorNumber: EBADF))
         }
         var written: Bool
         if let limit = Self.journalTestHooks.takeAppendLimit(at: directory.path) {
@@ -170,22 +198,25 @@ extension DiskStore {
                 state.journal.bytes += bytes.count
                 state.journal.hasBegun = records.last != .commit
             }
-            return true
+            return .success(())
         }
-        log.add(
-            .warning,
-            "Cannot append to the journal of \(directory.path) (\(String(cString: strerror(number)))); "
-                + "the change is not made."
-        )
+        let failure = POSIXFileError(operation: "write", path: path, errorNumber: number)
+        log.add(.warning, "Cannot append to the journal of \(directory.path): \(failure); the change is not made.")
         // Whatever part of the records reached the file goes: the journal must end with whole records.
         var status = stat()
-        if ftruncate(cursor.descriptor, off_t(cursor.offset)) != 0 || fstat(cursor.descriptor, &status) != 0
-            || Int(exactly: status.st_size) != cursor.offset
-        {
-            log.add(.warning, "Cannot cut the journal of \(directory.path) back; writing a snapshot.")
+        var reason: String?
+        if ftruncate(cursor.descriptor, off_t(cursor.offset)) != 0 {
+            reason = POSIXFileError(operation: "ftruncate", path: path, errorNumber: errno).description
+        } else if fstat(cursor.descriptor, &status) != 0 {
+            reason = POSIXFileError(operation: "fstat", path: path, errorNumber: errno).description
+        } else if Int(exactly: status.st_size) != cursor.offset {
+            reason = "it is \(status.st_size) bytes long, not \(cursor.offset)"
+        }
+        if let reason {
+            log.add(.warning, "Cannot cut the journal of \(directory.path) back (\(reason)); writing a snapshot.")
             withState { $0.journal.records = Int.max / 2 }
         }
-        return false
+        return .failure(failure)
     }
 }
 

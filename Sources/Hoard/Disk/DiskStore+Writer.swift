@@ -184,11 +184,11 @@ extension DiskStore {
             guard isCurrent else {
                 // Changing files from a view that may miss other processes' changes could undo
                 // theirs: every operation fails, and changes nothing.
-                let error = CacheError.io(
-                    "Cannot change the container \(directory.path) now: another process holds it, or what "
-                        + "other processes changed in it cannot be read; the change is not made."
-                )
                 return batch.map { pending in
+                    let error = notCurrentError(
+                        "The change for key \"\(pending.key.string.prefix(100))\" is not made:",
+                        key: pending.key.string
+                    )
                     withState { $0.didNotApply(pending) }
                     return ([reportFailure(error, of: pending, log: &log)], .failure(error))
                 }
@@ -250,17 +250,19 @@ extension DiskStore {
         case .write(let bytes, let info):
             // Journaled before the rename, like every change: a kill between the two leaves an
             // uncommitted section, which the next reader checks against the files.
-            guard
-                journal(
-                    [.put(digest: key.digest, size: info.size, expiresAt: info.expiresAt, key: key.string)],
-                    log: &log
-                )
-            else {
+            let record = DiskJournal.Record.put(
+                digest: key.digest,
+                size: info.size,
+                expiresAt: info.expiresAt,
+                key: key.string
+            )
+            if case .failure(let failure) = journal([record], log: &log) {
                 // Not journaled, so not renamed in: a file no index counts would never be evicted.
                 let error = CacheError.io(
                     "Cannot write the entry for key \"\(key.string.prefix(100))\": the journal of "
-                        + "\(directory.path) cannot be appended to.",
-                    key: key.string
+                        + "\(directory.path) cannot be appended to:",
+                    key: key.string,
+                    underlying: failure
                 )
                 return (didFail(pending, error: error, log: &log), .failure(error))
             }
@@ -320,7 +322,12 @@ extension DiskStore {
         }
         guard payload.count <= EntryFormat.maximumFieldSize, key.string.utf8.count <= EntryFormat.maximumFieldSize
         else {
-            throw CacheError.io("The value for key \"\(key.string.prefix(100))\" is too large for one entry file.")
+            throw CacheError.io(
+                "The value for key \"\(key.string.prefix(100))\" is too large for one entry file: its payload "
+                    + "(\(payload.count) bytes) and its key (\(key.string.utf8.count) bytes) must each fit in "
+                    + "\(EntryFormat.maximumFieldSize) bytes.",
+                key: key.string
+            )
         }
         return EntryFormat.encode(
             key: key.string,

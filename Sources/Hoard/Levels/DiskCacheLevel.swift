@@ -38,6 +38,9 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         keyString: @escaping @Sendable (Key) -> String
     ) {
         precondition(capacity >= 0, "DiskCacheLevel capacity must be 0 or more, not \(capacity).")
+        if let byteLimit {
+            precondition(byteLimit >= 0, "DiskCacheLevel byteLimit must be 0 or more, not \(byteLimit).")
+        }
         let options = DiskStore.Options(
             capacity: capacity,
             // A Cache's default, so that both open one container with the same settings.
@@ -73,12 +76,13 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
-    ///     message (a programming error).
+    ///   - capacity: The most values kept; 0 keeps 1.
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
     ///   - clock: Where "now" comes from, to tell expired entries (a ``Cache`` on the same folder
     ///     writes entries that expire); tests inject their own.
+    /// - Precondition: `capacity` is 0 or more, and `byteLimit`, when given, is 0 or more; otherwise
+    ///   the program stops with a message naming the value (see "Bad arguments" in the README).
     public convenience init(
         directory: URL,
         capacity: Int,
@@ -100,8 +104,9 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
-    ///     message (a programming error).
+    ///   - capacity: The most values kept; 0 keeps 1.
+    /// - Precondition: `capacity` is 0 or more; otherwise the program stops with a message naming
+    ///   the value (see "Bad arguments" in the README).
     public convenience init(directory: URL, capacity: Int) where Key == String, Value: Codable {
         self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
     }
@@ -110,10 +115,11 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
-    ///     message (a programming error).
+    ///   - capacity: The most values kept; 0 keeps 1.
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
+    /// - Precondition: `capacity` is 0 or more, and `byteLimit`, when given, is 0 or more; otherwise
+    ///   the program stops with a message naming the value (see "Bad arguments" in the README).
     public convenience init(
         directory: URL,
         capacity: Int,
@@ -144,6 +150,8 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///   - capacity: The most values kept (default 1 000).
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
+    /// - Precondition: `capacity` is 0 or more, and `byteLimit`, when given, is 0 or more; otherwise
+    ///   the program stops with a message naming the value (see "Bad arguments" in the README).
     public convenience init(
         named name: String,
         capacity: Int = 1_000,
@@ -169,6 +177,8 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     /// - Parameters:
     ///   - name: The container's folder name inside the default directory.
     ///   - capacity: The most values kept (default 1 000).
+    /// - Precondition: `capacity` is 0 or more; otherwise the program stops with a message naming
+    ///   the value (see "Bad arguments" in the README).
     public convenience init(named name: String, capacity: Int = 1_000) where Key == String, Value: Codable {
         self.init(named: name, capacity: capacity, serializer: CodableSerializer<Value>())
     }
@@ -177,11 +187,12 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
-    ///     message (a programming error).
+    ///   - capacity: The most values kept; 0 keeps 1.
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
     ///   - clock: Where "now" comes from, to tell expired entries; tests inject their own.
+    /// - Precondition: `capacity` is 0 or more, and `byteLimit`, when given, is 0 or more; otherwise
+    ///   the program stops with a message naming the value (see "Bad arguments" in the README).
     public convenience init(
         directory: URL,
         capacity: Int,
@@ -203,8 +214,9 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
-    ///     message (a programming error).
+    ///   - capacity: The most values kept; 0 keeps 1.
+    /// - Precondition: `capacity` is 0 or more; otherwise the program stops with a message naming
+    ///   the value (see "Bad arguments" in the README).
     public convenience init(directory: URL, capacity: Int) where Key == URL, Value: Codable {
         self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
     }
@@ -213,10 +225,11 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Parameters:
     ///   - directory: The folder holding the level's files; it should hold nothing else.
-    ///   - capacity: The most values kept; 0 keeps 1, and a negative capacity stops the program with a
-    ///     message (a programming error).
+    ///   - capacity: The most values kept; 0 keeps 1.
     ///   - byteLimit: The most bytes the level's entry files take together; `nil` for no limit.
     ///   - serializer: Turns values into bytes and back.
+    /// - Precondition: `capacity` is 0 or more, and `byteLimit`, when given, is 0 or more; otherwise
+    ///   the program stops with a message naming the value (see "Bad arguments" in the README).
     public convenience init(
         directory: URL,
         capacity: Int,

@@ -26,14 +26,15 @@ public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: 
     /// ```
     ///
     /// - Parameters:
-    ///   - capacity: The most values kept (default 100); 0 keeps 1. A negative capacity is a
-    ///     programming error: it stops the program with a message.
+    ///   - capacity: The most values kept (default 100); 0 keeps 1.
     ///   - costLimit: The most the costs of the stored values may add up to; `nil` (the default) for
     ///     a count limit only. A value whose cost alone exceeds it is not kept.
     ///   - policy: Which value to remove when a new one needs room (default
     ///     ``EvictionPolicy/wTinyLFU``, as a ``Cache``'s).
     ///   - cost: The cost of a value, for the cost limit; negative costs count as 0. Without it, every
     ///     value costs 1. Called outside the level's lock, once per set.
+    /// - Precondition: `capacity` is 0 or more, and `costLimit`, when given, is 0 or more; otherwise
+    ///   the program stops with a message naming the value (see "Bad arguments" in the README).
     public init(
         capacity: Int = 100,
         costLimit: Int? = nil,
@@ -42,7 +43,10 @@ public final class MemoryCacheLevel<Key: Hashable & Sendable, Value: Sendable>: 
     ) {
         precondition(capacity >= 0, "MemoryCacheLevel capacity must be 0 or more, not \(capacity).")
         store = MemoryStore(capacity: capacity, policy: policy, sharded: costLimit == nil)
-        self.costLimit = costLimit.map { max(0, $0) }
+        if let costLimit {
+            precondition(costLimit >= 0, "MemoryCacheLevel costLimit must be 0 or more, not \(costLimit).")
+        }
+        self.costLimit = costLimit
         self.cost = cost
     }
 

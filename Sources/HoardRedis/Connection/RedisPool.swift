@@ -10,14 +10,17 @@ final class RedisPool: Sendable {
 
     /// Opens `configuration.poolSize` connections (in the background).
     ///
-    /// - Throws: `CacheError` when the process has no file descriptor or thread left for them.
+    /// - Throws: `CacheError` with code `io`, the failed `pipe` call as its underlying error, when the
+    ///   process has no file descriptor left for them.
     init(_ configuration: RedisCacheLevel.Configuration) throws {
         self.configuration = configuration
         var connections: [RedisConnection] = []
         for _ in 0..<configuration.poolSize {
             guard let connection = RedisConnection(configuration) else {
+                // The connection's wake-up pipe failed; nothing ran since.
+                let failure = POSIXFileError(operation: "pipe", path: "", errorNumber: errno)
                 for opened in connections { opened.stop() }
-                throw CacheError.io("Redis at \(configuration.server): no file descriptor left for a connection.")
+                throw CacheError.io("Redis at \(configuration.server): cannot open a connection.", underlying: failure)
             }
             connections.append(connection)
         }

@@ -95,12 +95,15 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
     ) throws -> any InvalidationSubscription {
         let key = key(configuration, namespace: namespace)
         let answered = DispatchSemaphoreBox()
+        var failure: Int32 = 0
         let found = hubs.withLock { hubs -> (TrackingHub, UInt64)? in
             let hub: TrackingHub
             if let existing = hubs[key] {
                 hub = existing
             } else {
                 guard let made = TrackingHub(key: key, configuration: configuration, namespace: namespace) else {
+                    // The connection's wake-up pipe failed; nothing ran since.
+                    failure = errno
                     return nil
                 }
                 hubs[key] = made
@@ -110,7 +113,8 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         }
         guard let (hub, id) = found else {
             throw CacheError.io(
-                "Redis at \(configuration.server): no file descriptor left for the tracking connection."
+                "Redis at \(configuration.server): cannot open the tracking connection.",
+                underlying: POSIXFileError(operation: "pipe", path: "", errorNumber: failure)
             )
         }
         let subscription = Subscription(hub: hub, id: id)

@@ -31,6 +31,40 @@ import Testing
         #expect(error.message == "Cannot write the entry. openat(/x/y) failed: Permission denied (errno 13).")
     }
 
+    @Test func aFailedJournalAppendCarriesTheWriteThatFailed() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        let disk = try #require(cache.disk)
+        try await cache.save("1", forKey: "a")
+        // A disk that fills up part way through the append of the next write's records.
+        DiskStore.journalTestHooks.failNextAppend(afterBytes: 7, at: disk.directory.path)
+        let error = try #require(await #expect(throws: CacheError.io) { try await cache.save("2", forKey: "b") })
+        let index = disk.directory.path + "/" + ContainerFile.index
+        #expect(
+            error.message == "Cannot write the entry for key \"b\": the journal of \(disk.directory.path) cannot be "
+                + "appended to: write(\(index)) failed: No space left on device (errno \(ENOSPC))."
+        )
+        #expect(error.key == "b")
+        let posix = try #require(error.underlyingError as? POSIXFileError)
+        #expect(posix.operation == "write" && posix.path == index && posix.errorNumber == ENOSPC)
+    }
+
+    @Test func aChangeRefusedForAStaleViewCarriesTheCallThatFailed() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        let disk = try #require(cache.disk)
+        try await cache.save("1", forKey: "a")
+        let path = disk.directory.path
+        DiskStore.journalTestHooks.setCatchUpFails(true, at: path)
+        defer { DiskStore.journalTestHooks.setCatchUpFails(false, at: path) }
+        let error = try #require(await #expect(throws: CacheError.io) { try await cache.save("2", forKey: "b") })
+        let index = path + "/" + ContainerFile.index
+        #expect(error.message.hasPrefix("The change for key \"b\" is not made:"), "\(error.message)")
+        #expect(error.message.contains("fstatat(\(index)) failed: Too many open files (errno \(EMFILE))"))
+        let posix = try #require(error.underlyingError as? POSIXFileError)
+        #expect(posix.operation == "fstatat" && posix.errorNumber == EMFILE)
+    }
+
     @Test func noFetcherARefusedKeyAndAMissSayDifferentThings() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()

@@ -143,6 +143,53 @@ struct FaultsTests {
         FaultSupport.expectPassed(result)
     }
 
+    @Test(
+        .enabled(
+            if: getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "as root, permissions are only tested where setpriv can drop privileges (Linux)"
+        )
+    )
+    func aWriteToAReadOnlyContainerSaysWhichCallFailedWhereAndWhy() async throws {
+        let folder = TemporaryDirectory()
+        let container = folder.url.appendingPathComponent("ro", isDirectory: true)
+        do {
+            let cache = try CacheBuilder<String>(serializer: StringSerializer())
+                .containerName("ro")
+                .directory(folder.url)
+                .build()
+            cache["k1"] = "old"
+            await cache.flush()
+        }
+        // Read-only for everyone; root ignores permissions, so the worker runs as another user, from
+        // a copy of itself that user can reach.
+        var user: String?
+        var executable: String?
+        if getuid() == 0 {
+            user = "nobody"
+            executable = folder.url.appendingPathComponent("hoard-test-worker").path
+            try WorkerProcess.copyExecutable(to: try #require(executable))
+        }
+        for name in try FileManager.default.contentsOfDirectory(atPath: container.path) {
+            #expect(chmod(container.path + "/" + name, 0o444) == 0)
+        }
+        #expect(chmod(container.path, 0o555) == 0)
+        #expect(chmod(folder.url.path, 0o755) == 0)
+        defer { chmod(container.path, 0o755) }
+        let result = try await WorkerProcess.run(
+            ["faults-read-only", folder.url.path, "ro"],
+            asUser: user,
+            executable: executable
+        )
+        #expect(result.ending == .exited(0))
+        #expect(result.lines.last == "done", "\(result.lines)")
+        let message = try #require(result.lines.first { $0.hasPrefix("message ") }, "\(result.lines)")
+        #expect(message.contains("Cannot write the entry for key \"k2\""), "\(message)")
+        #expect(message.contains("openat(\(container.path)/"), "\(message)")
+        #expect(message.contains("Permission denied (errno \(EACCES))"), "\(message)")
+        let underlying = try #require(result.lines.first { $0.hasPrefix("underlying ") }, "\(result.lines)")
+        #expect(underlying.hasPrefix("underlying openat \(EACCES) \(container.path)/"), "\(underlying)")
+    }
+
     @Test func runningOutOfFileDescriptorsIsSurvived() async throws {
         let folder = TemporaryDirectory()
         let result = try await WorkerProcess.run(["faults-descriptors", folder.url.path])
