@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Compiles every ```swift block of the README (and of the documentation articles, when they exist)
-# and runs the ones that are complete programs.
+# Compiles every ```swift block of the README (and of the documentation articles, when they exist),
+# runs the ones that are complete programs, and checks the output those state.
 #
 #   bash Scripts/check-readme.sh [file.md …]      # default: README.md and Sources/*/*.docc/*.md
 #
 # Each block is the main.swift of an executable of its own in a scratch package that depends on this
-# checkout, with `import Foundation` and `import Hoard` implied; it is built with warnings as errors.
-# A block is then run with HOME, XDG_CACHE_HOME and TMPDIR in a temporary folder, and must exit 0
-# within 60 seconds. Two markers, on the line before a block, change that:
+# checkout, exactly as a user would copy it: nothing is imported but what the block imports. It is
+# built with warnings as errors, then run with HOME, XDG_CACHE_HOME and TMPDIR in a temporary
+# folder, and must exit 0 within 60 seconds. Two markers, on the line before a block, change that:
 #   <!-- fragment -->       the block is a piece of a larger program: not compiled (at most a quarter
 #                           of a file's blocks may be fragments)
 #   <!-- compile-only -->   compiled, not run (it needs the network, or runs forever)
+# A block states what it prints with `// prints: <line>` comments, after the code that prints or on
+# lines of their own, one per line of output: the lines the program writes to its standard output
+# must be those, in that order. A block without such a comment may print anything. A block that
+# states its output must run (no marker), and a comment that is only a value (`// "a"`, `// 42`) is
+# refused: a result a block claims is printed and stated with `// prints:`, so that it is checked.
 # The scratch package builds in .build-readme/ of the checkout, so later runs reuse it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +42,10 @@ python3 - "$package" "${files[@]}" >"$package/blocks.txt" <<'PY'
 import os, re, sys
 package, files = sys.argv[1], sys.argv[2:]
 targets, failures = [], []
+prints = re.compile(r"//\s*prints:\s?(.*)$")
+# A comment that is only a value (`// "Ada"`, `// 42`, `// [1, 3]`, `// nil`), perhaps followed by
+# a colon or a comma and more words: a result the block claims without printing it.
+value_claim = re.compile(r'(^|\s)//\s*("[^"]*"|-?[0-9][0-9_.]*|nil|true|false|\[[^\]]*\])\s*($|[:,])')
 for path in files:
     lines = open(path, encoding="utf-8").read().split("\n")
     blocks, fragments = 0, 0
@@ -54,15 +63,30 @@ for path in files:
             if j >= 0:
                 marker = lines[j].strip()
             blocks += 1
+            body = lines[start:end]
+            expected = []
+            for number, line in enumerate(body, start + 1):
+                match = prints.search(line)
+                if match:
+                    expected.append(match.group(1).rstrip())
+                elif value_claim.search(line):
+                    failures.append("%s:%d: a comment states a value; print it and state it with `// prints:`"
+                                    % (path, number))
+            if expected and marker in ("<!-- fragment -->", "<!-- compile-only -->"):
+                failures.append("%s:%d: the block states its output (`// prints:`), so it must run: remove %s"
+                                % (path, start, marker))
             if marker == "<!-- fragment -->":
                 fragments += 1
             else:
                 name = "Block%02d" % (len(targets) + 1)
                 os.makedirs(os.path.join(package, "Sources", name))
                 with open(os.path.join(package, "Sources", name, "main.swift"), "w", encoding="utf-8") as out:
-                    out.write("import Foundation\nimport Hoard\n\n")
-                    out.write("\n".join(lines[start:end]) + "\n")
+                    out.write("\n".join(body) + "\n")
                 runs = marker != "<!-- compile-only -->"
+                if expected:
+                    os.makedirs(os.path.join(package, "expected"), exist_ok=True)
+                    with open(os.path.join(package, "expected", name + ".txt"), "w", encoding="utf-8") as out:
+                        out.write("\n".join(expected) + "\n")
                 targets.append(name)
                 print(name, "run" if runs else "compile", "%s:%d" % (path, start))
             i = end + 1
@@ -105,13 +129,21 @@ while read -r name mode origin; do
     fi
     home="$sandbox/$name"
     mkdir -p "$home/cache" "$home/tmp"
-    if HOME="$home" XDG_CACHE_HOME="$home/cache" TMPDIR="$home/tmp" \
-        timeout 60 "$root/.build-readme/debug/$name" >"$home/output.txt" 2>&1; then
-        echo "  $name ($origin): compiled and ran"
-    else
+    if ! HOME="$home" XDG_CACHE_HOME="$home/cache" TMPDIR="$home/tmp" \
+        timeout 60 "$root/.build-readme/debug/$name" >"$home/output.txt" 2>"$home/errors.txt"; then
         echo "check-readme: $name ($origin) failed when run:" >&2
-        cat "$home/output.txt" >&2
+        cat "$home/output.txt" "$home/errors.txt" >&2
         status=1
+    elif [ -e "$package/expected/$name.txt" ]; then
+        if diff -u --label "stated (// prints:)" --label "printed" "$package/expected/$name.txt" "$home/output.txt" >"$home/diff.txt"; then
+            echo "  $name ($origin): compiled, ran and printed what it states"
+        else
+            echo "check-readme: $name ($origin) does not print what it states:" >&2
+            cat "$home/diff.txt" >&2
+            status=1
+        fi
+    else
+        echo "  $name ($origin): compiled and ran"
     fi
 done <"$package/blocks.txt"
 exit $status

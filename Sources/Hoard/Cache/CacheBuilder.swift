@@ -161,7 +161,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     ///   an expired one is a miss.
     /// - A level that fails (a server down, a timeout) is a miss: the fetcher serves, and the
     ///   failure is counted in ``CacheStatistics/sharedErrors`` and logged.
-    /// - Concurrent misses for one key share one shared-level read and at most one fetch.
+    /// - Concurrent misses for one key in one process share one shared-level read and at most one
+    ///   fetch. Other processes that miss it meanwhile fetch it too: there is no fleet-wide single fetch.
     /// - The subscript and ``Cache/value(forKey:)`` are synchronous: they read memory and disk only.
     public func sharedLevel(_ level: some CacheLevel<String, Data>) -> Self { with { $0.sharedLevel = level } }
 

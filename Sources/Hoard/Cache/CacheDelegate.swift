@@ -3,6 +3,14 @@
 /// Every method has a default implementation that does nothing (or returns `nil`), so implement only
 /// what you need. The cache holds its delegate weakly.
 ///
+/// Because of those defaults, a method whose name differs from a requirement's (a guessed
+/// `cache(_:willEvictFromDisk:forKey:)`) compiles and is never called. Two ways to notice:
+/// - Write the methods in an extension that declares the conformance (`extension MyLog:
+///   CacheDelegate { … }`): the compiler then warns about a method that nearly matches a
+///   requirement.
+/// - Set ``HoardLogger/output``: the first time a default implementation runs for a delegate type,
+///   it logs, at level `debug`, which requirement that type left to the default.
+///
 /// Callbacks are made outside the cache's locks, so a delegate may call back into the cache. Memory
 /// evictions and the clear callbacks arrive on the thread of the call that caused them, before that
 /// call returns. Disk evictions and failed writes arrive on the cache's background writer. A fetch
@@ -52,15 +60,48 @@ public protocol CacheDelegate<Value>: AnyObject, Sendable {
 
 extension CacheDelegate {
     /// Returns `nil`: callers get the fetch error.
-    public func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) -> Value? { nil }
+    public func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) -> Value? {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:didFailToFetchForKey:error:)")
+        return nil
+    }
     /// Does nothing.
-    public func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String) {}
+    public func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:willEvictFromMemory:forKey:)")
+    }
     /// Does nothing.
-    public func cacheWillClearMemory(_ cache: Cache<Value>) {}
+    public func cacheWillClearMemory(_ cache: Cache<Value>) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cacheWillClearMemory(_:)")
+    }
     /// Does nothing.
-    public func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String) {}
+    public func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:willEvictFromDiskForKey:)")
+    }
     /// Does nothing.
-    public func cacheWillClearDisk(_ cache: Cache<Value>) {}
+    public func cacheWillClearDisk(_ cache: Cache<Value>) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cacheWillClearDisk(_:)")
+    }
     /// Does nothing.
-    public func cache(_ cache: Cache<Value>, didFailToStoreValueForKey key: String, error: any Error) {}
+    public func cache(_ cache: Cache<Value>, didFailToStoreValueForKey key: String, error: any Error) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:didFailToStoreValueForKey:error:)")
+    }
+}
+
+/// Logs, once per delegate type and method, that a delegate left a callback to its default
+/// implementation: the way to notice a method whose name misses the requirement's, which compiles
+/// as an unrelated method and is never called.
+enum DefaultDelegateMethods {
+    /// The delegate types and methods already logged, as "type method".
+    private static let logged = Locked(Set<String>())
+
+    /// Logs at level `debug`, the first time for this delegate's type and this method, that the
+    /// default implementation of `method` ran; does nothing while no one listens to the logger.
+    static func noteUse(by delegate: AnyObject, of method: String) {
+        guard HoardLogger.output != nil else { return }
+        let type = String(reflecting: Swift.type(of: delegate))
+        guard logged.withLock({ $0.insert("\(type) \(method)").inserted }) else { return }
+        HoardLogger.log(
+            .debug,
+            "delegate \(type) does not implement \(method): the default implementation ran, which does nothing"
+        )
+    }
 }

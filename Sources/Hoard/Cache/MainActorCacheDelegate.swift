@@ -21,7 +21,8 @@ import Dispatch
 /// the call that caused it has returned (unlike a ``CacheDelegate``'s memory evictions, which arrive
 /// before). The cache keeps the forwarding alive and holds the delegate weakly. A fetch failure is
 /// reported, but a main-actor delegate cannot supply a fallback value: use a ``CacheDelegate`` for
-/// that. Every method has a default implementation that does nothing.
+/// that. Every method has a default implementation that does nothing but log, once per delegate
+/// type and at level `debug`, that it ran (see ``CacheDelegate`` for why).
 @MainActor
 public protocol MainActorCacheDelegate<Value>: AnyObject {
     /// The type of the cache's values.
@@ -43,17 +44,29 @@ public protocol MainActorCacheDelegate<Value>: AnyObject {
 
 extension MainActorCacheDelegate {
     /// Does nothing.
-    public func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String) {}
+    public func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:willEvictFromMemory:forKey:)")
+    }
     /// Does nothing.
-    public func cacheWillClearMemory(_ cache: Cache<Value>) {}
+    public func cacheWillClearMemory(_ cache: Cache<Value>) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cacheWillClearMemory(_:)")
+    }
     /// Does nothing.
-    public func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String) {}
+    public func cache(_ cache: Cache<Value>, willEvictFromDiskForKey key: String) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:willEvictFromDiskForKey:)")
+    }
     /// Does nothing.
-    public func cacheWillClearDisk(_ cache: Cache<Value>) {}
+    public func cacheWillClearDisk(_ cache: Cache<Value>) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cacheWillClearDisk(_:)")
+    }
     /// Does nothing.
-    public func cache(_ cache: Cache<Value>, didFailToStoreValueForKey key: String, error: any Error) {}
+    public func cache(_ cache: Cache<Value>, didFailToStoreValueForKey key: String, error: any Error) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:didFailToStoreValueForKey:error:)")
+    }
     /// Does nothing.
-    public func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) {}
+    public func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) {
+        DefaultDelegateMethods.noteUse(by: self, of: "cache(_:didFailToFetchForKey:error:)")
+    }
 }
 
 /// A ``CacheDelegate`` that forwards every notification to a ``MainActorCacheDelegate`` on the

@@ -7,12 +7,12 @@ import Testing
 /// window it chooses.
 @Suite struct ShardedWindowTests {
     /// Each shard's window share and admission mode.
-    private static func windows(of store: MemoryStore<Int, Int>) -> [(share: Double, admitsAll: Bool)] {
+    private static func windows(of store: MemoryStore<StableKey, Int>) -> [(share: Double, admitsAll: Bool)] {
         (0..<store.shardCount).map { index in store.withShard(index) { $0.index.admission.window } }
     }
 
     @Test func onlyTheFirstShardRunsExperts() {
-        let sharded = MemoryStore<Int, Int>(capacity: 40_000, policy: .wTinyLFU)
+        let sharded = MemoryStore<StableKey, Int>(capacity: 40_000, policy: .wTinyLFU)
         #expect(sharded.shardCount == 4)
         let active = (0..<sharded.shardCount).map { index in
             sharded.withShard(index) { $0.index.admission.experts.isActive }
@@ -22,26 +22,26 @@ import Testing
         sharded.withShard(1) { shard in
             #expect((0..<100_000).allSatisfy { !shard.index.admission.experts.samples(UInt64($0) << 24) })
         }
-        let single = MemoryStore<Int, Int>(capacity: 10_000, policy: .wTinyLFU)
+        let single = MemoryStore<StableKey, Int>(capacity: 10_000, policy: .wTinyLFU)
         #expect(single.withShard(0) { $0.index.admission.experts.isActive })
     }
 
     @Test func theOtherShardsTakeTheWindowTheFirstChose() {
-        let store = MemoryStore<Int, Int>(capacity: 40_000, policy: .wTinyLFU)
+        let store = MemoryStore<StableKey, Int>(capacity: 40_000, policy: .wTinyLFU)
         let initial = Self.windows(of: store)
         #expect(initial.allSatisfy { abs($0.share - AdmissionState.initialWindowShare) < 0.001 && !$0.admitsAll })
         // As if the climber had chosen a 40 % window.
         store.withShard(0) { $0.index.admission.adoptWindow(share: 0.4, admitsAll: false) }
         var key = 0
         // Enough sets for the first shard to publish and every other to look, twice over.
-        while key < 4 * MemoryStore<Int, Int>.setsPerWindowSync * store.shardCount {
+        while key < 4 * MemoryStore<StableKey, Int>.setsPerWindowSync * store.shardCount {
             store.set(key, forKey: key)
             key += 1
         }
         #expect(Self.windows(of: store).allSatisfy { abs($0.share - 0.4) < 0.001 && !$0.admitsAll })
         // Admitting everything travels too, and a full store keeps its limits meanwhile.
         store.withShard(0) { $0.index.admission.adoptWindow(share: 0.3, admitsAll: true) }
-        for _ in 0..<(40_000 + 4 * MemoryStore<Int, Int>.setsPerWindowSync * store.shardCount) {
+        for _ in 0..<(40_000 + 4 * MemoryStore<StableKey, Int>.setsPerWindowSync * store.shardCount) {
             store.set(key, forKey: key)
             key += 1
         }
@@ -53,7 +53,7 @@ import Testing
     @Test func aRecencyWorkloadGrowsTheWindowOfEveryShard() {
         // Each request is the key of one of the last 8 000 requests or a new one: LRU's workload, in a
         // store of 16 384 entries (two shards). The climber starts at a 1 % window.
-        let store = MemoryStore<Int, Int>(capacity: 16_384, policy: .wTinyLFU)
+        let store = MemoryStore<StableKey, Int>(capacity: 16_384, policy: .wTinyLFU)
         #expect(store.shardCount == 2)
         var generator = SplitMix64(seed: 5)
         var next = 0

@@ -182,8 +182,10 @@ import Testing
 
     @Test func hitsOfKeysOutOfTheSampleNeverReachTheExperts() {
         // 1 key in 32 is sampled at this size.
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 100_000)
-        func isSampled(_ key: Int) -> Bool { index.admission.experts.samples(FrequencySketch.spread(key.hashValue)) }
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: 100_000)
+        func isSampled(_ key: Int) -> Bool {
+            index.admission.experts.samples(FrequencySketch.spread(StableKey(key).hashValue))
+        }
         let outside = (0..<1_000).filter { !isSampled($0) }
         let inside = (0..<1_000).filter(isSampled)
         #expect(!outside.isEmpty && !inside.isEmpty)
@@ -200,29 +202,29 @@ import Testing
 
     @Test func candidatesThatWinTheirDuelsAreEvictedAfterProbationAndRestoredInOrder() {
         let capacity = 10
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         index.admission.setWindowSize(5)
         // Five probation entries seen once, then five window entries the sketch thinks popular.
         for key in 0..<10 { index.upsert(key, forKey: key) }
         #expect(index.admission.windowCount == 5)
-        for key in 5..<10 { index.admission.sketch.raise(FrequencySketch.spread(key.hashValue), to: 9) }
+        for key in 5..<10 { index.admission.sketch.raise(FrequencySketch.spread(StableKey(key).hashValue), to: 9) }
         let order = index.entriesInEvictionOrder.map(\.key)
         // The first candidate beats probation's oldest and moves behind probation's own entries; the
         // window, now under its target, gives up no other until main is empty.
         #expect(order == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
         #expect(index.victim(excluding: 0) == 1)
-        var restored = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var restored = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         for entry in index.entriesInEvictionOrder {
             restored.append(entry.payload, forKey: entry.key, count: entry.count)
         }
-        var popped: [Int] = []
+        var popped: [StableKey] = []
         while let victim = index.popVictim() {
             popped.append(victim.key)
             index.checkInvariants()
         }
         #expect(popped == order)
         #expect(restored.entriesInEvictionOrder.map(\.key) == order)
-        var restoredPops: [Int] = []
+        var restoredPops: [StableKey] = []
         while let victim = restored.popVictim() { restoredPops.append(victim.key) }
         #expect(restoredPops == order)
     }
@@ -231,8 +233,8 @@ import Testing
         let zipf = ZipfSampler(keys: 5_000, exponent: 0.8)
         var generator = SplitMix64(seed: 77)
         let trace = (0..<50_000).map { _ in zipf.next(using: &generator) }
-        func run() -> (order: [Int], window: Int, decisions: Int) {
-            var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 300)
+        func run() -> (order: [StableKey], window: Int, decisions: Int) {
+            var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: 300)
             for key in trace where index.access(key) == nil {
                 if index.count >= 300 { _ = index.popVictim() }
                 index.upsert(key, forKey: key)

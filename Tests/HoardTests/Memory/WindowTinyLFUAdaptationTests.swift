@@ -9,7 +9,7 @@ import Testing
 @Suite struct WindowTinyLFUAdaptationTests {
     /// Replays `trace` the way a cache does (get, and set on a miss after making room); returns
     /// whether each request hit.
-    private static func replay(_ trace: [Int], on index: inout EvictionIndex<Int, Int>, capacity: Int) -> [Bool] {
+    private static func replay(_ trace: [Int], on index: inout EvictionIndex<StableKey, Int>, capacity: Int) -> [Bool] {
         trace.map { key in
             if index.access(key) != nil { return true }
             if index.count >= capacity { _ = index.popVictim() }
@@ -54,8 +54,8 @@ import Testing
         // 220 keys in a loop through a cache of 200: LRU always evicts the key needed next.
         let capacity = 200
         let trace = (0..<44_000).map { $0 % 220 }
-        var adaptive = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
-        var lru = EvictionIndex<Int, Int>(policy: .lru, capacity: capacity)
+        var adaptive = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
+        var lru = EvictionIndex<StableKey, Int>(policy: .lru, capacity: capacity)
         let adaptiveHits = Self.replay(trace, on: &adaptive, capacity: capacity)
         let lruHits = Self.replay(trace, on: &lru, capacity: capacity)
         let late = 22_000..<44_000
@@ -68,8 +68,8 @@ import Testing
 
     @Test func aScanDoesNotFlushAHotZipfSet() {
         let capacity = 300
-        var adaptive = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
-        var lru = EvictionIndex<Int, Int>(policy: .lru, capacity: capacity)
+        var adaptive = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
+        var lru = EvictionIndex<StableKey, Int>(policy: .lru, capacity: capacity)
         let warm = Self.zipf(keys: 3_000, exponent: 1.0, count: 60_000, base: 0, seed: 31)
         _ = Self.replay(warm, on: &adaptive, capacity: capacity)
         _ = Self.replay(warm, on: &lru, capacity: capacity)
@@ -90,8 +90,8 @@ import Testing
         let capacity = 500
         let frequency = Self.zipf(keys: 10_000, exponent: 0.9, count: 60_000, base: 0, seed: 41)
         let recency = Self.sliding(count: 60_000, meanDistance: 400, newKeyEvery: 4, base: 1_000_000, seed: 42)
-        var adaptive = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
-        var lru = EvictionIndex<Int, Int>(policy: .lru, capacity: capacity)
+        var adaptive = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
+        var lru = EvictionIndex<StableKey, Int>(policy: .lru, capacity: capacity)
         let first = Self.replay(frequency, on: &adaptive, capacity: capacity)
         let frequencyWindow = adaptive.admission.windowTarget
         let all = first + Self.replay(recency, on: &adaptive, capacity: capacity)
@@ -111,8 +111,8 @@ import Testing
         let capacity = 500
         let recency = Self.sliding(count: 60_000, meanDistance: 400, newKeyEvery: 4, base: 1_000_000, seed: 52)
         let frequency = Self.zipf(keys: 10_000, exponent: 0.9, count: 120_000, base: 0, seed: 51)
-        var adaptive = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
-        var lru = EvictionIndex<Int, Int>(policy: .lru, capacity: capacity)
+        var adaptive = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
+        var lru = EvictionIndex<StableKey, Int>(policy: .lru, capacity: capacity)
         let first = Self.replay(recency, on: &adaptive, capacity: capacity)
         let recencyWindow = adaptive.admission.windowTarget
         let all = first + Self.replay(frequency, on: &adaptive, capacity: capacity)

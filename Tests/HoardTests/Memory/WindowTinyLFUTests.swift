@@ -6,16 +6,16 @@ import Testing
 
 @Suite struct WindowTinyLFUTests {
     /// Sets `key` the way a cache does on a miss: make room among the stored entries, then insert.
-    private func setAsCache(_ index: inout EvictionIndex<Int, Int>, _ key: Int, capacity: Int) -> Int? {
+    private func setAsCache(_ index: inout EvictionIndex<StableKey, Int>, _ key: Int, capacity: Int) -> Int? {
         var evicted: Int?
-        if !index.contains(key) && index.count >= capacity { evicted = index.popVictim()?.key }
+        if !index.contains(key) && index.count >= capacity { evicted = index.popVictim()?.key.raw }
         index.upsert(key, forKey: key)
         return evicted
     }
 
     /// Reads `key`, storing it on a miss; returns whether it hit.
     @discardableResult
-    private func request(_ index: inout EvictionIndex<Int, Int>, _ key: Int, capacity: Int) -> Bool {
+    private func request(_ index: inout EvictionIndex<StableKey, Int>, _ key: Int, capacity: Int) -> Bool {
         if index.access(key) != nil { return true }
         _ = setAsCache(&index, key, capacity: capacity)
         return false
@@ -23,7 +23,7 @@ import Testing
 
     @Test(arguments: [1, 2, 7, 64])
     func randomOperationsKeepTheInvariantsAndTheCountLimit(capacity: Int) {
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         var generator = SplitMix64(seed: UInt64(capacity))
         for step in 0..<30_000 {
             // Skewed keys: a few hot ones, many cold ones.
@@ -48,13 +48,13 @@ import Testing
 
     @Test func hitsPromoteWithoutDemotingAndTheNextInsertsStepProtectedDown() {
         let capacity = 1_000
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         for key in 0..<capacity { index.upsert(key, forKey: key) }
         let target = index.admission.protectedTarget
         #expect(index.admission.protectedCount == 0 && target > 0)
         // Every probation entry read once: all join protected, past its target.
         let probation = (0..<capacity).filter { key in
-            index.slot(for: key, hash: key.hashValue).map { index.links[Int($0)].list } == 1
+            index.slot(for: StableKey(key), hash: StableKey(key).hashValue).map { index.links[Int($0)].list } == 1
         }
         for key in probation { _ = index.access(key) }
         let promoted = index.admission.protectedCount
@@ -74,14 +74,14 @@ import Testing
     }
 
     @Test func theEvictionOrderIsTheOrderOfSuccessivePops() {
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: 50)
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: 50)
         var generator = SplitMix64(seed: 3)
         for _ in 0..<5_000 { request(&index, Int(generator.next() % 120), capacity: 50) }
         let order = index.entriesInEvictionOrder.map(\.key)
         #expect(order.count == 50)
         #expect(index.victim(excluding: order[0]) == order[1])
         #expect(index.victim(excluding: order[1]) == order[0])
-        var popped: [Int] = []
+        var popped: [StableKey] = []
         while let victim = index.popVictim() { popped.append(victim.key) }
         #expect(popped == order)
         index.checkInvariants()
@@ -90,8 +90,8 @@ import Testing
     @Test func aScanOfOneShotKeysDoesNotFlushTheFrequentlyUsedSet() {
         let capacity = 100
         let hot = Array(0..<60)
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
-        var lru = EvictionIndex<Int, Int>(policy: .lru, capacity: capacity)
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
+        var lru = EvictionIndex<StableKey, Int>(policy: .lru, capacity: capacity)
         for _ in 0..<20 {
             for key in hot {
                 request(&index, key, capacity: capacity)
@@ -111,7 +111,7 @@ import Testing
 
     @Test func aHotSetThatMovesIsFollowed() {
         let capacity = 100
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         var generator = SplitMix64(seed: 9)
         // Each phase: 60 hot keys, most requests, plus noise over a large cold range.
         func phase(_ hot: Range<Int>, rounds: Int) -> Double {
@@ -136,15 +136,15 @@ import Testing
     }
 
     @Test func theStoreKeepsTheNewValueAndItsLimitsWithCosts() {
-        let store = MemoryStore<Int, Int>(capacity: 40, policy: .wTinyLFU)
+        let store = MemoryStore<StableKey, Int>(capacity: 40, policy: .wTinyLFU)
         var generator = SplitMix64(seed: 4)
         for _ in 0..<20_000 {
             let key = Int(generator.next() % 3 == 0 ? generator.next() % 10 : generator.next() % 500)
             if store.value(forKey: key) == nil {
                 let cost = Int(generator.next() % 9)
-                let result = store.set(key, forKey: key, cost: cost, costLimit: 100)
+                let result = store.set(key, forKey: StableKey(key), cost: cost, costLimit: 100)
                 #expect(result.isKept)
-                #expect(!result.evicted.contains { $0.key == key })
+                #expect(!result.evicted.contains { $0.key.raw == key })
                 #expect(store.contains(key))
             }
             #expect(store.count <= 40)
@@ -154,13 +154,13 @@ import Testing
     }
 
     @Test func theMemoryStoreEvictsAmongTheStoredEntries() {
-        let store = MemoryStore<Int, Int>(capacity: 10, policy: .wTinyLFU)
+        let store = MemoryStore<StableKey, Int>(capacity: 10, policy: .wTinyLFU)
         for key in 0..<10 { store.set(key, forKey: key) }
         for _ in 0..<5 { for key in 0..<10 { _ = store.value(forKey: key) } }
         for key in 100..<200 {
             let evicted = store.set(key, forKey: key)
             #expect(evicted != nil)
-            #expect(evicted?.key != key)
+            #expect(evicted?.key.raw != key)
             #expect(store.value(forKey: key) == key)
         }
         #expect(store.count == 10)
@@ -210,7 +210,7 @@ import Testing
         // the window and main only got its leftovers. Start there, on a static trace.
         let capacity = 200
         var generator = SplitMix64(seed: 23)
-        var index = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         index.admission.setWindowSize(Double(capacity))
         for _ in 0..<40_000 {
             let key = generator.next() % 2 == 0 ? Int(generator.next() % 100) : 10_000 + Int(generator.next() % 100_000)
@@ -229,14 +229,14 @@ import Testing
         let capacity = 200
         var generator = SplitMix64(seed: 21)
         // Static: 100 hot keys and cold noise.
-        var steady = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var steady = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         for _ in 0..<40_000 {
             let key = generator.next() % 2 == 0 ? Int(generator.next() % 100) : 10_000 + Int(generator.next() % 100_000)
             request(&steady, key, capacity: capacity)
         }
         #expect(steady.admission.windowTarget <= capacity / 5)
         // Moving: a new set of 150 keys every 1 000 requests, each key used a few times in a row.
-        var moving = EvictionIndex<Int, Int>(policy: .wTinyLFU, capacity: capacity)
+        var moving = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         for step in 0..<40_000 {
             let base = (step / 1_000) * 1_000
             request(&moving, base + Int(generator.next() % 150), capacity: capacity)
@@ -257,7 +257,7 @@ import Testing
         var generator = SplitMix64(seed: 17)
         let trace = (0..<100_000).map { _ in zipf.next(using: &generator) }
         func hitRate(_ policy: EvictionPolicy) -> Double {
-            var index = EvictionIndex<Int, Int>(policy: policy, capacity: capacity)
+            var index = EvictionIndex<StableKey, Int>(policy: policy, capacity: capacity)
             let hits = trace.reduce(0) { $0 + (request(&index, $1, capacity: capacity) ? 1 : 0) }
             return Double(hits) * 100 / Double(trace.count)
         }
