@@ -13,9 +13,11 @@ import Hoard
 ///     .build()
 /// ```
 ///
-/// Every key is stored as `<namespace>:<key>` (the key's UTF-8 bytes, binary-safe), so levels with
-/// different namespaces on one server never see each other's values, and ``clear()`` removes the
-/// namespace's keys only. Values expire to the millisecond (`SET … PX`).
+/// Every key is stored as `<namespace>:<key>`, so levels with different namespaces on one server
+/// never see each other's values, and ``clear()`` removes the namespace's keys only. The bytes are
+/// the UTF-8 of the namespace's and the key's NFC form (binary-safe): Swift's `==` treats
+/// canonically equivalent spellings (`"caf\u{E9}"` and `"cafe\u{301}"`) as one string, and so does
+/// the level, as the memory and disk levels do. Values expire to the millisecond (`SET … PX`).
 ///
 /// The client is part of the package: RESP3 (`HELLO 3`) with a RESP2 fallback, a small pool of
 /// connections that every caller shares, requests pipelined on each. No call waits longer than the
@@ -74,11 +76,18 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         try configuration.validate()
         self.configuration = configuration
         self.namespace = namespace
-        prefix = Array(namespace.utf8) + [UInt8(ascii: ":")]
+        prefix = Self.prefix(namespace)
         pool = try RedisPool(configuration)
     }
 
-    private func storedKey(_ key: String) -> [UInt8] { prefix + Array(key.utf8) }
+    /// The bytes that begin every key of `namespace` on the server: its canonical form and a colon.
+    static func prefix(_ namespace: String) -> [UInt8] {
+        Array(namespace.canonicalKey.utf8) + [UInt8(ascii: ":")]
+    }
+
+    /// The name of `key` on the server: the prefix and the key's canonical form (NFC), so that every
+    /// spelling Swift's `==` treats as `key` names one server key.
+    func storedKey(_ key: String) -> [UInt8] { prefix + Array(key.canonicalKey.utf8) }
 
     // MARK: - CacheLevel
 
@@ -166,7 +175,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Complexity: One `SCAN` per 1000 keys of the database, one `UNLINK` per page of matches.
     public func removeAll() async throws {
         var pattern: [UInt8] = []
-        for byte in namespace.utf8 {
+        for byte in prefix.dropLast() {
             if byte == UInt8(ascii: "*") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[")
                 || byte == UInt8(ascii: "]") || byte == UInt8(ascii: "\\")
             {

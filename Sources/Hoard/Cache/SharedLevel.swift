@@ -79,9 +79,12 @@ final class SharedLevel: Sendable {
     // MARK: - Reading
 
     /// The bytes stored for `key`: `nil` on a miss, the error when the level failed.
+    ///
+    /// The level is asked for the key's canonical form (`String.canonicalKey`), as every write gives
+    /// it, so that a level that compares bytes sees one key for every spelling `==` treats as one.
     func read(_ key: String) async -> Result<Data?, CacheError> {
         do {
-            return .success(try await level.get(key))
+            return .success(try await level.get(key.canonicalKey))
         } catch let error as CacheError where error.code == .notFound {
             return .success(nil)
         } catch let error as CacheError {
@@ -278,8 +281,10 @@ final class SharedLevel: Sendable {
         return done
     }
 
-    /// Makes one write; runs the serializer, so holds no lock.
+    /// Makes one write, under the key's canonical form (see ``read(_:)``); runs the serializer, so
+    /// holds no lock.
     private func apply(_ operation: Operation, forKey key: String) async -> Result<Void, CacheError> {
+        let levelKey = key.canonicalKey
         do {
             switch operation {
             case .set(let encode, let expiresAt):
@@ -291,12 +296,12 @@ final class SharedLevel: Sendable {
                     return .failure(.serializationFailed(key: key, underlying: error))
                 }
                 if let expiring = level as? any ExpiringCacheLevel<String, Data> {
-                    try await expiring.set(bytes, forKey: key, expiresAt: expiresAt)
+                    try await expiring.set(bytes, forKey: levelKey, expiresAt: expiresAt)
                 } else {
-                    try await level.set(bytes, forKey: key)
+                    try await level.set(bytes, forKey: levelKey)
                 }
             case .remove:
-                try await level.removeValue(forKey: key)
+                try await level.removeValue(forKey: levelKey)
             }
             return .success(())
         } catch let error as CacheError {
