@@ -23,7 +23,10 @@ import Hoard
 /// connections that every caller shares, requests pipelined on each. No call waits longer than the
 /// command timeout: a server that is down, slow or never answers makes a `CacheError` with code
 /// `network`, whose message names the server and the cause. The connections come back by themselves
-/// after a failure, with a capped, jittered exponential backoff.
+/// after a failure, with a capped, jittered exponential backoff. A command whose connection was found
+/// closed (`CLIENT KILL`, the server's idle `timeout`, a proxy, a failover) before any byte of its
+/// reply is sent once more on a fresh connection, within its timeout: every command the level sends
+/// is idempotent. A timeout is not retried.
 ///
 /// Releasing the level closes its connections. Out of scope: TLS, Redis Cluster and Sentinel.
 public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
@@ -96,7 +99,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Throws: `CacheError.notFound` when the server has no value; `CacheError` with code
     ///   `network` when the server cannot be reached or answer in time.
     public func get(_ key: String) async throws -> Data {
-        var command = RESPCommand("GET", arguments: 1)
+        var command = RESPCommand("GET", arguments: 1, isIdempotent: true)
         command.append(storedKey(key))
         switch try await pool.send(command, key: key) {
         case .null: throw CacheError.notFound(key: key)
@@ -137,7 +140,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     }
 
     private func set(_ value: Data, forKey key: String, milliseconds: Int64?) async throws {
-        var command = RESPCommand("SET", arguments: milliseconds == nil ? 2 : 4)
+        var command = RESPCommand("SET", arguments: milliseconds == nil ? 2 : 4, isIdempotent: true)
         command.append(storedKey(key))
         command.append(value)
         if let milliseconds {
@@ -151,7 +154,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError` with code `network` when the server cannot be reached in time.
     public func removeValue(forKey key: String) async throws {
-        var command = RESPCommand("UNLINK", arguments: 1)
+        var command = RESPCommand("UNLINK", arguments: 1, isIdempotent: true)
         command.append(storedKey(key))
         _ = try await pool.send(command, key: key)
     }
@@ -186,7 +189,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         pattern += Array(":*".utf8)
         var cursor = Data("0".utf8)
         repeat {
-            var scan = RESPCommand("SCAN", arguments: 5)
+            var scan = RESPCommand("SCAN", arguments: 5, isIdempotent: true)
             scan.append(cursor)
             scan.append("MATCH")
             scan.append(pattern)
@@ -198,7 +201,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
             else { throw unexpected(reply, "SCAN", nil) }
             let names = keys.compactMap(\.bytes)
             if !names.isEmpty {
-                var unlink = RESPCommand("UNLINK", arguments: names.count)
+                var unlink = RESPCommand("UNLINK", arguments: names.count, isIdempotent: true)
                 for name in names { unlink.append(name) }
                 _ = try await pool.send(unlink, key: nil)
             }
@@ -223,7 +226,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Throws: `CacheError` with code `network`; `CancellationError`.
     public func values(forKeys keys: [String]) async throws -> [Data?] {
         guard !keys.isEmpty else { return [] }
-        var command = RESPCommand("MGET", arguments: keys.count)
+        var command = RESPCommand("MGET", arguments: keys.count, isIdempotent: true)
         for key in keys { command.append(storedKey(key)) }
         let reply = try await pool.send(command, key: keys.count == 1 ? keys[0] : nil)
         guard case .array(let values) = reply, values.count == keys.count else {
@@ -267,7 +270,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError.notFound` when there is no such key; `CacheError` with code `network`.
     public func timeToLive(forKey key: String) async throws -> Duration? {
-        var command = RESPCommand("PTTL", arguments: 1)
+        var command = RESPCommand("PTTL", arguments: 1, isIdempotent: true)
         command.append(storedKey(key))
         let reply = try await pool.send(command, key: key)
         guard case .integer(let milliseconds) = reply else { throw unexpected(reply, "PTTL", key) }
@@ -282,7 +285,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError` with code `network` when it does not, within the command timeout.
     public func ping() async throws {
-        _ = try await pool.send(RESPCommand("PING", []), key: nil)
+        _ = try await pool.send(RESPCommand("PING", [], isIdempotent: true), key: nil)
     }
 
     /// Sends any command (for the tests and the benchmark).
