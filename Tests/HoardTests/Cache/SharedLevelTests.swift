@@ -135,6 +135,7 @@ struct SharedLevelTests {
 
         func set(_ value: Data, forKey key: String) async throws {
             await Task.yield()
+            await Task.yield()
             let sequence = Int(String(decoding: value, as: UTF8.self)) ?? -1
             state.withLock { $0.values[key] = sequence }
         }
@@ -152,10 +153,10 @@ struct SharedLevelTests {
         func onMemoryWarning() {}
     }
 
-    /// Writers set a few keys over and over (each write replacing the one queued before it, or
-    /// waiting behind the one under way), a clearer clears now and then, and flushers check, each
-    /// time a flush returns, that the level holds for every key the value queued last before the
-    /// flush, or a later one (or that a clear asked for since has emptied it).
+    /// Round after round, writers set a few keys (each write replacing the one queued before it, or
+    /// waiting behind the one under way), now and then a clear drops what is queued, and flushers
+    /// check, each time a flush returns, that the level holds for every key the value queued last
+    /// before the flush, or a later one (or that a clear asked for since has emptied it).
     @Test func stressAFlushNeverReturnsBeforeTheWritesQueuedBeforeItLanded() async throws {
         let level = RecordingLevel()
         let shared = SharedLevel(level) { _, _ in }
@@ -163,49 +164,55 @@ struct SharedLevelTests {
         // What was queued, in the order it was queued: the last sequence number set for each key,
         // the number of clears and the sequence number of the last one.
         let queued = Protected((sequence: 0, latest: [String: Int](), clears: 0, lastClear: 0))
-        let operations = 2_000 * StressScale.rounds
         let problems = Protected([String]())
-        await withTaskGroup(of: Void.self) { group in
-            for writer in 0..<6 {
-                group.addTask {
-                    var random = SplitMix64(seed: UInt64(writer + 1))
-                    for _ in 0..<operations {
-                        let key = keys[Int.random(in: 0..<keys.count, using: &random)]
+        let flushes = Counter()
+        for round in 0..<(300 * StressScale.rounds) {
+            await withTaskGroup(of: Void.self) { group in
+                for writer in 0..<4 {
+                    group.addTask {
+                        var random = SplitMix64(seed: UInt64(round * 8 + writer))
+                        for _ in 0..<8 {
+                            let key = keys[Int.random(in: 0..<keys.count, using: &random)]
+                            queued.withLock { queued in
+                                queued.sequence += 1
+                                queued.latest[key] = queued.sequence
+                                shared.enqueue(Self.set(String(queued.sequence)), forKey: key)
+                            }
+                            await Task.yield()
+                        }
+                    }
+                }
+                if round % 10 == 9 {
+                    group.addTask {
+                        await Task.yield()
                         queued.withLock { queued in
                             queued.sequence += 1
-                            queued.latest[key] = queued.sequence
-                            shared.enqueue(Self.set(String(queued.sequence)), forKey: key)
+                            queued.clears += 1
+                            queued.lastClear = queued.sequence
+                            shared.clear()
                         }
-                        if Int.random(in: 0..<8, using: &random) == 0 { await Task.yield() }
                     }
                 }
-            }
-            group.addTask {
-                for _ in 0..<(operations / 200) {
-                    queued.withLock { queued in
-                        queued.sequence += 1
-                        queued.clears += 1
-                        queued.lastClear = queued.sequence
-                        shared.clear()
-                    }
-                    for _ in 0..<50 { await Task.yield() }
-                }
-            }
-            for _ in 0..<3 {
-                group.addTask {
-                    for _ in 0..<(operations / 20) {
-                        let before = queued.withLock { $0 }
-                        await shared.flush()
-                        let (values, clearsMade) = level.state.withLock { ($0.values, $0.clearsMade) }
-                        if clearsMade < before.clears {
-                            problems.withLock { $0.append("\(clearsMade) clears made of \(before.clears)") }
-                        }
-                        // A clear asked for after the flush began may have emptied the level since.
-                        guard clearsMade == before.clears else { continue }
-                        for (key, sequence) in before.latest where sequence > before.lastClear {
-                            if (values[key] ?? -1) < sequence {
-                                problems.withLock {
-                                    $0.append("\(key): \(values[key] ?? -1) after a flush, \(sequence) queued before")
+                for _ in 0..<2 {
+                    group.addTask {
+                        for _ in 0..<3 {
+                            await Task.yield()
+                            let before = queued.withLock { $0 }
+                            await shared.flush()
+                            _ = flushes.increment()
+                            let (values, clearsMade) = level.state.withLock { ($0.values, $0.clearsMade) }
+                            if clearsMade < before.clears {
+                                problems.withLock { $0.append("\(clearsMade) clears made of \(before.clears)") }
+                            }
+                            // A clear asked for after the flush began may have emptied the level since.
+                            guard clearsMade == before.clears else { continue }
+                            for (key, sequence) in before.latest where sequence > before.lastClear {
+                                if (values[key] ?? -1) < sequence {
+                                    problems.withLock {
+                                        $0.append(
+                                            "\(key): \(values[key] ?? -1) after a flush, \(sequence) queued before"
+                                        )
+                                    }
                                 }
                             }
                         }
@@ -214,6 +221,7 @@ struct SharedLevelTests {
             }
         }
         await shared.flush()
+        #expect(flushes.value == 300 * StressScale.rounds * 6)
         let problemList = problems.withLock { $0 }
         #expect(problemList.isEmpty, "\(problemList.count) problems: \(problemList.prefix(5))")
         let latest = queued.withLock { $0 }
