@@ -130,7 +130,7 @@ struct RedisRetryTests {
         // Closed on the retry too: it fails, after exactly one retry.
         let twice = await #expect(throws: CacheError.self) { try await level.get("again") }
         #expect(twice?.message.contains("closed the connection") == true, "\(String(describing: twice))")
-        #expect(script.count("GET") == 4)
+        #expect(script.count("GET") == 4, "HELLO \(script.count("HELLO")), seen \(script.seen.withLock { $0 })")
 
         // A command that is not idempotent is sent once, whatever happens to its connection.
         #expect(await Self.succeeds { try await level.ping() })
