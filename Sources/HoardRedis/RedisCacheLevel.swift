@@ -13,15 +13,20 @@ import Hoard
 ///     .build()
 /// ```
 ///
-/// Every key is stored as `<namespace>:<key>` (the key's UTF-8 bytes, binary-safe), so levels with
-/// different namespaces on one server never see each other's values, and ``clear()`` removes the
-/// namespace's keys only. Values expire to the millisecond (`SET … PX`).
+/// Every key is stored as `<namespace>:<key>`, so levels with different namespaces on one server
+/// never see each other's values, and ``clear()`` removes the namespace's keys only. The bytes are
+/// the UTF-8 of the namespace's and the key's NFC form (binary-safe): Swift's `==` treats
+/// canonically equivalent spellings (`"caf\u{E9}"` and `"cafe\u{301}"`) as one string, and so does
+/// the level, as the memory and disk levels do. Values expire to the millisecond (`SET … PX`).
 ///
 /// The client is part of the package: RESP3 (`HELLO 3`) with a RESP2 fallback, a small pool of
 /// connections that every caller shares, requests pipelined on each. No call waits longer than the
 /// command timeout: a server that is down, slow or never answers makes a `CacheError` with code
 /// `network`, whose message names the server and the cause. The connections come back by themselves
-/// after a failure, with a capped, jittered exponential backoff.
+/// after a failure, with a capped, jittered exponential backoff. A command whose connection was found
+/// closed (`CLIENT KILL`, the server's idle `timeout`, a proxy, a failover) before any byte of its
+/// reply is sent once more on a fresh connection, within its timeout: every command the level sends
+/// is idempotent. A timeout is not retried.
 ///
 /// Releasing the level closes its connections. Out of scope: TLS, Redis Cluster and Sentinel.
 public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
@@ -74,11 +79,18 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         try configuration.validate()
         self.configuration = configuration
         self.namespace = namespace
-        prefix = Array(namespace.utf8) + [UInt8(ascii: ":")]
+        prefix = Self.prefix(namespace)
         pool = try RedisPool(configuration)
     }
 
-    private func storedKey(_ key: String) -> [UInt8] { prefix + Array(key.utf8) }
+    /// The bytes that begin every key of `namespace` on the server: its canonical form and a colon.
+    static func prefix(_ namespace: String) -> [UInt8] {
+        Array(namespace.canonicalKey.utf8) + [UInt8(ascii: ":")]
+    }
+
+    /// The name of `key` on the server: the prefix and the key's canonical form (NFC), so that every
+    /// spelling Swift's `==` treats as `key` names one server key.
+    func storedKey(_ key: String) -> [UInt8] { prefix + Array(key.canonicalKey.utf8) }
 
     // MARK: - CacheLevel
 
@@ -87,7 +99,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Throws: `CacheError.notFound` when the server has no value; `CacheError` with code
     ///   `network` when the server cannot be reached or answer in time.
     public func get(_ key: String) async throws -> Data {
-        var command = RESPCommand("GET", arguments: 1)
+        var command = RESPCommand("GET", arguments: 1, isIdempotent: true)
         command.append(storedKey(key))
         switch try await pool.send(command, key: key) {
         case .null: throw CacheError.notFound(key: key)
@@ -132,7 +144,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     }
 
     private func set(_ value: Data, forKey key: String, milliseconds: Int64?) async throws {
-        var command = RESPCommand("SET", arguments: milliseconds == nil ? 2 : 4)
+        var command = RESPCommand("SET", arguments: milliseconds == nil ? 2 : 4, isIdempotent: true)
         command.append(storedKey(key))
         command.append(value)
         if let milliseconds {
@@ -146,7 +158,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError` with code `network` when the server cannot be reached in time.
     public func removeValue(forKey key: String) async throws {
-        var command = RESPCommand("UNLINK", arguments: 1)
+        var command = RESPCommand("UNLINK", arguments: 1, isIdempotent: true)
         command.append(storedKey(key))
         _ = try await pool.send(command, key: key)
     }
@@ -170,7 +182,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Complexity: One `SCAN` per 1000 keys of the database, one `UNLINK` per page of matches.
     public func removeAll() async throws {
         var pattern: [UInt8] = []
-        for byte in namespace.utf8 {
+        for byte in prefix.dropLast() {
             if byte == UInt8(ascii: "*") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[")
                 || byte == UInt8(ascii: "]") || byte == UInt8(ascii: "\\")
             {
@@ -181,7 +193,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         pattern += Array(":*".utf8)
         var cursor = Data("0".utf8)
         repeat {
-            var scan = RESPCommand("SCAN", arguments: 5)
+            var scan = RESPCommand("SCAN", arguments: 5, isIdempotent: true)
             scan.append(cursor)
             scan.append("MATCH")
             scan.append(pattern)
@@ -193,7 +205,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
             else { throw unexpected(reply, "SCAN", nil) }
             let names = keys.compactMap(\.bytes)
             if !names.isEmpty {
-                var unlink = RESPCommand("UNLINK", arguments: names.count)
+                var unlink = RESPCommand("UNLINK", arguments: names.count, isIdempotent: true)
                 for name in names { unlink.append(name) }
                 _ = try await pool.send(unlink, key: nil)
             }
@@ -218,7 +230,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Throws: `CacheError` with code `network`; `CancellationError`.
     public func values(forKeys keys: [String]) async throws -> [Data?] {
         guard !keys.isEmpty else { return [] }
-        var command = RESPCommand("MGET", arguments: keys.count)
+        var command = RESPCommand("MGET", arguments: keys.count, isIdempotent: true)
         for key in keys { command.append(storedKey(key)) }
         let reply = try await pool.send(command, key: keys.count == 1 ? keys[0] : nil)
         guard case .array(let values) = reply, values.count == keys.count else {
@@ -262,7 +274,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError.notFound` when there is no such key; `CacheError` with code `network`.
     public func timeToLive(forKey key: String) async throws -> Duration? {
-        var command = RESPCommand("PTTL", arguments: 1)
+        var command = RESPCommand("PTTL", arguments: 1, isIdempotent: true)
         command.append(storedKey(key))
         let reply = try await pool.send(command, key: key)
         guard case .integer(let milliseconds) = reply else { throw unexpected(reply, "PTTL", key) }
@@ -277,7 +289,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError` with code `network` when it does not, within the command timeout.
     public func ping() async throws {
-        _ = try await pool.send(RESPCommand("PING", []), key: nil)
+        _ = try await pool.send(RESPCommand("PING", [], isIdempotent: true), key: nil)
     }
 
     /// Sends any command (for the tests and the benchmark).

@@ -55,6 +55,11 @@ extension Cache {
     /// Waits until every set and removal made before the call is on disk, and the eviction order is
     /// saved.
     ///
+    /// With a shared level (``CacheBuilder/sharedLevel(_:)``), it also waits until the level has
+    /// acknowledged every write, removal and clear made before the call: each key there holds the
+    /// state it had in this cache when `flush()` was called, or a later one, even when a later set
+    /// replaced a queued write or a clear dropped it.
+    ///
     /// Files are written without `fsync`: they survive the process being killed, and a power loss
     /// can lose the last writes but never tear one (a torn file fails its checksum and is a miss).
     public func flush() async {

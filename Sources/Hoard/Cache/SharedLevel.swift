@@ -21,6 +21,11 @@ public protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
 /// finishes first, and what is queued after it waits for it. ``flush()`` waits for every write (and
 /// clear) queued before it. A failed write is counted and reported, never retried: the shared level
 /// is a cache too.
+///
+/// Each queued change holds a ticket (its generation) in `outstanding` until the change that settles
+/// it has been made: its own write, the later write of the key that replaced it before it was
+/// taken, or the clear that dropped it. A flush waits for every ticket up to its own generation, so
+/// it never returns while the level may lack the state a key had when it was called.
 @usableFromInline
 final class SharedLevel: Sendable {
     /// One queued change.
@@ -36,9 +41,20 @@ final class SharedLevel: Sendable {
     typealias Completion = @Sendable (Result<Void, CacheError>) -> Void
 
     private struct Pending: Sendable {
+        /// The ticket: the generation of the first operation of the key this one replaced (or its
+        /// own), held in `outstanding` until this operation is made.
         var generation: UInt64
         var operation: Operation
         /// The saves waiting for this operation, with those of the operations it replaced.
+        var waiters: [Completion] = []
+    }
+
+    /// A clear asked for and not made yet.
+    private struct Clear: Sendable {
+        var generation: UInt64
+        /// The tickets of the operations it dropped, settled once it is made.
+        var dropped: [UInt64] = []
+        /// The saves waiting for the operations it dropped: told once it is made.
         var waiters: [Completion] = []
     }
 
@@ -49,10 +65,11 @@ final class SharedLevel: Sendable {
         var inFlight: Set<String> = []
         var workers = 0
         var generation: UInt64 = 0
-        /// The generations of the clears asked for and not done; writes wait while there is one.
-        var clears: [UInt64] = []
+        /// The clears asked for and not done, in order; writes wait while there is one.
+        var clears: [Clear] = []
         var isClearing = false
-        /// The generations still queued or under way, clears included.
+        /// The tickets of the changes not made yet (queued, under way, or dropped by a clear not made
+        /// yet), clears included.
         var outstanding: Set<UInt64> = []
         /// Each flush, with the generation it waits for.
         var flushes: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
@@ -79,9 +96,12 @@ final class SharedLevel: Sendable {
     // MARK: - Reading
 
     /// The bytes stored for `key`: `nil` on a miss, the error when the level failed.
+    ///
+    /// The level is asked for the key's canonical form (`String.canonicalKey`), as every write gives
+    /// it, so that a level that compares bytes sees one key for every spelling `==` treats as one.
     func read(_ key: String) async -> Result<Data?, CacheError> {
         do {
-            return .success(try await level.get(key))
+            return .success(try await level.get(key.canonicalKey))
         } catch let error as CacheError where error.code == .notFound {
             return .success(nil)
         } catch let error as CacheError {
@@ -127,14 +147,16 @@ final class SharedLevel: Sendable {
             state.generation &+= 1
             var latest = Pending(generation: state.generation, operation: operation)
             if let replaced = state.pending[key] {
-                state.outstanding.remove(replaced.generation)
+                // The replaced operation is settled when this one is made: it keeps its ticket, so
+                // that a flush that waits for it waits for this one.
+                latest.generation = replaced.generation
                 latest.waiters = replaced.waiters
-            } else if !state.inFlight.contains(key) {
-                state.queue.append(key)
+            } else {
+                state.outstanding.insert(state.generation)
+                if !state.inFlight.contains(key) { state.queue.append(key) }
             }
             if let waiter { latest.waiters.append(waiter) }
             state.pending[key] = latest
-            state.outstanding.insert(state.generation)
             return Self.workersToStart(&state)
         }
         startWorkers(starts)
@@ -144,25 +166,33 @@ final class SharedLevel: Sendable {
     ///
     /// Returns at once; ``flush()`` waits for the clear.
     func clear() {
-        let (dropped, startsClear, due) = state.withLock { state -> ([Pending], Bool, [String]) in
+        let (startsClear, due) = state.withLock { state -> (Bool, [String]) in
             let due = state.deferredInvalidations.subtracting(state.inFlight)
             state.deferredInvalidations.subtract(due)
             state.generation &+= 1
-            for pending in state.pending.values { state.outstanding.remove(pending.generation) }
-            defer { state.pending = [:] }
+            // The dropped operations are settled by the clear: their tickets stay outstanding, and
+            // their saves wait, until it is made (the key's latest state, none, is what the level
+            // gets then).
+            var clear = Clear(generation: state.generation)
+            for pending in state.pending.values {
+                clear.dropped.append(pending.generation)
+                clear.waiters += pending.waiters
+            }
+            state.pending = [:]
             state.queue = []
-            state.clears.append(state.generation)
+            state.clears.append(clear)
             state.outstanding.insert(state.generation)
             defer { state.isClearing = true }
-            return (Array(state.pending.values), !state.isClearing, due.isEmpty ? [] : Array(due))
+            return (!state.isClearing, due.isEmpty ? [] : Array(due))
         }
         if !due.isEmpty, let handler = state.withLock({ $0.invalidationHandler }) {
             for key in due { handler(key) }
         }
-        // A save the clear overtook returns: the key's latest state (none) is what the level gets.
-        for waiter in dropped.flatMap(\.waiters) { waiter(.success(())) }
         if startsClear { FetchTask.run { [self] in await runClears() } }
     }
+
+    /// How many ``flush()`` calls wait, for the tests.
+    var waitingFlushCount: Int { state.withLock { $0.flushes.count } }
 
     /// Waits until every write and clear queued before the call has been made (or has failed).
     func flush() async {
@@ -249,16 +279,23 @@ final class SharedLevel: Sendable {
                 }
                 if isIdle { continuation.resume() }
             }
-            let through = state.withLock { $0.clears.last ?? 0 }
+            let through = state.withLock { $0.clears.last?.generation ?? 0 }
             await level.clear()
-            let (starts, resumed, isDone) = state.withLock {
-                state -> (Int, [CheckedContinuation<Void, Never>], Bool) in
-                for clear in state.clears where clear <= through { state.outstanding.remove(clear) }
-                state.clears.removeAll { $0 <= through }
-                guard state.clears.isEmpty else { return (0, [], false) }
+            let (starts, resumed, waiters, isDone) = state.withLock {
+                state -> (Int, [CheckedContinuation<Void, Never>], [Completion], Bool) in
+                var waiters: [Completion] = []
+                for clear in state.clears where clear.generation <= through {
+                    state.outstanding.remove(clear.generation)
+                    state.outstanding.subtract(clear.dropped)
+                    waiters += clear.waiters
+                }
+                state.clears.removeAll { $0.generation <= through }
+                let resumed = Self.takeDoneFlushes(&state)
+                guard state.clears.isEmpty else { return (0, resumed, waiters, false) }
                 state.isClearing = false
-                return (Self.workersToStart(&state), Self.takeDoneFlushes(&state), true)
+                return (Self.workersToStart(&state), resumed, waiters, true)
             }
+            for waiter in waiters { waiter(.success(())) }
             for continuation in resumed { continuation.resume() }
             startWorkers(starts)
             if isDone { return }
@@ -278,8 +315,10 @@ final class SharedLevel: Sendable {
         return done
     }
 
-    /// Makes one write; runs the serializer, so holds no lock.
+    /// Makes one write, under the key's canonical form (see ``read(_:)``); runs the serializer, so
+    /// holds no lock.
     private func apply(_ operation: Operation, forKey key: String) async -> Result<Void, CacheError> {
+        let levelKey = key.canonicalKey
         do {
             switch operation {
             case .set(let encode, let expiresAt):
@@ -291,12 +330,12 @@ final class SharedLevel: Sendable {
                     return .failure(.serializationFailed(key: key, underlying: error))
                 }
                 if let expiring = level as? any ExpiringCacheLevel<String, Data> {
-                    try await expiring.set(bytes, forKey: key, expiresAt: expiresAt)
+                    try await expiring.set(bytes, forKey: levelKey, expiresAt: expiresAt)
                 } else {
-                    try await level.set(bytes, forKey: key)
+                    try await level.set(bytes, forKey: levelKey)
                 }
             case .remove:
-                try await level.removeValue(forKey: key)
+                try await level.removeValue(forKey: levelKey)
             }
             return .success(())
         } catch let error as CacheError {

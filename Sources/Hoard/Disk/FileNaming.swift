@@ -4,10 +4,10 @@ import Foundation
 /// names its file.
 ///
 /// Swift compares strings by canonical equivalence (`"\u{E9}" == "e\u{301}"`), and so does the memory
-/// level. Their UTF-8 bytes differ, so the disk level hashes the NFC form: both spellings name one
-/// file, and memory and disk agree about what one key is. The file name is 64 lowercase hex digits,
-/// whatever the key holds (`/`, `..`, NUL, 10 000 characters), so no key can name a path outside its
-/// container.
+/// level. Their UTF-8 bytes differ, so the disk level hashes the NFC form (`String.canonicalKey`,
+/// which the shared level's Redis keys use too): both spellings name one file, and every level agrees
+/// about what one key is. The file name is 64 lowercase hex digits, whatever the key holds (`/`, `..`,
+/// NUL, 10 000 characters), so no key can name a path outside its container.
 @usableFromInline
 struct DiskKey: Sendable {
     /// The key as the caller spelled it; stored in the entry so that keys can be listed.
@@ -15,20 +15,12 @@ struct DiskKey: Sendable {
     /// The SHA-256 of the key's NFC form.
     let digest: SHA256Digest
 
-    /// Hashes `key`; ASCII keys skip normalization, since they are already in NFC.
+    /// Hashes `key`'s canonical form (`String.canonicalKey`, the one the shared level's keys
+    /// use too); ASCII keys skip normalization, since they are already in NFC.
     @usableFromInline
     init(_ key: String) {
         string = key
-        var isASCII = true
-        for byte in key.utf8 where byte >= 0x80 {
-            isASCII = false
-            break
-        }
-        if isASCII {
-            digest = SHA256Digest.hash(key.utf8)
-        } else {
-            digest = SHA256Digest.hash(key.precomposedStringWithCanonicalMapping.utf8)
-        }
+        digest = SHA256Digest.hash(key.canonicalKey.utf8)
     }
 
     /// The digest of the key whose UTF-8 bytes are `bytes` (valid UTF-8, as an entry file stores

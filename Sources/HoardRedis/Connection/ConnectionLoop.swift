@@ -48,6 +48,8 @@ final class ConnectionLoop {
         var hasTracked = false
         while !connection.isStopped {
             let failure: RedisFailure
+            // Whether part of the oldest request's reply had arrived when the connection ended.
+            var replyStarted = false
             switch establish() {
             case .failure(let failed):
                 failure = failed
@@ -73,12 +75,15 @@ final class ConnectionLoop {
                 } else {
                     // Requests that queued during the handshake: their bytes go first.
                     failure = serve(socket)
+                    replyStarted = parser.isInsideReply
                 }
                 socket.shutdown()
                 attempt = servedFrom.duration(to: .now) >= Self.stableService ? 0 : attempt + 1
             }
             connection.tracking?.trackingDidFail(failure)
-            connection.failAll(failure)
+            // Idempotent requests with no reply byte yet stay for the next connection, if it was
+            // found closed; a timeout fails them all.
+            connection.failAll(failure, replyStarted: replyStarted)
             if connection.isStopped { break }
             guard attempt > 0 else {
                 // A connection that served a while and broke is retried at once; the next failure waits.
@@ -89,7 +94,9 @@ final class ConnectionLoop {
             HoardLogger.log(.warning, "Redis at \(configuration.server): \(failure.description); retrying")
             let end = ContinuousClock.now + ReconnectBackoff.delay(beforeAttempt: attempt)
             while ContinuousClock.now < end && !connection.isStopped {
-                _ = waitForEvents(on: nil, 0, wake: connection.wake, until: end)
+                // Times out the retries waiting for the next connection when their deadline comes.
+                let (next, _) = connection.expireRequests(now: .now)
+                _ = waitForEvents(on: nil, 0, wake: connection.wake, until: [end, next].compactMap { $0 }.min())
             }
             if connection.setStatus(.connecting) { break }
         }

@@ -6,9 +6,16 @@ import Hoard
 ///
 /// The thread connects, runs the handshake, then serves; when the connection breaks it fails the
 /// requests that were on it (and only those), waits a capped, jittered, exponentially growing delay,
-/// and connects again. While it waits, ``submit(_:)`` refuses requests at once with the last
+/// and connects again. While it waits, ``submit(_:asRetry:)`` refuses requests at once with the last
 /// failure, so a caller never waits on a server that is known to be down. Callers are resumed from
 /// the I/O thread; nothing here blocks a cooperative thread.
+///
+/// A connection found closed (the server, a proxy or a failover closed it: an end of stream, a reset
+/// or a refused send) is not a server known to be down, and an idempotent request gets one more
+/// chance on the fresh connection that follows: the requests on it that had no byte of their reply
+/// yet stay queued for it (``failAll(_:replyStarted:)``), and while it waits to reconnect it takes
+/// an idempotent request the pool found no other connection for. A timeout is never retried (the
+/// server may be stalled), nor a request that is not idempotent.
 final class RedisConnection: Sendable {
     enum Status: Sendable {
         /// Connecting or running the handshake: requests queue and are written once it is done.
@@ -55,11 +62,23 @@ final class RedisConnection: Sendable {
         thread.start()
     }
 
-    /// Queues `request` to be written; `nil` when accepted, else why it was refused.
-    func submit(_ request: RedisRequest) -> RedisFailure? {
+    /// Queues `request` to be written.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - asRetry: Whether a connection that waits to reconnect after it was found closed takes the
+    ///     request as its one retry (``RedisRequest/takeRetry()``), to write once it is connected
+    ///     again, instead of refusing it.
+    /// - Returns: `nil` when the request was accepted, else why it was refused.
+    func submit(_ request: RedisRequest, asRetry: Bool = false) -> RedisFailure? {
         let (refusal, wakes) = shared.withLock { shared -> (RedisFailure?, Bool) in
             switch shared.status {
-            case .down(let failure): return (failure, false)
+            case .down(let failure):
+                // The thread writes what is queued once it is connected again; no wake-up needed.
+                guard asRetry, failure.kind == .connectionLost, request.takeRetry() else { return (failure, false) }
+                shared.queue.append(request)
+                shared.outgoing.append(contentsOf: request.bytes)
+                return (nil, false)
             case .stopped: return (RedisFailure(.closed, "the level was released"), false)
             case .connecting, .ready:
                 shared.queue.append(request)
@@ -97,15 +116,29 @@ final class RedisConnection: Sendable {
         shared.withLock { if case .stopped = $0.status { true } else { false } }
     }
 
-    /// Fails every request accepted so far, written or not.
-    func failAll(_ failure: RedisFailure) {
-        let failed = shared.withLock { shared -> ArraySlice<RedisRequest> in
-            defer {
-                shared.queue = []
-                shared.head = 0
-                shared.outgoing = []
+    /// Fails every request accepted so far, written or not; when the connection was found closed,
+    /// keeps the idempotent ones that had no byte of their reply and were not retried before, to
+    /// write on the next connection (their one retry).
+    ///
+    /// - Parameters:
+    ///   - failure: Why the connection ended.
+    ///   - replyStarted: Whether part of the oldest request's reply had arrived.
+    func failAll(_ failure: RedisFailure, replyStarted: Bool = false) {
+        let failed = shared.withLock { shared -> [RedisRequest] in
+            var failed: [RedisRequest] = []
+            var kept: [RedisRequest] = []
+            for (index, request) in shared.queue[shared.head...].enumerated() {
+                let hasReplyBytes = index == 0 && replyStarted
+                if failure.kind == .connectionLost, !hasReplyBytes, request.takeRetry() {
+                    kept.append(request)
+                } else if !request.isFinished {
+                    failed.append(request)
+                }
             }
-            return shared.queue[shared.head...]
+            shared.queue = kept
+            shared.head = 0
+            shared.outgoing = kept.flatMap(\.bytes)
+            return failed
         }
         for request in failed { request.finish(.failure(failure)) }
     }

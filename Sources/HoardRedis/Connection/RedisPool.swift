@@ -77,6 +77,9 @@ final class RedisPool: Sendable {
         dispatch(request)
     }
 
+    /// Gives `request` to the next connection that accepts it; when every one refuses it, an
+    /// idempotent request goes, as its one retry, to a connection that was found closed and waits to
+    /// connect again.
     private func dispatch(_ request: RedisRequest) {
         let start = next.withLock { next in
             defer { next = next &+ 1 }
@@ -84,10 +87,12 @@ final class RedisPool: Sendable {
         }
         let count = connections.count
         var first: RedisFailure?
-        for step in 0..<count {
-            let index = Int((UInt(bitPattern: start) &+ UInt(step)) % UInt(count))
-            guard let refusal = connections[index].submit(request) else { return }
-            if first == nil { first = refusal }
+        for asRetry in request.isIdempotent ? [false, true] : [false] {
+            for step in 0..<count {
+                let index = Int((UInt(bitPattern: start) &+ UInt(step)) % UInt(count))
+                guard let refusal = connections[index].submit(request, asRetry: asRetry) else { return }
+                if first == nil { first = refusal }
+            }
         }
         request.finish(.failure(first ?? RedisFailure(.closed, "no connection")))
     }

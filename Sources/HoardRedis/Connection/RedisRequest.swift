@@ -7,6 +7,9 @@ import Hoard
 /// at the deadline, the broken connection, or the caller's cancellation. A request finished early
 /// stays in its connection's queue until its reply arrives (and is dropped), so that the replies
 /// behind it still meet their own requests.
+///
+/// An idempotent request may be sent a second time, once (``takeRetry()``), when its connection was
+/// found closed before any byte of its reply came.
 final class RedisRequest: Sendable {
     /// Told the outcome, once, on whichever thread finished the request.
     typealias Completion = @Sendable (Result<RESPValue, RedisFailure>) -> Void
@@ -27,13 +30,28 @@ final class RedisRequest: Sendable {
     let key: String?
     /// When the caller stops waiting.
     let deadline: ContinuousClock.Instant
+    /// Whether the command may be sent twice (``RESPCommand/isIdempotent``).
+    let isIdempotent: Bool
     private let state = Locked(State.idle)
+    /// Whether the request's one retry is taken.
+    private let hasRetried = Locked(false)
 
     init(_ command: RESPCommand, key: String?, deadline: ContinuousClock.Instant) {
         bytes = command.bytes
         name = command.name
+        isIdempotent = command.isIdempotent
         self.key = key
         self.deadline = deadline
+    }
+
+    /// Takes the request's one retry: `true` for an idempotent request still waiting for its outcome
+    /// that was not retried before, and never again after that.
+    func takeRetry() -> Bool {
+        guard isIdempotent, !isFinished else { return false }
+        return hasRetried.withLock { hasRetried in
+            defer { hasRetried = true }
+            return !hasRetried
+        }
     }
 
     /// Whether the request has its outcome already (its reply, if one comes, is dropped).

@@ -12,13 +12,24 @@ import Foundation
 struct RESPCommand: Sendable {
     /// The command's name, as in `GET`, for messages.
     let name: String
+    /// Whether running the command twice leaves the server as running it once does, and answers
+    /// alike (`GET`, `MGET`, `SET … PX`, `UNLINK`, `PTTL`, `SCAN`, `PING`): such a command is sent
+    /// again, once, on a fresh connection when its connection is found closed before any byte of
+    /// its reply (see ``RedisConnection``).
+    let isIdempotent: Bool
     /// The encoded command.
     private(set) var bytes: [UInt8] = []
     private var missing: Int
 
     /// Starts a command named `name` that takes `count` arguments.
-    init(_ name: String, arguments count: Int) {
+    ///
+    /// - Parameters:
+    ///   - name: The command, as in `GET`.
+    ///   - count: How many arguments follow.
+    ///   - isIdempotent: Whether it may be sent twice (see ``isIdempotent``); say so only when it is.
+    init(_ name: String, arguments count: Int, isIdempotent: Bool = false) {
         self.name = name
+        self.isIdempotent = isIdempotent
         missing = count + 1
         bytes.reserveCapacity(32 + name.utf8.count)
         bytes.append(UInt8(ascii: "*"))
@@ -27,8 +38,8 @@ struct RESPCommand: Sendable {
     }
 
     /// Starts a command from its name and string arguments, as in `RESPCommand("PING", [])`.
-    init(_ name: String, _ arguments: [String]) {
-        self.init(name, arguments: arguments.count)
+    init(_ name: String, _ arguments: [String], isIdempotent: Bool = false) {
+        self.init(name, arguments: arguments.count, isIdempotent: isIdempotent)
         for argument in arguments { append(argument.utf8) }
     }
 

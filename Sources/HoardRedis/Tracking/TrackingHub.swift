@@ -60,7 +60,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         var tracking = configuration
         tracking.clientName = (configuration.clientName ?? "hoard") + "-tracking"
         self.configuration = tracking
-        prefix = Array(namespace.utf8) + [UInt8(ascii: ":")]
+        prefix = RedisCacheLevel.prefix(namespace)
         var command = RESPCommand("CLIENT", arguments: 5)
         command.append("TRACKING")
         command.append("ON")
@@ -78,7 +78,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
     static func key(_ configuration: RedisCacheLevel.Configuration, namespace: String) -> String {
         [
             configuration.server, String(configuration.database), configuration.username ?? "",
-            configuration.clientName ?? "", namespace,
+            configuration.clientName ?? "", namespace.canonicalKey,
         ].joined(separator: "\u{0}")
     }
 
@@ -240,6 +240,8 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         case .array(let names):
             var keys: [String] = []
             keys.reserveCapacity(names.count)
+            // Each name is the canonical form of a key (see `RedisCacheLevel.storedKey(_:)`): the
+            // caches match it with `==`, which finds every spelling of it.
             for name in names {
                 guard let bytes = name.bytes, bytes.starts(with: prefix) else { continue }
                 keys.append(String(decoding: bytes.dropFirst(prefix.count), as: UTF8.self))

@@ -28,6 +28,17 @@ final class FakeRedisServer: Sendable {
     ///
     /// For the handshakes that depend on what came before (a first refusal, then a welcome).
     convenience init(respond: @escaping @Sendable (String) -> Data?) throws {
+        try self.init { connection in
+            Self.answer({ text in respond(text).map { ($0, closes: $0.isEmpty) } }, on: connection)
+        }
+    }
+
+    /// Starts listening; each chunk a connection sends is shown to `respond` as text, which answers
+    /// with the bytes to send back, and whether to close the connection once they are sent (`nil`
+    /// sends nothing).
+    ///
+    /// For a reply cut in its middle by a close.
+    convenience init(respondAndClose respond: @escaping @Sendable (String) -> (Data, closes: Bool)?) throws {
         try self.init { connection in Self.answer(respond, on: connection) }
     }
 
@@ -73,20 +84,20 @@ final class FakeRedisServer: Sendable {
         close(descriptor)
     }
 
-    private static func answer(_ respond: @Sendable (String) -> Data?, on connection: Int32) {
+    private static func answer(_ respond: @Sendable (String) -> (Data, closes: Bool)?, on connection: Int32) {
         defer { close(connection) }
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = recv(connection, &buffer, buffer.count, 0)
             guard count > 0 else { return }
-            guard let answer = respond(String(decoding: buffer[..<count], as: UTF8.self)) else { continue }
-            guard !answer.isEmpty else { return }
+            guard let (answer, closes) = respond(String(decoding: buffer[..<count], as: UTF8.self)) else { continue }
             #if canImport(Darwin)
             let flags: Int32 = 0
             #else
             let flags = Int32(MSG_NOSIGNAL)
             #endif
-            _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, flags) }
+            if !answer.isEmpty { _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, flags) } }
+            if closes { return }
         }
     }
 
