@@ -88,7 +88,9 @@ extension DiskStore {
         withExtendedLifetime(released) {}
         switch claim {
         case .open(let store):
-            if mayWaitForClosing && !store.isSameOpening(options) && !store.isInUse {
+            // Never on the store's own writer (a serializer opening its container anew): the store
+            // could not close while its writer waits.
+            if mayWaitForClosing && !store.isSameOpening(options) && !store.isInUse && !store.isRunningOnWriter {
                 // A cache released a moment ago, whose writer still holds its store: another
                 // opening with other settings (a new value type, a new version) waits for it.
                 return .waitForClosing(store.closing.group)

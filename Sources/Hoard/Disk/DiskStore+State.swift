@@ -290,9 +290,14 @@ extension DiskStore {
 
         /// Applies the accesses made before the index loaded, in the order they were made; call it
         /// once the index has loaded.
-        mutating func applyEarlyAccesses() {
-            for digest in earlyAccesses { _ = countAccess(digest) }
+        ///
+        /// - Returns: Whether the writer must be started (to save the index): the caller starts it
+        ///   once the lock is released, or the next change would find it marked running and idle.
+        mutating func applyEarlyAccesses() -> Bool {
+            var startsWriter = false
+            for digest in earlyAccesses where countAccess(digest) { startsWriter = true }
             earlyAccesses = []
+            return startsWriter
         }
 
         /// Counts an access in the loaded index; returns whether the writer must be started to save
@@ -330,20 +335,28 @@ extension DiskStore {
         ///
         /// Writing a snapshot is O(n); appending is O(1): a flush of a large container appends.
         var journalIsLong: Bool {
-            if let byteLimit = options.byteLimit, options.limitsOwnFiles,
-                journal.bytes > Self.journalAllowance(for: byteLimit)
+            if let byteLimit = options.byteLimit, options.limitsOwnFiles, journal.bytes > 0,
+                journal.bytes > Self.journalAllowance(for: byteLimit) || isOverByteLimit(byteLimit)
             {
                 return true
             }
             return journal.records >= indexSaveThreshold || journal.bytes > max(journal.snapshotBytes / 2, 1 << 16)
         }
 
+        /// Whether the container's files, the journal included, take more than `byteLimit`: a
+        /// section that journaled without evicting (removals, refused values) after a snapshot grew
+        /// may leave them so, and folding the journal into a snapshot of the entries held brings
+        /// them back within it (the entries were admitted leaving room for that snapshot).
+        private func isOverByteLimit(_ byteLimit: Int) -> Bool {
+            index.byteCount + fixedFileBytes + journal.snapshotBytes + journal.bytes > byteLimit
+        }
+
         // MARK: The byte budget
 
         /// Under a byte limit, how long the journal may grow before a snapshot replaces it: 1/16 of
-        /// the limit, between 512 bytes and 64 KiB.
+        /// the limit, between 512 bytes (a quarter of a smaller limit) and 64 KiB.
         static func journalAllowance(for byteLimit: Int) -> Int {
-            min(max(byteLimit / 16, 512), 1 << 16)
+            min(max(byteLimit / 16, min(512, byteLimit / 4)), 1 << 16)
         }
 
         /// The bytes the entry files may take while the index holds `count` entries: the byte limit

@@ -214,10 +214,11 @@ final class DiskStore: Sendable {
         }
         // Logged before anyone waiting hears the index is loaded: what the load found is told first.
         messages.flush()
-        withState { state in
+        let startsWriter = withState { state in
             state.isLoaded = true
-            state.applyEarlyAccesses()
+            return state.applyEarlyAccesses()
         }
+        if startsWriter { startWriter() }
         loaded.leave()
     }
 

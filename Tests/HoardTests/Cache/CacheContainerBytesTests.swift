@@ -8,7 +8,7 @@ import Testing
 /// of the container (entries, index and journal, manifest, lock file) whenever `flush()` returns.
 @Suite(.validatesCacheInvariants) struct CacheContainerBytesTests {
     /// The bytes of every regular file in `folder`, its subfolders included.
-    private static func bytesOnDisk(_ folder: URL) -> Int {
+    static func bytesOnDisk(_ folder: URL) -> Int {
         guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { return 0 }
         var total = 0
         for case let file as URL in files {
@@ -67,5 +67,25 @@ import Testing
         await smaller.flush()
         #expect(smaller.diskCount > 0)
         #expect(Self.bytesOnDisk(folder.container()) <= 32 << 10)
+    }
+}
+
+/// Sections that journal without evicting (removals, refused values) after a snapshot grew.
+@Suite(.validatesCacheInvariants) struct CacheContainerBytesJournalOnlyTests {
+    @Test func removalsAndRefusedValuesAfterAFullBudgetStillFitWhenFlushReturns() async throws {
+        let folder = TemporaryDirectory()
+        let budget = 64 << 10
+        let cache = try folder.dataBuilder().maxRamCount(0).maxDiskCount(10_000).maxDiskBytes(budget).build()
+        for index in 0..<200 { cache["\(index)"] = Data(count: 1_000 + index % 7) }
+        await cache.flush()
+        // Each removal of a key that is not on disk journals a record and evicts nothing.
+        for index in 0..<400 { cache.removeValue(forKey: "absent \(index)") }
+        await cache.flush()
+        #expect(CacheContainerBytesTests.bytesOnDisk(folder.container()) <= budget)
+        // A value too large to keep journals a removal of its key too.
+        for index in 0..<50 { cache["huge \(index)"] = Data(count: budget) }
+        await cache.flush()
+        #expect(CacheContainerBytesTests.bytesOnDisk(folder.container()) <= budget)
+        #expect(cache["199"]?.count == 1_000 + 199 % 7)
     }
 }

@@ -95,3 +95,49 @@ import Testing
         #expect(reopened.disk?.keysInEvictionOrder == ["b", "c", "a"])
     }
 }
+
+/// Enough reads before the load to call for an index save: the writer still runs afterwards.
+@Suite struct CacheEarlyReadsSaveTests {
+    @Test func manyReadsBeforeTheLoadLeaveTheWriterRunning() async throws {
+        let folder = TemporaryDirectory()
+        let builder = folder.stringBuilder().maxRamCount(0).maxDiskCount(10)
+        let closing: DispatchGroup
+        do {
+            let cache = try builder.build()
+            closing = try #require(cache.disk).closing.group
+            cache["a"] = "A"
+            await cache.flush()
+        }
+        #expect(await waitUntilClosed(closing))
+        let path = try Directory.create(at: folder.container())
+        let gate = ThreadGate()
+        let started = DispatchSemaphore(value: 0)
+        DiskStore.testHooks.set(
+            { event in
+                guard event == .loadingInBackground else { return }
+                started.signal()
+                gate.wait()
+            },
+            at: path
+        )
+        defer {
+            gate.open()
+            DiskStore.testHooks.set(nil, at: path)
+        }
+        let cache = try builder.build()
+        #expect(await signalled(started, within: 120))
+        // More disk hits than the changes that make the writer save the index.
+        for _ in 0...DiskStore.changesBetweenIndexSaves { #expect(cache["a"] == "A") }
+        gate.open()
+        #expect(await onPlainThread { cache.diskCount } == 1)  // waits for the load
+        // The writer must still take new work: a set lands and a flush returns.
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            cache["b"] = "B"
+            await cache.flush()
+            done.signal()
+        }
+        #expect(await signalled(done, within: 120), "the writer never ran again after the load")
+        #expect(folder.entryFiles().count == 2)
+    }
+}
