@@ -12,7 +12,8 @@ import Musl
 /// chunk a connection sends, the next answer of the script (`nil` closes the connection, at once
 /// when it follows an answer); once the script is played, it reads and never answers.
 ///
-/// Or, made with a responder, the answer it gives to each chunk.
+/// Or, made with a responder, the answer it gives to each chunk; or whatever a connection's server
+/// does with it.
 final class FakeRedisServer: Sendable {
     let port: UInt16
     var url: String { "redis://127.0.0.1:\(port)" }
@@ -40,6 +41,12 @@ final class FakeRedisServer: Sendable {
     /// For a reply cut in its middle by a close.
     convenience init(respondAndClose respond: @escaping @Sendable (String) -> (Data, closes: Bool)?) throws {
         try self.init { connection in Self.answer(respond, on: connection) }
+    }
+
+    /// Starts listening; `serve` has each connection's socket to itself, for a server that answers on
+    /// a schedule of its own (closing the socket is its job).
+    convenience init(serving serve: @escaping @Sendable (Int32) -> Void) throws {
+        try self.init(serve: serve)
     }
 
     private init(serve: @escaping @Sendable (Int32) -> Void) throws {
