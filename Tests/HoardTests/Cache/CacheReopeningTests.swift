@@ -28,14 +28,19 @@ import Testing
         let folder = TemporaryDirectory()
         let serializer = BlockingSerializer()
         weak var closed: DiskStore?
+        weak var released: Cache<String>?
         do {
             let cache = try CacheBuilder<String>(serializer: serializer).containerName("c").directory(folder.url)
                 .maxRamCount(0).build()
             closed = cache.disk
+            released = cache
             cache["k"] = "written under version 0"
             // The writer is held inside the serializer, holding the store.
             #expect(await waitUntil { serializer.started.value == 1 })
         }
+        // The cache is gone (in a loaded run, its last reference may outlive the scope a moment):
+        // only the writer holds the store now.
+        #expect(await waitUntil { released == nil })
         #expect(closed != nil)
         let opened = Protected<Result<Cache<String>, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
