@@ -172,7 +172,9 @@ import Testing
         withExtendedLifetime(delegate) {}
     }
 
-    @Test(arguments: Context.allCases, Call.allCases)
+    /// One case at a time: 150 caches at once, beside the rest of a sanitized run, starved each
+    /// other past the hang guard.
+    @Test(.serialized, arguments: Context.allCases, Call.allCases)
     func aCallFromUserCodeDoesNotHang(context: Context, call: Call) async throws {
         let folder = TemporaryDirectory()
         let probe = Probe(call)
