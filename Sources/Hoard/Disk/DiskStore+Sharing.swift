@@ -68,7 +68,7 @@ extension DiskStore {
 
     /// How long an opening with other settings waits for a store that nobody uses any more to
     /// finish its queued writes and close.
-    static let closingWait = DispatchTimeInterval.seconds(30)
+    static let closingWait = DispatchTimeInterval.seconds(120)
 
     /// What ``shared(at:options:)`` does next.
     private enum Next {

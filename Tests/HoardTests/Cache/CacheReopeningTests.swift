@@ -55,7 +55,7 @@ import Testing
         // The opening waits for the store that nobody uses any more; the held write then lands.
         #expect(!(await signalled(done, within: 0.2)))
         serializer.gate.open()
-        #expect(await signalled(done, within: 120))
+        #expect(await signalled(done, within: 600))
         #expect(closed == nil)
         let cache = try #require(try opened.withLock { $0 }?.get())
         #expect(cache["k"] == nil, "a value written under version 0 is a miss under version 1")

@@ -99,12 +99,14 @@ struct RedisRetryTests {
         }
     }
 
-    private static func level(_ fake: FakeRedisServer, timeout: Duration = .seconds(10)) throws -> RedisCacheLevel {
+    /// A level on the fake server; the default timeout allows for a loaded, sanitized run, where
+    /// every thread can stall for tens of seconds.
+    private static func level(_ fake: FakeRedisServer, timeout: Duration = .seconds(120)) throws -> RedisCacheLevel {
         try RedisCacheLevel(
             url: fake.url,
             namespace: "n",
             poolSize: 1,
-            connectTimeout: .seconds(10),
+            connectTimeout: .seconds(120),
             commandTimeout: timeout
         )
     }

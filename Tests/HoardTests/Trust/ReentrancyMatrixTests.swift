@@ -188,8 +188,9 @@ import Testing
             }
             done.signal()
         }
-        // A hang guard, not a speed limit: a deadlock never signals.
-        #expect(await signalled(done, within: 120), "calling \(call) from \(context) hung")
+        // A hang guard, not a speed limit: a deadlock never signals. Generous, for the minutes a
+        // sanitized run beside the multi-process trials can stall every thread.
+        #expect(await signalled(done, within: 600), "calling \(call) from \(context) hung")
         #expect(failure.withLock { $0 } == nil)
         #expect(probe.hasFired, "\(context) never ran the call")
     }
