@@ -31,6 +31,7 @@ sources=(
     Sources/Hoard/Cache/Expiry.swift
     Sources/Hoard/Support/CRC32.swift
     Sources/Hoard/Support/SHA256.swift
+    Sources/Hoard/Support/CanonicalKey.swift
 )
 out=.build-fuzz
 mkdir -p "$out"
@@ -38,7 +39,7 @@ mkdir -p "$out"
 export SWIFT_BACKTRACE=enable=no
 
 if [ "${1:-}" = "--make-seeds" ]; then
-    swiftc -O -parse-as-library -module-name Seeds "${sources[@]}" Fuzz/MakeSeeds.swift -o "$out/make-seeds"
+    swiftc -O -parse-as-library -package-name hoard -module-name Seeds "${sources[@]}" Fuzz/MakeSeeds.swift -o "$out/make-seeds"
     # Fuzz/corpus/resp is written by hand (short replies, one per file), not by make-seeds.
     rm -rf Fuzz/corpus/entry Fuzz/corpus/index Fuzz/corpus/journal
     "$out/make-seeds" Fuzz/corpus
@@ -52,7 +53,7 @@ for target in entry index journal resp; do
     echo "== fuzz $target ($seconds s)"
     if [ "$target" = resp ]; then target_sources=("${resp_sources[@]}"); else target_sources=("${sources[@]}"); fi
     # The linker's "cannot export local symbol __asan_…" warnings are noise: show the log on failure only.
-    if ! swiftc -sanitize=fuzzer,address -parse-as-library -module-name "${name}" -g \
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -package-name hoard -module-name "${name}" -g \
         "${target_sources[@]}" "Fuzz/$name.swift" -o "$out/$target-fuzzer" >"$out/$target-build.log" 2>&1; then
         grep -v "Cannot export local symbol" "$out/$target-build.log" >&2
         exit 1
