@@ -104,7 +104,7 @@ final class FakeRedisServer: Sendable {
             let flags = Int32(MSG_NOSIGNAL)
             #endif
             if !answer.isEmpty { _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, flags) } }
-            if closes { return }
+            if closes { return endGracefully(connection) }
         }
     }
 
@@ -114,7 +114,7 @@ final class FakeRedisServer: Sendable {
         var step = 0
         while recv(connection, &buffer, buffer.count, 0) > 0 {
             guard step < script.count else { continue }
-            guard let answer = script[step] else { return }
+            guard let answer = script[step] else { return endGracefully(connection) }
             step += 1
             #if canImport(Darwin)
             let flags: Int32 = 0
@@ -123,7 +123,21 @@ final class FakeRedisServer: Sendable {
             #endif
             _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, flags) }
             // A `nil` right after an answer closes the connection at once, cutting what was sent.
-            if step < script.count, script[step] == nil { return }
+            if step < script.count, script[step] == nil { return endGracefully(connection) }
         }
+    }
+
+    /// Ends the connection so that everything sent arrives before the close: a socket closed with
+    /// unread bytes sends a reset, which can discard what was sent but not yet delivered (a loaded
+    /// machine then turns "a reply cut in its middle" into "a connection reset").
+    ///
+    /// Sends the end of the stream, then reads until the client closes (at most 30 s); the caller
+    /// closes the socket.
+    private static func endGracefully(_ connection: Int32) {
+        shutdown(connection, Int32(SHUT_WR))
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while recv(connection, &buffer, buffer.count, 0) > 0 {}
     }
 }
