@@ -8,10 +8,11 @@ extension Cache {
     func apply(_ invalidation: CacheInvalidation) {
         switch invalidation {
         case .keys(let keys):
-            for key in keys { reporter.deliver(engine.invalidate(key, origin: self), from: self) }
+            for key in keys { invalidate(key) }
             reporter.didInvalidate(keys.count)
         case .all(let reason):
             HoardLogger.log(.info, "Coherence: dropping every local copy (\(reason)); reads go to the shared level.")
+            engine.shared?.forgetWrittenBytes()
             dropLocalCopies()
             reporter.didFlushForCoherence()
         case .tracking:
@@ -19,6 +20,41 @@ extension Cache {
             engine.setCoherent(true)
         }
     }
+
+    /// Drops the local copies of `key`, which changed on the shared level, unless the change may be
+    /// the echo of this cache's own last write of it: then the copies stay while ``checkEcho(_:written:)``
+    /// reads the key back.
+    ///
+    /// - Parameters:
+    ///   - key: The key that changed.
+    ///   - mayBeEcho: `false` once the echo check found the server's value differs.
+    func invalidate(_ key: String, mayBeEcho: Bool = true) {
+        let (outcome, echo) = engine.invalidate(key, origin: self, mayBeEcho: mayBeEcho)
+        reporter.deliver(outcome, from: self)
+        if let echo { checkEcho(key, written: echo) }
+    }
+
+    /// Reads `key` back from the shared level after an invalidation that may be the echo of this
+    /// cache's own write of `written`: the copies stay when the server still holds exactly those
+    /// bytes, and go otherwise (another instance wrote or removed the key, the server lost it, or
+    /// the read failed).
+    ///
+    /// An invalidation that comes meanwhile finds no written bytes left and drops the copies at
+    /// once; a copy is never put back, so a change the read missed is never hidden.
+    private func checkEcho(_ key: String, written: Data) {
+        guard let shared = engine.shared else { return }
+        echoChecks.withLock { $0 += 1 }
+        FetchTask.run { [weak self] in
+            let current = await shared.read(key)
+            guard let self else { return }
+            defer { echoChecks.withLock { $0 -= 1 } }
+            if case .success(let bytes?) = current, bytes == written { return }
+            invalidate(key, mayBeEcho: false)
+        }
+    }
+
+    /// How many echo checks are under way, for the tests.
+    var echoChecksUnderWay: Int { echoChecks.withLock { $0 } }
 
     /// Whether the local levels take copies (tracking is confirmed), for the tests.
     var isCoherent: Bool {

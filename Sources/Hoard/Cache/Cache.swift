@@ -38,6 +38,8 @@ public final class Cache<Value: Sendable>: Sendable {
     let flights = SharedFlights<String, Value>()
     /// The subscription to the shared level's invalidations, with ``CacheCoherence/invalidations``.
     let invalidations = Locked<(any InvalidationSubscription)?>(nil)
+    /// How many echo checks (see `checkEcho`) are under way.
+    let echoChecks = Locked(0)
     #if DEBUG
     /// Where this cache reports its invariant violations when released, in tests.
     let registry = CacheRegistry.current
@@ -58,10 +60,7 @@ public final class Cache<Value: Sendable>: Sendable {
         retryBackoff = configuration.retryBackoff
         retryCount = Locked(configuration.maxRetryCount)
         disk?.addObserver(self)
-        shared?.setInvalidationHandler { [weak self] key in
-            guard let self else { return }
-            reporter.deliver(engine.invalidate(key, origin: self), from: self)
-        }
+        shared?.setInvalidationHandler { [weak self] key in self?.invalidate(key) }
     }
 
     deinit {

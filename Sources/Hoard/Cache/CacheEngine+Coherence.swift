@@ -1,3 +1,5 @@
+import Foundation
+
 extension CacheEngine {
     /// Drops the local copies of `key`, which changed on the shared level, under its stripe.
     ///
@@ -5,17 +7,37 @@ extension CacheEngine {
     /// ``store(_:forKey:ifUnchangedSince:origin:whenOnDisk:toShared:whenShared:serialized:)``) does
     /// not install what it read. When this cache's own write of the key is queued or under way, the
     /// local value is newer than the server's: it stays until that write is made, then the shared
-    /// level hands the key back here (``SharedLevel/defersInvalidation(of:)``).
+    /// level hands the key back here (``SharedLevel/defersInvalidation(of:)``). When this cache made
+    /// the key's last write and no invalidation of it came since, this may be that write's echo: the
+    /// copies stay, and the bytes written are returned for the caller to check against the server's.
     ///
-    /// - Returns: What happened: the other caches on the container to tell.
-    func invalidate(_ key: String, origin: (any DiskStoreObserver)?) -> CacheOutcome<Value> {
+    /// - Parameters:
+    ///   - key: The key that changed.
+    ///   - origin: The cache the disk level's peers hear the removal from.
+    ///   - mayBeEcho: Whether the invalidation may be the echo of this cache's own write (`false`
+    ///     once that was checked and found not to be).
+    /// - Returns: What happened: the other caches on the container to tell, and the bytes this
+    ///   cache wrote when the copies stay until the echo is checked.
+    func invalidate(
+        _ key: String,
+        origin: (any DiskStoreObserver)?,
+        mayBeEcho: Bool = true
+    ) -> (outcome: CacheOutcome<Value>, echo: Data?) {
         var outcome = CacheOutcome<Value>(key: key)
+        var echo: Data?
         stripes.change(key.hashValue) {
-            if let shared, shared.defersInvalidation(of: key) { return }
+            if let shared {
+                if shared.defersInvalidation(of: key) { return }
+                let written = shared.takeWrittenBytes(of: key)
+                if mayBeEcho, let written {
+                    echo = written
+                    return
+                }
+            }
             if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
             memory?.removeValue(forKey: key)
         }
-        return outcome
+        return (outcome, echo)
     }
 
     /// Closes or opens the gate (see ``CoherenceGate``), counted as a change of every key so that no

@@ -80,6 +80,9 @@ final class SharedLevel: Sendable {
         var deferredInvalidations: Set<String> = []
         /// Told the keys whose deferred invalidation is due (see ``defersInvalidation(of:)``).
         var invalidationHandler: (@Sendable (String) -> Void)?
+        /// The bytes of this cache's last write of each key made since that key's last
+        /// invalidation: the value whose echo may still come (see ``takeWrittenBytes(of:)``).
+        var written: [String: Data] = [:]
     }
 
     let level: any CacheLevel<String, Data>
@@ -131,6 +134,25 @@ final class SharedLevel: Sendable {
             state.deferredInvalidations.insert(key)
             return true
         }
+    }
+
+    /// The most keys whose written bytes are kept for ``takeWrittenBytes(of:)``; past it they are all
+    /// forgotten (each is a hint: a key without one is simply dropped on its next invalidation).
+    static let writtenLimit = 4_096
+
+    /// The bytes this cache last wrote for `key`, if no invalidation of the key came since that
+    /// write was made, and forgets them: the invalidation now at hand may be that write's echo.
+    ///
+    /// An invalidation does not say who made the change, and a server may announce two changes of a
+    /// key as one: whether the echo is this cache's own is decided by reading the key again and
+    /// comparing (see `Cache.checkEcho`), never by counting.
+    func takeWrittenBytes(of key: String) -> Data? {
+        state.withLock { $0.written.removeValue(forKey: key) }
+    }
+
+    /// Forgets every written value kept for the echoes: when coherence is in doubt, every copy goes.
+    func forgetWrittenBytes() {
+        state.withLock { $0.written = [:] }
     }
 
     // MARK: - Writing
@@ -236,13 +258,22 @@ final class SharedLevel: Sendable {
                 resumeIdleWaiter()
                 return
             }
-            let result = await apply(pending.operation, forKey: key)
+            let applied = await apply(pending.operation, forKey: key)
+            let result = applied.map { _ in () }
             if case .failure(let error) = result { onFailure(key, error) }
-            for waiter in pending.waiters { waiter(result) }
             let (resumed, due) = state.withLock {
                 state -> ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) in
                 state.inFlight.remove(key)
                 state.outstanding.remove(pending.generation)
+                // Kept before the deferred invalidation is handed back and the saves return, so
+                // that the echo of this write finds it. A failed write may have landed or not: its
+                // echo, if any, drops the copy.
+                if case .success(let bytes?) = applied, state.pending[key] == nil {
+                    if state.written.count >= Self.writtenLimit { state.written = [:] }
+                    state.written[key] = bytes
+                } else {
+                    state.written[key] = nil
+                }
                 var due: (@Sendable (String) -> Void)?
                 if state.pending[key] != nil {
                     // A newer change of the key waited for this one: its turn now.
@@ -253,6 +284,7 @@ final class SharedLevel: Sendable {
                 return (Self.takeDoneFlushes(&state), due)
             }
             due?(key)
+            for waiter in pending.waiters { waiter(result) }
             for continuation in resumed { continuation.resume() }
         }
     }
@@ -284,6 +316,7 @@ final class SharedLevel: Sendable {
             let (starts, resumed, waiters, isDone) = state.withLock {
                 state -> (Int, [CheckedContinuation<Void, Never>], [Completion], Bool) in
                 var waiters: [Completion] = []
+                state.written = [:]
                 for clear in state.clears where clear.generation <= through {
                     state.outstanding.remove(clear.generation)
                     state.outstanding.subtract(clear.dropped)
@@ -317,7 +350,9 @@ final class SharedLevel: Sendable {
 
     /// Makes one write, under the key's canonical form (see ``read(_:)``); runs the serializer, so
     /// holds no lock.
-    private func apply(_ operation: Operation, forKey key: String) async -> Result<Void, CacheError> {
+    ///
+    /// - Returns: The bytes stored (`nil` for a removal), or the error.
+    private func apply(_ operation: Operation, forKey key: String) async -> Result<Data?, CacheError> {
         let levelKey = key.canonicalKey
         do {
             switch operation {
@@ -334,10 +369,11 @@ final class SharedLevel: Sendable {
                 } else {
                     try await level.set(bytes, forKey: levelKey)
                 }
+                return .success(bytes)
             case .remove:
                 try await level.removeValue(forKey: levelKey)
+                return .success(nil)
             }
-            return .success(())
         } catch let error as CacheError {
             return .failure(error)
         } catch {

@@ -176,13 +176,97 @@ struct CacheCoherenceTests {
         #expect(cache["k"] == "v2")
         held.open()
         await cache.flush()
-        // Once the write is made, the deferred invalidation drops the copy: one more shared read.
-        #expect(await waitUntil { cache.entry(forKey: "k") == nil })
-        #expect(try await cache.getOrFetch(forKey: "k") == "v2")
-        // An echo that comes after the write is made drops the copy at once; the server has the value.
+        // Once the write is made, the deferred invalidation is checked: the server has v2, so the
+        // copy stays.
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 && level.getsStarted == 1 })
+        #expect(cache.memory?.value(forKey: "k")?.value == "v2")
+        // The echo of the same write, after it is made: nothing is left to check, the copy goes.
         level.announce(.keys(["k"]))
         #expect(cache.entry(forKey: "k") == nil)
         #expect(try await cache.getOrFetch(forKey: "k") == "v2")
+    }
+
+    @Test func aConfirmedSaveStaysInMemoryAndOnDiskAfterItsEcho() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        for index in 0..<20 { try await cache.save("v\(index)", forKey: "k\(index)") }
+        await cache.flush()
+        level.announce(.keys((0..<20).map { "k\($0)" }))
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 && level.getsStarted == 20 })
+        for index in 0..<20 { #expect(cache.memory?.value(forKey: "k\(index)")?.value == "v\(index)") }
+        #expect(folder.entryFiles().count == 20)
+        #expect(cache.statistics.diskCount == 20)
+        // Another instance's write of one of them, afterwards: that copy goes at once.
+        level.store.plant(envelope("k3", "theirs"), forKey: "k3")
+        level.announce(.keys(["k3"]))
+        #expect(cache.entry(forKey: "k3") == nil)
+        await cache.flush()
+        #expect(folder.entryFiles().count == 19)
+        #expect(try await cache.getOrFetch(forKey: "k3") == "theirs")
+    }
+
+    @Test func anotherInstancesWriteAnnouncedAsOneWithTheEchoDropsTheCopy() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        try await cache.save("mine", forKey: "k")
+        // Another instance writes the key right after this one; the server announces both changes
+        // as one (Redis merges the changes of a key within one event-loop turn).
+        level.store.plant(envelope("k", "theirs"), forKey: "k")
+        level.announce(.keys(["k"]))
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 && cache.entry(forKey: "k") == nil })
+        await cache.flush()
+        #expect(folder.entryFiles().isEmpty)
+        #expect(try await cache.getOrFetch(forKey: "k") == "theirs")
+    }
+
+    @Test func anInvalidationDuringTheEchoCheckDropsTheCopyAtOnceAndTheCheckNeverRestoresIt() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        try await cache.save("mine", forKey: "k")
+        let held = level.holdNextGet()
+        level.announce(.keys(["k"]))
+        #expect(await waitUntil { level.getsStarted == 1 })
+        #expect(cache["k"] == "mine")
+        // The check's read is held (it saw "mine"); another instance's change is announced meanwhile.
+        level.store.plant(envelope("k", "theirs"), forKey: "k")
+        level.announce(.keys(["k"]))
+        #expect(cache.entry(forKey: "k") == nil)
+        held.open()
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(try await cache.getOrFetch(forKey: "k") == "theirs")
+    }
+
+    @Test func aLossOfTrackingForgetsTheWritesWhoseEchoesMayStillCome() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        try await cache.save("mine", forKey: "k")
+        level.announce(.all(reason: "lost"))
+        level.announce(.tracking)
+        #expect(await waitUntil { !cache.isClearingDisk })
+        #expect(try await cache.getOrFetch(forKey: "k") == "mine")
+        // The copy was read after the loss: an invalidation of it is never taken for an echo.
+        let gets = level.getsStarted
+        level.announce(.keys(["k"]))
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(cache.echoChecksUnderWay == 0)
+        #expect(level.getsStarted == gets)
+    }
+
+    @Test func aFailedWriteIsNeverTakenForItsEcho() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level)
+        level.store.setFailing(true)
+        await #expect(throws: CacheError.self) { try await cache.save("mine", forKey: "k") }
+        level.store.setFailing(false)
+        level.announce(.keys(["k"]))
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(cache.echoChecksUnderWay == 0)
     }
 
     @Test func aLocalCopyLivesAtMostTheMaximumLocalAgeAndTheSharedLevelKeepsItsOwnExpiry() async throws {

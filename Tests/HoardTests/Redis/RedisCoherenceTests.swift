@@ -121,6 +121,32 @@ struct RedisCoherenceTests {
         )
     }
 
+    @Test func ownConfirmedSavesStayInMemoryAndOnDiskAndAnotherInstancesWriteStillDropsThem() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "own-saves-\(UUID().uuidString)"
+        let name = "own-\(UUID().uuidString.prefix(8))"
+        let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: name)
+        let other = try Self.coherentCache(folder, "b", port: server.port, namespace: namespace, clientName: name)
+        #expect(await waitUntil { writer.isCoherent && other.isCoherent })
+        let keys = (0..<50).map { "k\($0)" }
+        for key in keys { try await writer.save("mine \(key)", forKey: key) }
+        // Every echo has come once the other cache (told after the writer: it subscribed later)
+        // has heard of all 50 keys, and been checked once no check is under way.
+        #expect(await waitUntil { other.statistics.invalidations >= 50 && writer.echoChecksUnderWay == 0 })
+        await writer.flush()
+        for key in keys { #expect(writer.memory?.peek(key)?.value == "mine \(key)", "\(key)") }
+        #expect(writer.statistics.diskCount == 50)
+        #expect(folder.entryFiles(in: "a").count == 50)
+        // The other instance's write of one key drops the writer's copies of it, and only of it.
+        try await Self.save("theirs", forKey: "k7", on: other, heardBy: writer)
+        #expect(await waitUntil { writer.echoChecksUnderWay == 0 && writer.memory?.peek("k7") == nil })
+        await writer.flush()
+        #expect(writer.statistics.diskCount == 49)
+        #expect(try await writer.getOrFetch(forKey: "k7") == "theirs")
+        #expect(writer.memory?.peek("k8")?.value == "mine k8")
+    }
+
     @Test func theTrackingConnectionIsSharedAndClosesWithTheLastCacheOnIt() async throws {
         let server = try RedisTestServer.required()
         let folder = TemporaryDirectory()
