@@ -36,3 +36,31 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
         try TrackingHub.subscribe(configuration, namespace: namespace, handler: handler)
     }
 }
+
+extension RedisCacheLevel: ConfigurationCheckingLevel {
+    /// Sends a `PING` and waits for its outcome (at most the connect timeout plus the command
+    /// timeout): a login or database refusal that cannot pass by itself (see
+    /// ``RedisFailure/isPermanentMisconfiguration``) throws; anything else returns, a server that
+    /// cannot be reached or is slow included.
+    ///
+    /// - Throws: `CacheError` with code `invalidConfiguration`, with the server's words.
+    package func checkConfiguration() throws(CacheError) {
+        let outcome = Locked<Result<RESPValue, any Error>?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        send(RESPCommand("PING", [], isIdempotent: true)) { result in
+            outcome.withLock { $0 = result }
+            answered.signal()
+        }
+        let wait = configuration.connectTimeout + configuration.commandTimeout
+        let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) * 1e-18
+        _ = answered.wait(timeout: .now() + seconds)
+        guard case .failure(let error)? = outcome.withLock({ $0 }),
+            let failure = (error as? CacheError)?.underlyingError as? RedisFailure,
+            failure.isPermanentMisconfiguration
+        else { return }
+        throw .invalidConfiguration(
+            "Redis at \(configuration.server): \(failure.description). This cannot pass by itself: check the "
+                + "user, the password and the database number of the level's configuration."
+        )
+    }
+}

@@ -22,7 +22,9 @@ import Hoard
 /// The client is part of the package: RESP3 (`HELLO 3`) with a RESP2 fallback, a small pool of
 /// connections that every caller shares, requests pipelined on each. No call waits longer than the
 /// command timeout: a server that is down, slow or never answers makes a `CacheError` with code
-/// `network`, whose message names the server and the cause. The connections come back by themselves
+/// `network`, whose message names the server and the cause; a command the server answers with an
+/// error (`OOM`, `WRONGTYPE`, `NOPERM`) makes one with code `serverRefused`, with the server's
+/// reply. The connections come back by themselves
 /// after a failure, with a capped, jittered exponential backoff. A command whose connection was found
 /// closed (`CLIENT KILL`, the server's idle `timeout`, a proxy, a failover) before any byte of its
 /// reply is sent once more on a fresh connection, within its timeout: every command the level sends
@@ -111,7 +113,8 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Stores `value` for `key`, expiring after the default TTL if there is one (`SET`).
     ///
-    /// - Throws: `CacheError` with code `network` when the server cannot store it in time.
+    /// - Throws: `CacheError` with code `network` when the server cannot store it in time;
+    ///   `serverRefused` when it refuses to (out of memory, say).
     public func set(_ value: Data, forKey key: String) async throws {
         try await set(value, forKey: key, timeToLive: configuration.defaultTTL)
     }
@@ -120,7 +123,8 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// `nil` uses the default TTL; a date in the past removes the key.
     ///
-    /// - Throws: `CacheError` with code `network` when the server cannot store it in time.
+    /// - Throws: `CacheError` with code `network` when the server cannot store it in time;
+    ///   `serverRefused` when it refuses to (out of memory, say).
     public func set(_ value: Data, forKey key: String, expiresAt: Date?) async throws {
         guard let expiresAt else { return try await set(value, forKey: key) }
         let seconds = expiresAt.timeIntervalSinceNow
@@ -131,7 +135,8 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// Stores `value` for `key` for `timeToLive` (rounded up to a millisecond); `nil` never expires.
     ///
     /// - Throws: `CacheError` with code `invalidConfiguration` when `timeToLive` is not positive
-    ///   (nothing is stored); with code `network` when the server cannot store it in time.
+    ///   (nothing is stored); with code `network` when the server cannot store it in time;
+    ///   `serverRefused` when it refuses to (out of memory, say).
     public func set(_ value: Data, forKey key: String, timeToLive: Duration?) async throws {
         guard let timeToLive else { return try await set(value, forKey: key, milliseconds: nil) }
         guard timeToLive > .zero else {

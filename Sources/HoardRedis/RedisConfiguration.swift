@@ -73,9 +73,10 @@ extension RedisCacheLevel {
             trackingPingTimeout = .seconds(2)
         }
 
-        /// A configuration from a `redis://[user:password@]host[:port][/db]` URL.
+        /// A configuration from a `redis://[user:password@]host[:port][/db][?db=N]` URL.
         ///
-        /// The user and password may be percent-encoded.
+        /// The user and password may be percent-encoded. The database is the path's number or the
+        /// `db` parameter's (both: they must agree); any other parameter is an error.
         ///
         /// - Throws: `CacheError` with code `invalidConfiguration` when the URL is not of that form.
         public init(url: String) throws {
@@ -94,6 +95,25 @@ extension RedisCacheLevel {
                 guard let number = Int(path), number >= 0 else {
                     throw CacheError.invalidConfiguration(
                         "The URL \"\(url)\" has \"\(path)\" where a database number goes."
+                    )
+                }
+                database = number
+            }
+            for item in components.queryItems ?? [] {
+                guard item.name == "db" else {
+                    throw CacheError.invalidConfiguration(
+                        "The URL \"\(url)\" has the parameter \"\(item.name)\", which the level does not know "
+                            + "(only db is)."
+                    )
+                }
+                guard let value = item.value, let number = Int(value), number >= 0 else {
+                    throw CacheError.invalidConfiguration(
+                        "The URL \"\(url)\" has \"db=\(item.value ?? "")\" where a database number goes."
+                    )
+                }
+                guard path.isEmpty || number == database else {
+                    throw CacheError.invalidConfiguration(
+                        "The URL \"\(url)\" names two databases, \(database) in its path and \(number) in db=."
                     )
                 }
                 database = number

@@ -11,7 +11,8 @@ import Musl
 
 /// Why a request to the server failed, before it becomes a `CacheError` for the caller.
 ///
-/// The underlying error of the `CacheError` a ``RedisCacheLevel`` throws (code `network`): its
+/// The underlying error of the `CacheError` a ``RedisCacheLevel`` throws (code `network`, or
+/// `serverRefused` for an error reply): its
 /// description says what failed, in one sentence, without the server's address, which the
 /// `CacheError` message adds.
 struct RedisFailure: Error, Sendable, CustomStringConvertible {
@@ -48,13 +49,29 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
         RedisFailure(kind, "\(call) failed: \(String(cString: strerror(number))) (errno \(number))")
     }
 
-    /// The error the caller gets: `CancellationError` for a cancelled task, otherwise a
-    /// `CacheError` with code `network` naming the server and the command.
+    /// Whether this is a login or database refusal that cannot pass by itself.
+    ///
+    /// A wrong password or user, a missing password, a permission the user lacks, a database the
+    /// server does not have, an unknown command are; too many clients, a server still loading and
+    /// the like may pass, and are not.
+    var isPermanentMisconfiguration: Bool {
+        guard kind == .handshake else { return false }
+        let permanent = [
+            "WRONGPASS", "NOAUTH", "NOPERM", "DB index is out of range", "invalid DB index",
+            "unknown command", "without any password configured", "SELECT is not allowed",
+        ]
+        let lowered = description.lowercased()
+        return permanent.contains { lowered.contains($0.lowercased()) }
+    }
+
+    /// The error the caller gets: `CancellationError` for a cancelled task, a `CacheError` with code
+    /// `serverRefused` when the server answered the command with an error, otherwise one with code
+    /// `network`; the message names the server and the command.
     func error(server: String, command: String, key: String?) -> any Error {
         if kind == .cancelled { return CancellationError() }
         let what = key.map { "\(command) \"\($0)\"" } ?? command
         return CacheError(
-            code: .network,
+            code: kind == .server ? .serverRefused : .network,
             message: "Redis at \(server): \(what) failed: \(description)",
             key: key,
             underlyingError: self

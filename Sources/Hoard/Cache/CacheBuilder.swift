@@ -160,7 +160,9 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     ///   envelope as on disk, with its expiry: a value of another type or version, a damaged one, or
     ///   an expired one is a miss.
     /// - A level that fails (a server down, a timeout) is a miss: the fetcher serves, and the
-    ///   failure is counted in ``CacheStatistics/sharedErrors`` and logged.
+    ///   failure is counted in ``CacheStatistics/sharedErrors`` and logged. A `RedisCacheLevel` whose
+    ///   login or database can never work (a wrong password) makes `build()` throw instead, with the
+    ///   server's words; `build()` waits for its first answer for that.
     /// - Concurrent misses for one key in one process share one shared-level read and at most one
     ///   fetch. Other processes that miss it meanwhile fetch it too: there is no fleet-wide single fetch.
     /// - The subscript and ``Cache/value(forKey:)`` are synchronous: they read memory and disk only.
@@ -347,6 +349,9 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         default:
             break
         }
+        // Before the disk opens: a level that can never work fails the build, not every read.
+        try checkCoherence()
+        if let checking = sharedLevel as? any ConfigurationCheckingLevel { try checking.checkConfiguration() }
         let memory =
             maxRamCount > 0
             ? MemoryStore<String, CachedValue<Value>>(
@@ -371,7 +376,6 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 sharingStore
                 ? try DiskStore.shared(at: url, options: options) : try DiskStore(at: url, options: options)
         }
-        try checkCoherence()
         let cache = Cache(configuration: self, memory: memory, disk: disk)
         try subscribeToInvalidations(cache)
         return cache

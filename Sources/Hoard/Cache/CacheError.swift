@@ -48,6 +48,10 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         /// A shared level's server (Redis, Valkey) could not be reached, did not answer in time, broke
         /// the connection or answered with an error; the message names the server and the cause.
         public static let network = Code("network")
+        /// A shared level's server received the command and refused it: out of memory (`OOM`), a
+        /// value of the wrong type (`WRONGTYPE`), no permission (`NOPERM`), a read-only replica. The
+        /// message has the server's reply; retrying as is will not help.
+        public static let serverRefused = Code("serverRefused")
     }
 
     /// What kind of failure this is.
@@ -110,6 +114,12 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
     )
     /// A shared level's server failed; matches any error with that code (`catch CacheError.network`).
     public static let network = CacheError(code: .network, message: "A shared level's server failed.")
+    /// A shared level's server refused a command; matches any error with that code
+    /// (`catch CacheError.serverRefused`).
+    public static let serverRefused = CacheError(
+        code: .serverRefused,
+        message: "A shared level's server refused the command."
+    )
 
     /// No value is stored for `key`.
     public static func notFound(key: String) -> CacheError {

@@ -12,6 +12,18 @@ public protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
     func set(_ value: Value, forKey key: Key, expiresAt: Date?) async throws
 }
 
+/// A shared level that can tell, when a cache is built on it, whether its configuration can ever
+/// work (a wrong password, a database the server lacks), so that `build()` throws instead of every
+/// read going silently to the fetcher.
+package protocol ConfigurationCheckingLevel: Sendable {
+    /// Waits for the server's first answer (at most about the level's connect and command
+    /// timeouts) and throws when it refused what cannot pass by itself; returns otherwise, a server
+    /// that cannot be reached included (the level is fail-open).
+    ///
+    /// - Throws: ``CacheError`` with code `invalidConfiguration`, with the server's words.
+    func checkConfiguration() throws(CacheError)
+}
+
 /// A cache's shared level (for example a Redis server several instances use), with the writes it has
 /// yet to make, in order for each key.
 ///
