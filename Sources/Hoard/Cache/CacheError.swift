@@ -48,9 +48,10 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         /// A shared level's server (Redis, Valkey) could not be reached, did not answer in time, broke
         /// the connection or answered with an error; the message names the server and the cause.
         public static let network = Code("network")
-        /// A shared level's server received the command and refused it: out of memory (`OOM`), a
-        /// value of the wrong type (`WRONGTYPE`), no permission (`NOPERM`), a read-only replica. The
-        /// message has the server's reply; retrying as is will not help.
+        /// A shared level's server received the command and refused it.
+        ///
+        /// Out of memory (`OOM`), a value of the wrong type (`WRONGTYPE`), no permission
+        /// (`NOPERM`), a read-only replica: the message has the server's reply.
         public static let serverRefused = Code("serverRefused")
     }
 

@@ -5,9 +5,10 @@ import Testing
 @testable import Hoard
 @testable import HoardRedis
 
-/// A configuration that can never work fails `build()`, with the server's words; a server that is
-/// merely unreachable does not. The URL's `db` parameter is honoured, and the server's refusals of
-/// a command have their own error code.
+/// A configuration that can never work fails `build()`, with the server's words.
+///
+/// A server that is merely unreachable does not. The URL's `db` parameter is honoured, and the
+/// server's refusals of a command have their own error code.
 @Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
 struct RedisMisconfigurationTests {
     init() { TestLog.install() }
