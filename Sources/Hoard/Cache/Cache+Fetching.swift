@@ -144,7 +144,9 @@ extension Cache {
         }
         // A set or removal made while the shared level or the fetcher answers wins over what they return.
         let changes = engine.stripes.changes(key.hashValue)
-        switch await engine.readShared(key) {
+        let read = await engine.readShared(key)
+        if case .failed = read {} else if engine.shared != nil { reporter.sharedFailures.succeeded() }
+        switch read {
         case .hit(let cached, let serialized):
             // Into disk and memory, not back to the shared level it came from.
             outcome.merge(

@@ -34,6 +34,8 @@ struct CacheReporter<Value: Sendable>: Sendable {
 
     let hub: EventHub<CacheEvent<Value>>
     let state: Locked<State>
+    /// The shared level's failures, logged as an outage's start, a count now and then, and its end.
+    let sharedFailures = RepeatedFailureLog("The shared level")
     /// The memory store, told who listens and read for the counts it keeps.
     let memory: MemoryStore<String, CachedValue<Value>>?
 
@@ -237,7 +239,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
             $0.statistics.sharedErrors += 1
             return $0.isObserved
         }
-        HoardLogger.log(.warning, "The shared level failed for \"\(key.prefix(100))\": \(error.message)")
+        sharedFailures.failed("for \"\(key.prefix(100))\": \(error.message)")
         if isObserved { hub.emit(.sharedFailure(key: key, error: error)) }
     }
 

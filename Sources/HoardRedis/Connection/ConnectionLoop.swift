@@ -41,6 +41,20 @@ final class ConnectionLoop {
     /// is retried after the growing backoff, so that it cannot spin through handshakes.
     static let stableService = Duration.seconds(5)
 
+    /// The state of each server's connections in this process, logged when it changes (the first
+    /// failed attempt, a count every 10 s while attempts keep failing, the first success after),
+    /// instead of a line for each attempt of each connection.
+    private static let stateLogs = Locked<[String: RepeatedFailureLog]>([:])
+
+    static func stateLog(_ server: String) -> RepeatedFailureLog {
+        stateLogs.withLock { logs in
+            if let log = logs[server] { return log }
+            let log = RepeatedFailureLog("Redis at \(server)")
+            logs[server] = log
+            return log
+        }
+    }
+
     /// Runs until the connection is stopped.
     func run() {
         var attempt = 0
@@ -66,6 +80,7 @@ final class ConnectionLoop {
                 }
             case .success(let socket):
                 let servedFrom = ContinuousClock.now
+                Self.stateLog(configuration.server).succeeded()
                 if connection.setStatus(.ready) {
                     failure = RedisFailure(.closed, "the level was released")
                 } else if let tracking = connection.tracking {
@@ -91,7 +106,7 @@ final class ConnectionLoop {
                 continue
             }
             if connection.setStatus(.down(failure)) { break }
-            HoardLogger.log(.warning, "Redis at \(configuration.server): \(failure.description); retrying")
+            Self.stateLog(configuration.server).failed("\(failure.description); reconnecting in the background")
             let end = ContinuousClock.now + ReconnectBackoff.delay(beforeAttempt: attempt)
             while ContinuousClock.now < end && !connection.isStopped {
                 // Times out the retries waiting for the next connection when their deadline comes.

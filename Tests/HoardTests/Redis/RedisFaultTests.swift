@@ -8,6 +8,8 @@ import Testing
 /// timeout, and the pool recovers by itself.
 @Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason))
 struct RedisFaultTests {
+    init() { TestLog.install() }
+
     private static let timeout = Duration.milliseconds(300)
 
     /// A level whose connections and commands time out after `timeout`: short where the test is about
@@ -144,12 +146,20 @@ struct RedisFaultTests {
             }
         }
         server.kill()
+        let killed = ContinuousClock.now
         await Self.failsInTime(level, Self.get, timeout: timeout)
         await Self.failsInTime(level, Self.get, timeout: timeout)
         await callers.value
+        // The outage is logged as its start and a count every 10 s, not a line per attempt of each
+        // of the four connections.
+        let subject = "Redis at 127.0.0.1:\(server.port) "
+        let outage = TestLog.messages(containing: subject)
+        let tens = Int(killed.duration(to: .now).components.seconds / 10)
+        #expect(outage.count >= 1 && outage.count <= 1 + tens, "\(outage.map(\.message))")
 
         let restarted = try RedisTestServer.start(port: server.port)
         #expect(await Self.recovers { try await level.ping() })
+        #expect(TestLog.messages(containing: subject + "works again").count == 1)
         try await level.set(Data("back".utf8), forKey: "k")
         #expect(try await level.get("k") == Data("back".utf8))
         // Every connection of the pool came back, not only one.

@@ -1,0 +1,88 @@
+/// A failure that may repeat thousands of times a second (every read while a server is down),
+/// logged as changes of state instead of one line per failure.
+///
+/// The first failure is logged at once. Later ones are counted, and a line with their count and the
+/// latest message is logged when one comes at least ``interval`` after the last line. A success
+/// after failures logs one line that says so, with the count of failures not logged yet.
+package final class RepeatedFailureLog: Sendable {
+    private struct State: Sendable {
+        /// When the last line was logged; `nil` while things work.
+        var lastLine: ContinuousClock.Instant?
+        /// The failures since the last line.
+        var unlogged = 0
+        /// The failures since things last worked.
+        var total = 0
+    }
+
+    /// What fails, as a sentence's subject ("The shared level").
+    let subject: String
+    /// The least time between two lines about the same outage.
+    let interval: Duration
+    private let state = Locked(State())
+    private let clock: @Sendable () -> ContinuousClock.Instant
+
+    /// - Parameters:
+    ///   - subject: What fails, as a sentence's subject.
+    ///   - interval: The least time between two lines about the same outage.
+    ///   - clock: The time now (the tests' own clock).
+    package init(
+        _ subject: String,
+        interval: Duration = .seconds(10),
+        clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+    ) {
+        self.subject = subject
+        self.interval = interval
+        self.clock = clock
+    }
+
+    /// Counts a failure; logs it when it is the first, or when the last line is `interval` old.
+    ///
+    /// - Parameter message: What failed; only built when a line is logged.
+    package func failed(_ message: @autoclosure () -> String) {
+        let now = clock()
+        let line = state.withLock { state -> (first: Bool, count: Int, since: Duration)? in
+            state.total += 1
+            guard let last = state.lastLine else {
+                state.lastLine = now
+                return (true, 1, .zero)
+            }
+            state.unlogged += 1
+            guard now - last >= interval else { return nil }
+            defer {
+                state.lastLine = now
+                state.unlogged = 0
+            }
+            return (false, state.unlogged, now - last)
+        }
+        guard let line else { return }
+        if line.first {
+            HoardLogger.log(.warning, "\(subject) failed: \(message())")
+        } else {
+            HoardLogger.log(
+                .warning,
+                "\(subject) failed \(line.count) more time(s) in the last \(Self.seconds(line.since)); "
+                    + "the latest: \(message())"
+            )
+        }
+    }
+
+    /// Notes a success; after failures, logs once that things work again.
+    package func succeeded() {
+        let outage = state.withLock { state -> Int? in
+            guard state.lastLine != nil else { return nil }
+            defer { state = State() }
+            return state.total
+        }
+        guard let outage else { return }
+        HoardLogger.log(.warning, "\(subject) works again, after \(outage) failure(s).")
+    }
+
+    /// Whether a failure was logged and no success came since, for the tests.
+    package var isFailing: Bool { state.withLock { $0.lastLine != nil } }
+
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let value = Double(seconds) + Double(attoseconds) * 1e-18
+        return "\((value * 10).rounded() / 10) s"
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// A failure repeated thousands of times is logged as an outage: its start, a count now and then,
+/// its end.
+struct RepeatedFailureLogTests {
+    init() { TestLog.install() }
+
+    @Test func anOutageIsItsFirstFailureACountEveryIntervalAndOneLineWhenItEnds() {
+        let subject = "Subject \(UUID().uuidString)"
+        let start = ContinuousClock.now
+        let offset = Protected(Duration.zero)
+        let log = RepeatedFailureLog(subject, interval: .seconds(10)) { start + offset.withLock { $0 } }
+        for index in 0..<1_000 {
+            offset.withLock { $0 = .milliseconds(index) }
+            log.failed("attempt \(index)")
+        }
+        #expect(TestLog.messages(containing: subject).map(\.message) == ["\(subject) failed: attempt 0"])
+        // Ten seconds after the first line, the next failure logs the count since.
+        offset.withLock { $0 = .seconds(10) }
+        log.failed("attempt 1000")
+        let lines = TestLog.messages(containing: subject).map(\.message)
+        #expect(lines.count == 2)
+        #expect(lines.last?.contains("failed 1000 more time(s) in the last 10.0 s; the latest: attempt 1000") == true)
+        #expect(log.isFailing)
+        log.succeeded()
+        log.succeeded()
+        #expect(TestLog.messages(containing: subject).last?.message == "\(subject) works again, after 1001 failure(s).")
+        #expect(TestLog.messages(containing: subject).count == 3)
+        #expect(!log.isFailing)
+        // The next outage starts over.
+        log.failed("again")
+        #expect(TestLog.messages(containing: subject).last?.message == "\(subject) failed: again")
+    }
+
+    @Test func aCacheWhoseSharedLevelIsDownLogsAFewLinesNotOneARead() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeSharedLevel()
+        level.setFailing(true)
+        let cache = try folder.stringBuilder().sharedLevel(level).fetcher { "fetched \($0)" }.build()
+        let marker = "outage-\(UUID().uuidString)"
+        for index in 0..<500 { _ = try await cache.getOrFetch(forKey: "\(marker)-\(index)") }
+        await cache.flush()
+        // Each read, and each write of the fetched value back.
+        #expect(cache.statistics.sharedErrors == 1_000)
+        // The first failure, and a count every 10 s at most: however slow the run, far fewer than 1000.
+        let lines = TestLog.messages(containing: marker)
+        #expect(lines.count >= 1 && lines.count < 50, "\(lines.count) lines")
+        #expect(cache.reporter.sharedFailures.isFailing)
+        level.setFailing(false)
+        _ = try await cache.getOrFetch(forKey: "after-\(marker)")
+        #expect(!cache.reporter.sharedFailures.isFailing)
+    }
+}
