@@ -297,6 +297,10 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         _ = try await pool.send(RESPCommand("PING", [], isIdempotent: true), key: nil)
     }
 
+    /// Whether the level skips a stalled server (see ``Configuration/timeoutsBeforeSkipping``): calls
+    /// fail at once until it answers a probe.
+    public var isSkippingServer: Bool { pool.breaker.isOpen }
+
     /// Sends any command (for the tests and the benchmark).
     func send(_ command: RESPCommand, key: String? = nil) async throws -> RESPValue {
         try await pool.send(command, key: key)

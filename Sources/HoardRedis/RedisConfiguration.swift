@@ -42,6 +42,13 @@ extension RedisCacheLevel {
         /// connection's ping before the connection counts as lost and the caches drop their local
         /// copies (2 s by default).
         public var trackingPingTimeout: Duration
+        /// How many commands in a row may go unanswered within their timeout before the level
+        /// stops sending commands to a stalled server (3 by default; 0 never stops).
+        ///
+        /// Then every call fails at once (a `CacheError` with code `network`, which the cache treats as a
+        /// miss) instead of waiting the command timeout, while a `PING` probes the server, after 1 s,
+        /// then after twice the last pause up to 30 s; the first answer ends it.
+        public var timeoutsBeforeSkipping: Int
 
         /// A configuration from its fields.
         ///
@@ -71,6 +78,7 @@ extension RedisCacheLevel {
             clientName = nil
             trackingPingInterval = .seconds(1)
             trackingPingTimeout = .seconds(2)
+            timeoutsBeforeSkipping = 3
         }
 
         /// A configuration from a `redis://[user:password@]host[:port][/db][?db=N]` URL.
@@ -144,6 +152,9 @@ extension RedisCacheLevel {
             guard connectTimeout > .zero, commandTimeout > .zero, trackingPingInterval > .zero,
                 trackingPingTimeout > .zero
             else { throw invalid("timeouts must be positive.") }
+            guard timeoutsBeforeSkipping >= 0 else {
+                throw invalid("timeoutsBeforeSkipping must be 0 or more, not \(timeoutsBeforeSkipping).")
+            }
             guard maximumReplySize >= 1024 else { throw invalid("the reply limit must be at least 1 KiB.") }
             if let defaultTTL, defaultTTL <= .zero { throw invalid("the default TTL must be positive.") }
         }

@@ -30,6 +30,9 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
         case protocolViolation
         /// The server answered with an error reply (`-ERR …`).
         case server
+        /// The request was not sent: the server stopped answering, and is left alone until it
+        /// answers a probe again (see `CircuitBreaker`).
+        case skipped
         /// The level was released while the request waited.
         case closed
         /// The calling task was cancelled.

@@ -291,7 +291,7 @@ final class ConnectionLoop {
         while replies.count < commands.count {
             if ContinuousClock.now >= deadline {
                 return .failure(
-                    RedisFailure(.handshake, "no answer to \(commands[0].name) within \(configuration.connectTimeout)")
+                    RedisFailure(.timeout, "no answer to \(commands[0].name) within \(configuration.connectTimeout)")
                 )
             }
             if offset < output.count {

@@ -7,6 +7,8 @@ final class RedisPool: Sendable {
     let configuration: RedisCacheLevel.Configuration
     private let connections: [RedisConnection]
     private let next = Locked(0)
+    /// Skips the server while it does not answer.
+    let breaker: CircuitBreaker
 
     /// Opens `configuration.poolSize` connections (in the background).
     ///
@@ -14,6 +16,7 @@ final class RedisPool: Sendable {
     ///   process has no file descriptor left for them.
     init(_ configuration: RedisCacheLevel.Configuration) throws {
         self.configuration = configuration
+        breaker = CircuitBreaker(threshold: configuration.timeoutsBeforeSkipping)
         var connections: [RedisConnection] = []
         for _ in 0..<configuration.poolSize {
             guard let connection = RedisConnection(configuration) else {
@@ -45,7 +48,8 @@ final class RedisPool: Sendable {
         let server = configuration.server
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                request.wait { result in
+                request.wait { [self] result in
+                    record(result)
                     continuation.resume(
                         with: result.mapError { $0.error(server: server, command: command.name, key: key) }
                     )
@@ -71,16 +75,57 @@ final class RedisPool: Sendable {
     ) {
         let request = RedisRequest(command, key: key, deadline: .now + configuration.commandTimeout)
         let server = configuration.server
-        request.wait { result in
+        request.wait { [self] result in
+            record(result)
             completion(result.mapError { $0.error(server: server, command: command.name, key: key) })
         }
         dispatch(request)
     }
 
+    // MARK: - The circuit
+
+    /// Counts a request's outcome in the breaker, and starts probing when it opened the circuit.
+    private func record(_ result: Result<RESPValue, RedisFailure>) {
+        guard let pause = breaker.record(result) else { return }
+        HoardLogger.log(
+            .warning,
+            "Redis at \(configuration.server): \(breaker.threshold) commands in a row had no reply within "
+                + "\(configuration.commandTimeout); commands fail at once until the server answers a probe."
+        )
+        probe(after: pause)
+    }
+
+    /// Sends a `PING` past the open circuit after `pause`; again after a longer pause until one is
+    /// answered, which closes the circuit.
+    private func probe(after pause: Duration) {
+        let seconds = Double(pause.components.seconds) + Double(pause.components.attoseconds) * 1e-18
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
+            guard let self else { return }
+            let request = RedisRequest(
+                RESPCommand("PING", [], isIdempotent: true),
+                key: nil,
+                deadline: .now + configuration.commandTimeout
+            )
+            request.wait { [weak self] result in
+                guard let self else { return }
+                if let next = breaker.probed(result) {
+                    probe(after: next)
+                } else {
+                    HoardLogger.log(.warning, "Redis at \(configuration.server) answers again; commands go to it again.")
+                }
+            }
+            dispatch(request, pastTheBreaker: true)
+        }
+    }
+
     /// Gives `request` to the next connection that accepts it; when every one refuses it, an
     /// idempotent request goes, as its one retry, to a connection that was found closed and waits to
     /// connect again.
-    private func dispatch(_ request: RedisRequest) {
+    private func dispatch(_ request: RedisRequest, pastTheBreaker: Bool = false) {
+        if !pastTheBreaker, let refusal = breaker.refusal() {
+            request.finish(.failure(refusal))
+            return
+        }
         let start = next.withLock { next in
             defer { next = next &+ 1 }
             return next

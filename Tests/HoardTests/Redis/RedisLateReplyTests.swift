@@ -179,14 +179,15 @@ struct RedisLateReplyTests {
     /// The key the server sees for `key`, and the reply it sends for it.
     private static func stored(_ key: String) -> String { "n:" + key }
 
+    /// A level that never stops sending for timeouts: the late replies of timed-out commands, and
+    /// the commands after them, are what these tests follow.
     private static func level(_ server: Server) throws -> RedisCacheLevel {
-        try RedisCacheLevel(
-            url: server.url,
-            namespace: "n",
-            poolSize: 1,
-            connectTimeout: .seconds(30),
-            commandTimeout: timeout
-        )
+        var configuration = try RedisCacheLevel.Configuration(url: server.url)
+        configuration.poolSize = 1
+        configuration.connectTimeout = .seconds(30)
+        configuration.commandTimeout = timeout
+        configuration.timeoutsBeforeSkipping = 0
+        return try RedisCacheLevel(configuration, namespace: "n")
     }
 
     private typealias Outcomes = [String: Result<Data, any Error>]
