@@ -111,7 +111,8 @@ final class RedisPool: Sendable {
                 if let next = breaker.probed(result) {
                     probe(after: next)
                 } else {
-                    HoardLogger.log(.warning, "Redis at \(configuration.server) answers again; commands go to it again.")
+                    let server = configuration.server
+                    HoardLogger.log(.warning, "Redis at \(server) answers again; commands go to it again.")
                 }
             }
             dispatch(request, pastTheBreaker: true)
