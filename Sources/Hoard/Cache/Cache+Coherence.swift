@@ -11,12 +11,31 @@ extension Cache {
             for key in keys { invalidate(key) }
             reporter.didInvalidate(keys.count)
         case .all(let reason):
-            HoardLogger.log(.info, "Coherence: dropping every local copy (\(reason)); reads go to the shared level.")
             engine.shared?.forgetWrittenBytes()
+            if engine.coherence?.servesDuringOutage == true, engine.isCoherent {
+                // The copies keep serving; they go once tracking is back (see `.tracking`).
+                outageDropsOnReturn.withLock { $0 = true }
+                HoardLogger.log(
+                    .info,
+                    "Coherence: \(reason); local copies keep serving (each at most the maximum local age old) "
+                        + "and are dropped once tracking is back."
+                )
+                return
+            }
+            HoardLogger.log(.info, "Coherence: dropping every local copy (\(reason)); reads go to the shared level.")
             dropLocalCopies()
             reporter.didFlushForCoherence()
         case .tracking:
-            // Nothing was stored locally while the gate was closed: there is nothing to drop.
+            // A change may have gone unannounced while tracking was lost: what was kept goes now.
+            // With the gate closed during the loss, nothing was stored locally: nothing to drop.
+            if outageDropsOnReturn.withLock({ state in
+                defer { state = false }
+                return state
+            }) {
+                HoardLogger.log(.info, "Coherence: tracking is back; dropping the local copies kept during the loss.")
+                dropLocalCopies()
+                reporter.didFlushForCoherence()
+            }
             engine.setCoherent(true)
         }
     }

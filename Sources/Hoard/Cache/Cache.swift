@@ -40,6 +40,9 @@ public final class Cache<Value: Sendable>: Sendable {
     let invalidations = Locked<(any InvalidationSubscription)?>(nil)
     /// How many echo checks (see `checkEcho`) are under way.
     let echoChecks = Locked(0)
+    /// Whether tracking was lost while the local copies kept serving
+    /// (``CacheCoherence/Outage/serveLocalCopies``): they are dropped once it is back.
+    let outageDropsOnReturn = Locked(false)
     #if DEBUG
     /// Where this cache reports its invariant violations when released, in tests.
     let registry = CacheRegistry.current

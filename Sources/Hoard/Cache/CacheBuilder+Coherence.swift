@@ -13,10 +13,12 @@ extension CacheBuilder {
     /// ```
     /// - ``CacheCoherence/invalidations``: the shared level (an ``InvalidatingCacheLevel``) announces
     ///   every key another instance, or this one, sets, removes or lets expire there, and the cache
-    ///   drops its local copies of it. A fill from the shared level is installed only if no
+    ///   drops its local copies of it (of this cache's own write only if the key, read back, no
+    ///   longer holds what it wrote). A fill from the shared level is installed only if no
     ///   invalidation of its key (and no loss of tracking) came while it was read. When tracking is
-    ///   lost, the local levels are emptied and bypassed (reads and writes go to the shared level)
-    ///   until it is confirmed again. `build()` subscribes, and may wait up to the level's connect
+    ///   lost, the local copies keep serving until it is confirmed again and are dropped then
+    ///   (``CacheCoherence/Outage/serveLocalCopies``), or are emptied at once and bypassed until then
+    ///   (``CacheCoherence/Outage/bypassLocalCopies``). `build()` subscribes, and may wait up to the level's connect
     ///   timeout to learn whether the server can track; it empties the disk level, whose entries
     ///   were not tracked while no cache was open.
     /// - ``CacheCoherence/ttlOnly(maxAge:)``: no invalidations; local copies live at most `maxAge`.

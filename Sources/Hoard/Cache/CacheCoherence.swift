@@ -11,13 +11,34 @@ import Foundation
 ///     .build()
 /// ```
 public struct CacheCoherence: Sendable, Equatable {
+    /// What a cache that tracks invalidations does while it cannot (the tracking connection is lost
+    /// or the server is down): see ``CacheCoherence/invalidations(maxLocalAge:duringOutage:)``.
+    public struct Outage: Sendable, Hashable, CustomStringConvertible {
+        /// The name, as in `CacheCoherence.Outage.serveLocalCopies`.
+        public let description: String
+
+        private init(_ description: String) { self.description = description }
+
+        /// The local copies keep serving (each at most the maximum local age old), and values read
+        /// or fetched meanwhile are kept; once tracking is back they are all dropped, since a change
+        /// may have gone unannounced. Protects the shared level and the origin: the default.
+        public static let serveLocalCopies = Outage("serveLocalCopies")
+        /// Every local copy is dropped at once, and memory and disk are bypassed until tracking is
+        /// back: every read goes to the shared level, or to the fetcher when that is down too. No
+        /// read is staler than the loss takes to detect, at the cost of the origin's load.
+        public static let bypassLocalCopies = Outage("bypassLocalCopies")
+    }
+
     /// Whether the cache subscribes to the shared level's invalidations.
     public let tracksInvalidations: Bool
     /// The longest a value stays in the local levels (memory and disk) after it was stored there,
     /// whatever its own expiry: the bound on staleness when every other mechanism fails.
     public let maxLocalAge: Duration
+    /// What the cache does while tracking is lost (``Outage/serveLocalCopies`` unless chosen).
+    public let duringOutage: Outage
 
-    /// Subscribes to the shared level's invalidations, with local copies kept at most a minute.
+    /// Subscribes to the shared level's invalidations, with local copies kept at most a minute,
+    /// served during an outage.
     ///
     /// The shared level must adopt ``InvalidatingCacheLevel`` and be able to track, or
     /// ``CacheBuilder/build()`` throws.
@@ -25,10 +46,19 @@ public struct CacheCoherence: Sendable, Equatable {
 
     /// Subscribes to the shared level's invalidations, with local copies kept at most `maxLocalAge`.
     ///
-    /// - Parameter maxLocalAge: The longest a value stays in memory or on disk (more than zero).
+    /// ```swift
+    /// .coherence(.invalidations(maxLocalAge: .seconds(30), duringOutage: .bypassLocalCopies))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - maxLocalAge: The longest a value stays in memory or on disk (more than zero).
+    ///   - duringOutage: What the local copies do while tracking is lost.
     /// - Returns: The coherence.
-    public static func invalidations(maxLocalAge: Duration) -> CacheCoherence {
-        CacheCoherence(tracksInvalidations: true, maxLocalAge: maxLocalAge)
+    public static func invalidations(
+        maxLocalAge: Duration,
+        duringOutage: Outage = .serveLocalCopies
+    ) -> CacheCoherence {
+        CacheCoherence(tracksInvalidations: true, maxLocalAge: maxLocalAge, duringOutage: duringOutage)
     }
 
     /// No invalidations: local copies are kept at most `maxAge`.
@@ -39,7 +69,7 @@ public struct CacheCoherence: Sendable, Equatable {
     /// - Parameter maxAge: The longest a value stays in memory or on disk (more than zero).
     /// - Returns: The coherence.
     public static func ttlOnly(maxAge: Duration) -> CacheCoherence {
-        CacheCoherence(tracksInvalidations: false, maxLocalAge: maxAge)
+        CacheCoherence(tracksInvalidations: false, maxLocalAge: maxAge, duringOutage: .serveLocalCopies)
     }
 
     /// ``maxLocalAge`` in seconds.

@@ -56,6 +56,12 @@ extension CacheEngine {
         }
     }
 
+    /// Whether the gate is open (the local levels take copies); `true` without coherence.
+    var isCoherent: Bool {
+        guard let coherence else { return true }
+        return stripes.locks.withLock(0) { coherence.isOpen }
+    }
+
     /// Ends a disk clear that ``setCoherent(_:clearsDisk:)`` began: the disk level serves again.
     func didClearDisk() {
         guard let coherence else { return }

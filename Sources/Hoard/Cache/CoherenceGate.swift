@@ -16,6 +16,9 @@ final class CoherenceGate: @unchecked Sendable {
     let tracksInvalidations: Bool
     /// The longest a value lives in memory or on disk, in seconds.
     let maxLocalAge: Double
+    /// Whether the local copies keep serving while tracking is lost (see
+    /// ``CacheCoherence/Outage/serveLocalCopies``).
+    let servesDuringOutage: Bool
     private var isOpenStorage: Bool
     /// The disk clears begun after a loss and not finished yet: the disk level serves nothing
     /// while one is under way, even once the gate opens again (its entries may predate the loss).
@@ -24,6 +27,7 @@ final class CoherenceGate: @unchecked Sendable {
     init(_ coherence: CacheCoherence) {
         tracksInvalidations = coherence.tracksInvalidations
         maxLocalAge = coherence.maxLocalSeconds
+        servesDuringOutage = coherence.duringOutage == .serveLocalCopies
         isOpenStorage = !coherence.tracksInvalidations
     }
 

@@ -16,12 +16,16 @@ struct CacheCoherenceTests {
     private func coherentCache(
         _ folder: TemporaryDirectory,
         _ level: FakeInvalidatingLevel,
-        tracking: Bool = true
+        tracking: Bool = true,
+        duringOutage: CacheCoherence.Outage = .serveLocalCopies,
+        fetcher: (@Sendable (String) async throws -> String)? = nil
     ) async throws -> Cache<String> {
         // A day, not the default minute: a test of a loaded run can stall for more than a minute
         // between its fill and its last read, and a local copy past its age is (rightly) a miss.
-        let cache = try folder.stringBuilder().sharedLevel(level)
-            .coherence(.invalidations(maxLocalAge: .seconds(86_400))).build()
+        var builder = folder.stringBuilder().sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400), duringOutage: duringOutage))
+        if let fetcher { builder = builder.fetcher(fetcher) }
+        let cache = try builder.build()
         // `build()` empties the disk (what it holds was not tracked) on a thread of its own: a fill
         // written before that clear runs would be removed by it.
         #expect(await waitUntil { !cache.isClearingDisk })
@@ -118,7 +122,7 @@ struct CacheCoherenceTests {
     @Test func nothingIsStoredLocallyBeforeTrackingIsConfirmedNorBetweenALossAndTheNext() async throws {
         let folder = TemporaryDirectory()
         let level = FakeInvalidatingLevel()
-        let cache = try await coherentCache(folder, level, tracking: false)
+        let cache = try await coherentCache(folder, level, tracking: false, duringOutage: .bypassLocalCopies)
         level.store.plant(envelope("k", "v1"), forKey: "k")
         #expect(try await cache.getOrFetch(forKey: "k") == "v1")
         #expect(cache.entry(forKey: "k") == nil)
@@ -146,6 +150,46 @@ struct CacheCoherenceTests {
         level.announce(.tracking)
         #expect(try await cache.getOrFetch(forKey: "k") == "v1")
         #expect(cache.entry(forKey: "k")?.value == "v1")
+    }
+
+    @Test func duringALossTheLocalCopiesKeepServingAndGoOnceTrackingIsBack() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let fetches = Protected(0)
+        let cache = try await coherentCache(folder, level) { key in
+            fetches.withLock { $0 += 1 }
+            return "origin \(key)"
+        }
+        level.store.plant(envelope("k", "v1"), forKey: "k")
+        #expect(try await cache.getOrFetch(forKey: "k") == "v1")
+        await cache.flush()
+        #expect(folder.entryFiles().count == 1)
+
+        // Tracking is lost and the server is down.
+        level.store.setFailing(true)
+        level.announce(.all(reason: "the test lost the connection"))
+        #expect(cache.isCoherent)
+        let gets = level.getsStarted
+        for _ in 0..<20 { #expect(try await cache.getOrFetch(forKey: "k") == "v1") }
+        #expect(cache["k"] == "v1")
+        #expect(level.getsStarted == gets)
+        // A key read for the first time meanwhile is fetched once, then served locally.
+        for _ in 0..<20 { #expect(try await cache.getOrFetch(forKey: "new") == "origin new") }
+        #expect(fetches.withLock { $0 } == 1)
+        #expect(cache.statistics.coherenceFlushes == 0)
+
+        // Back: a change may have gone unannounced, so every copy kept goes.
+        level.store.setFailing(false)
+        level.store.plant(envelope("k", "v2"), forKey: "k")
+        level.announce(.tracking)
+        #expect(cache.entry(forKey: "k") == nil)
+        #expect(cache.entry(forKey: "new") == nil)
+        #expect(cache.statistics.coherenceFlushes == 1)
+        #expect(try await cache.getOrFetch(forKey: "k") == "v2")
+        #expect(await waitUntil { !cache.isClearingDisk })
+        await cache.flush()
+        #expect(cache.entry(forKey: "k")?.value == "v2")
+        #expect(cache.entry(forKey: "new") == nil)
     }
 
     @Test func aFillInFlightAcrossALossAndARecoveryIsNotInstalled() async throws {

@@ -22,7 +22,9 @@ struct RedisCoherenceTests {
         clientName: String,
         pingInterval: Duration = .seconds(1),
         pingTimeout: Duration = .seconds(30),
-        commandTimeout: Duration = .seconds(10)
+        commandTimeout: Duration = .seconds(10),
+        duringOutage: CacheCoherence.Outage = .serveLocalCopies,
+        fetcher: (@Sendable (String) async throws -> String)? = nil
     ) throws -> Cache<String> {
         let level = try Self.level(
             port: port,
@@ -34,8 +36,10 @@ struct RedisCoherenceTests {
         )
         // A day, not the default minute: a loaded run can stall a test for more than a minute between
         // a fill and the read of its copy.
-        return try folder.stringBuilder(container).sharedLevel(level)
-            .coherence(.invalidations(maxLocalAge: .seconds(86_400))).build()
+        var builder = folder.stringBuilder(container).sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400), duringOutage: duringOutage))
+        if let fetcher { builder = builder.fetcher(fetcher) }
+        return try builder.build()
     }
 
     /// A level with its own data connection at `port`, whose tracking connection is named
@@ -222,7 +226,14 @@ struct RedisCoherenceTests {
         let name = "kill-\(UUID().uuidString.prefix(8))"
         let proxy = try HoldingProxy(upstreamPort: server.port)
         let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: "kill-a")
-        let reader = try Self.coherentCache(folder, "b", port: proxy.port, namespace: namespace, clientName: name)
+        let reader = try Self.coherentCache(
+            folder,
+            "b",
+            port: proxy.port,
+            namespace: namespace,
+            clientName: name,
+            duringOutage: .bypassLocalCopies
+        )
         #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
         try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
         #expect(try await reader.getOrFetch(forKey: "k") == "v1")
@@ -255,6 +266,50 @@ struct RedisCoherenceTests {
         #expect(await waitUntil { reader.memory?.peek("k") == nil })
         #expect(try await reader.getOrFetch(forKey: "k") == "v4")
     }
+
+    @Test func duringAKilledServersOutageLocalCopiesServeAndGoOnceTrackingIsBack() async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        var server = try RedisTestServer.start()
+        let port = server.port
+        let fetches = Protected(0)
+        let reader = try Self.coherentCache(
+            folder,
+            "b",
+            port: port,
+            namespace: "n",
+            clientName: "outage-b",
+            commandTimeout: .seconds(1)
+        ) { key in
+            fetches.withLock { $0 += 1 }
+            return "origin \(key)"
+        }
+        let writer = try Self.coherentCache(folder, "a", port: port, namespace: "n", clientName: "outage-a")
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "v1")
+        await reader.flush()
+
+        // kill -9: the tracking connection is lost, and so is the server.
+        server.kill()
+        #expect(await waitUntil { Self.hasLost(reader) })
+        for _ in 0..<20 { #expect(try await reader.getOrFetch(forKey: "k") == "v1") }
+        #expect(fetches.withLock { $0 } == 0)
+        // A key first read during the outage reaches the origin once, then is served locally.
+        for _ in 0..<20 { #expect(try await reader.getOrFetch(forKey: "other") == "origin other") }
+        #expect(fetches.withLock { $0 } == 1)
+        #expect(reader.statistics.coherenceFlushes == 0)
+
+        // The restarted server has lost everything; once tracking is back, what was kept goes.
+        server = try RedisTestServer.start(port: port)
+        #expect(await waitUntil { reader.statistics.coherenceFlushes == 1 && reader.isCoherent })
+        #expect(reader.entry(forKey: "k") == nil)
+        #expect(reader.entry(forKey: "other") == nil)
+        server.kill()
+    }
+
+    /// Whether the reader heard of the loss (its copies are kept, to be dropped on return).
+    private static func hasLost(_ cache: Cache<String>) -> Bool { cache.outageDropsOnReturn.withLock { $0 } }
 
     @Test func aTrackingConnectionThatMissesItsPingDeadlineCountsAsLost() async throws {
         let server = try RedisTestServer.required()
@@ -295,7 +350,14 @@ struct RedisCoherenceTests {
         var server = try RedisTestServer.start()
         let port = server.port
         let writer = try Self.coherentCache(folder, "a", port: port, namespace: "n", clientName: "restart-a")
-        let reader = try Self.coherentCache(folder, "b", port: port, namespace: "n", clientName: "restart-b")
+        let reader = try Self.coherentCache(
+            folder,
+            "b",
+            port: port,
+            namespace: "n",
+            clientName: "restart-b",
+            duringOutage: .bypassLocalCopies
+        )
         #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
         try await Self.save("v1", forKey: "k", on: writer, heardBy: reader)
         #expect(try await reader.getOrFetch(forKey: "k") == "v1")
