@@ -19,13 +19,15 @@ public struct CacheCoherence: Sendable, Equatable {
 
         private init(_ description: String) { self.description = description }
 
-        /// The local copies keep serving (each at most the maximum local age old), and values read
-        /// or fetched meanwhile are kept; once tracking is back they are all dropped, since a change
-        /// may have gone unannounced. Protects the shared level and the origin: the default.
+        /// The local copies keep serving, each at most the maximum local age old: the default.
+        ///
+        /// Values read or fetched meanwhile are kept; once tracking is back they are all dropped,
+        /// since a change may have gone unannounced. Protects the shared level and the origin.
         public static let serveLocalCopies = Outage("serveLocalCopies")
-        /// Every local copy is dropped at once, and memory and disk are bypassed until tracking is
-        /// back: every read goes to the shared level, or to the fetcher when that is down too. No
-        /// read is staler than the loss takes to detect, at the cost of the origin's load.
+        /// Every local copy is dropped at once, and memory and disk are bypassed until tracking is back.
+        ///
+        /// Every read goes to the shared level, or to the fetcher when that is down too. No read is
+        /// staler than the loss takes to detect, at the cost of the origin's load.
         public static let bypassLocalCopies = Outage("bypassLocalCopies")
     }
 
