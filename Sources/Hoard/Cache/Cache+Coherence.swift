@@ -13,8 +13,10 @@ extension Cache {
         case .all(let reason):
             engine.shared?.forgetWrittenBytes()
             if engine.coherence?.servesDuringOutage == true, engine.isCoherent {
-                // The copies keep serving; they go once tracking is back (see `.tracking`).
-                outageDropsOnReturn.withLock { $0 = true }
+                // The copies keep serving; they go once tracking is back (see `.tracking`). Counted
+                // as a change of every key, so that no fill whose read spans the loss is installed.
+                outage.withLock { $0.dropsOnReturn = true }
+                engine.stripes.changeAll {}
                 HoardLogger.log(
                     .info,
                     "Coherence: \(reason); local copies keep serving (each at most the maximum local age old) "
@@ -26,11 +28,13 @@ extension Cache {
             dropLocalCopies()
             reporter.didFlushForCoherence()
         case .tracking:
+            // Writes made across the loss may record bytes whose echo never came.
+            engine.shared?.forgetWrittenBytes()
             // A change may have gone unannounced while tracking was lost: what was kept goes now.
             // With the gate closed during the loss, nothing was stored locally: nothing to drop.
-            if outageDropsOnReturn.withLock({ state in
-                defer { state = false }
-                return state
+            if outage.withLock({ outage in
+                defer { outage = (false, true) }
+                return outage.dropsOnReturn
             }) {
                 HoardLogger.log(.info, "Coherence: tracking is back; dropping the local copies kept during the loss.")
                 dropLocalCopies()
@@ -75,10 +79,26 @@ extension Cache {
     /// How many echo checks are under way, for the tests.
     var echoChecksUnderWay: Int { echoChecks.withLock { $0 } }
 
-    /// Whether the local levels take copies (tracking is confirmed), for the tests.
+    /// Whether tracking is confirmed: the local levels take copies, and no loss is pending (for the
+    /// tests).
     var isCoherent: Bool {
         guard let coherence = engine.coherence else { return false }
-        return engine.stripes.locks.withLock(0) { coherence.isOpen }
+        return engine.stripes.locks.withLock(0) { coherence.isOpen } && !outage.withLock { $0.dropsOnReturn }
+    }
+
+    /// Opens the local levels of a cache built while its shared level cannot be reached yet, when
+    /// its coherence serves local copies during an outage: what it reads or fetches until tracking
+    /// is first confirmed is kept, and dropped then, as after any loss.
+    func servesUntilFirstTracked() {
+        guard let coherence = engine.coherence, coherence.servesDuringOutage else { return }
+        // Decided under the lock `.tracking` takes: a confirmation that comes meanwhile drops what
+        // this lets in.
+        let opens = outage.withLock { outage -> Bool in
+            guard !outage.wasTracked else { return false }
+            outage.dropsOnReturn = true
+            return true
+        }
+        if opens { engine.setCoherent(true) }
     }
 
     /// Whether a disk clear begun by a loss of tracking (or by `build()`) is still under way, for

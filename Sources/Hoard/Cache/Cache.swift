@@ -40,9 +40,10 @@ public final class Cache<Value: Sendable>: Sendable {
     let invalidations = Locked<(any InvalidationSubscription)?>(nil)
     /// How many echo checks (see `checkEcho`) are under way.
     let echoChecks = Locked(0)
-    /// Whether tracking was lost while the local copies kept serving
-    /// (``CacheCoherence/Outage/serveLocalCopies``): they are dropped once it is back.
-    let outageDropsOnReturn = Locked(false)
+    /// Whether tracking was lost (or never confirmed yet) while the local copies kept serving
+    /// (``CacheCoherence/Outage/serveLocalCopies``): they are dropped once it is back; and whether
+    /// it was ever confirmed.
+    let outage = Locked((dropsOnReturn: false, wasTracked: false))
     #if DEBUG
     /// Where this cache reports its invariant violations when released, in tests.
     let registry = CacheRegistry.current
@@ -64,6 +65,7 @@ public final class Cache<Value: Sendable>: Sendable {
         retryCount = Locked(configuration.maxRetryCount)
         disk?.addObserver(self)
         shared?.setInvalidationHandler { [weak self] key in self?.invalidate(key) }
+        shared?.setCompletionLock { [stripes = engine.stripes] key, body in stripes.change(key.hashValue, body) }
     }
 
     deinit {

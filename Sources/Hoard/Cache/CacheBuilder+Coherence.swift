@@ -72,6 +72,7 @@ extension CacheBuilder {
                 cache?.apply(invalidation)
             }
             cache.invalidations.withLock { $0 = subscription }
+            cache.servesUntilFirstTracked()
         } catch {
             // Not before the clear is done: begun by a build() that failed, it would remove what a
             // cache built next on the container writes, and empty that cache's memory.

@@ -28,8 +28,8 @@ extension CacheEngine {
         stripes.change(key.hashValue) {
             if let shared {
                 if shared.defersInvalidation(of: key) { return }
-                let written = shared.takeWrittenBytes(of: key)
-                if mayBeEcho, let written {
+                // After a failed check, bytes kept now are a newer write's: they wait for its echo.
+                if mayBeEcho, let written = shared.takeWrittenBytes(of: key) {
                     echo = written
                     return
                 }

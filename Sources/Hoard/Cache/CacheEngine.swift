@@ -170,6 +170,10 @@ struct CacheEngine<Value: Sendable>: Sendable {
         var isKept = true
         var isBypassed = false
         let update = { () -> Void in
+            // A fill from the shared level while this cache's own write of the key is queued or
+            // under way read an older value than the local one: it is returned, not kept (its echo
+            // check could not tell it from the value written).
+            if !toShared, let shared, shared.hasOwnWriteUnderWay(of: key) { return }
             outcome.stored = value
             if let coherence, !coherence.isOpen {
                 isBypassed = true

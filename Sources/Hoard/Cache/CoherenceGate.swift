@@ -38,17 +38,37 @@ final class CoherenceGate: @unchecked Sendable {
     /// (`true` without tracking); read it holding a key stripe's lock.
     var servesDisk: Bool { isOpenStorage && diskClearsStorage == 0 }
 
+    /// Whether the gate waits for a disk clear to open; read it holding a key stripe's lock.
+    var opensWhenCleared: Bool { opensWhenClearedStorage }
+
     /// Whether a disk clear is under way; read it holding a key stripe's lock.
     var isClearingDisk: Bool { diskClearsStorage > 0 }
 
+    /// Whether the gate opens once the disk clears under way are done (it was asked to open while
+    /// one was under way).
+    private var opensWhenClearedStorage = false
+
     /// Opens or closes the gate; call it holding every key stripe's lock.
+    ///
+    /// While a disk clear is under way the gate opens only once it is done: a value stored before
+    /// would be removed by it, a confirmed save included.
     func setOpen(_ isOpen: Bool) {
+        if isOpen, diskClearsStorage > 0 {
+            opensWhenClearedStorage = true
+            return
+        }
+        opensWhenClearedStorage = false
         isOpenStorage = isOpen
     }
 
-    /// Counts a disk clear begun (`1`) or finished (`-1`); call it holding every key stripe's lock.
+    /// Counts a disk clear begun (`1`) or finished (`-1`), opening the gate when it was asked to
+    /// open meanwhile; call it holding every key stripe's lock.
     func countDiskClear(_ change: Int) {
         diskClearsStorage += change
+        if diskClearsStorage == 0, opensWhenClearedStorage {
+            opensWhenClearedStorage = false
+            isOpenStorage = true
+        }
     }
 
     /// `expiresAt`, or the maximum local age from `now` when that is sooner.

@@ -95,6 +95,8 @@ final class SharedLevel: Sendable {
         /// The bytes of this cache's last write of each key made since that key's last
         /// invalidation: the value whose echo may still come (see ``takeWrittenBytes(of:)``).
         var written: [String: Data] = [:]
+        /// The lock a write's completion runs under (see ``setCompletionLock(_:)``).
+        var completionLock: (@Sendable (String, () -> Void) -> Void)?
     }
 
     let level: any CacheLevel<String, Data>
@@ -133,6 +135,18 @@ final class SharedLevel: Sendable {
         state.withLock { $0.invalidationHandler = handler }
     }
 
+    /// Whether this cache's own write of `key` is queued or under way; call it under the key's
+    /// stripe (see ``setCompletionLock(_:)``).
+    func hasOwnWriteUnderWay(of key: String) -> Bool {
+        state.withLock { $0.pending[key] != nil || $0.inFlight.contains(key) }
+    }
+
+    /// Sets the lock a write's completion runs under: the key's stripe, counted as a change of the
+    /// key, so that a fill whose shared read may predate the write is not installed after it.
+    func setCompletionLock(_ lock: @escaping @Sendable (String, () -> Void) -> Void) {
+        state.withLock { $0.completionLock = lock }
+    }
+
     /// Whether an invalidation of `key` must wait for this cache's own write of it: when one is queued
     /// or under way, the key is noted and handed to the invalidation handler once the last such write
     /// is made, and this returns `true`.
@@ -160,6 +174,13 @@ final class SharedLevel: Sendable {
     /// comparing (see `Cache.checkEcho`), never by counting.
     func takeWrittenBytes(of key: String) -> Data? {
         state.withLock { $0.written.removeValue(forKey: key) }
+    }
+
+    /// Forgets the written bytes of `key` if they are still `bytes` (a newer own write's stay).
+    func forgetWrittenBytes(of key: String, ifStill bytes: Data) {
+        state.withLock { state in
+            if state.written[key] == bytes { state.written[key] = nil }
+        }
     }
 
     /// Forgets every written value kept for the echoes: when coherence is in doubt, every copy goes.
@@ -273,32 +294,49 @@ final class SharedLevel: Sendable {
             let applied = await apply(pending.operation, forKey: key)
             let result = applied.map { _ in () }
             if case .failure(let error) = result { onFailure(key, error) }
-            let (resumed, due) = state.withLock {
-                state -> ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) in
-                state.inFlight.remove(key)
-                state.outstanding.remove(pending.generation)
-                // Kept before the deferred invalidation is handed back and the saves return, so
-                // that the echo of this write finds it. A failed write may have landed or not: its
-                // echo, if any, drops the copy.
-                if case .success(let bytes?) = applied, state.pending[key] == nil {
-                    if state.written.count >= Self.writtenLimit { state.written = [:] }
-                    state.written[key] = bytes
-                } else {
-                    state.written[key] = nil
-                }
-                var due: (@Sendable (String) -> Void)?
-                if state.pending[key] != nil {
-                    // A newer change of the key waited for this one: its turn now.
-                    state.queue.append(key)
-                } else if state.deferredInvalidations.remove(key) != nil {
-                    due = state.invalidationHandler
-                }
-                return (Self.takeDoneFlushes(&state), due)
+            var completed: ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) = ([], nil)
+            let complete = {
+                completed = self.state.withLock { state in self.complete(key, pending, applied, &state) }
             }
+            // Under the key's stripe: the write is no longer under way, and counted as a change of
+            // the key, in one step (see `CacheEngine.store`'s fill check).
+            if let lock = state.withLock({ $0.completionLock }) { lock(key, complete) } else { complete() }
+            let (resumed, due) = completed
             due?(key)
             for waiter in pending.waiters { waiter(result) }
             for continuation in resumed { continuation.resume() }
         }
+    }
+
+    /// Records that `pending`, the latest write of `key`, was made (or failed); called holding the
+    /// lock.
+    ///
+    /// - Returns: The flushes now done, and the handler of a deferred invalidation now due.
+    private func complete(
+        _ key: String,
+        _ pending: Pending,
+        _ applied: Result<Data?, CacheError>,
+        _ state: inout State
+    ) -> ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) {
+        state.inFlight.remove(key)
+        state.outstanding.remove(pending.generation)
+        // Kept before the deferred invalidation is handed back and the saves return, so that the
+        // echo of this write finds it. A failed write may have landed or not: its echo, if any,
+        // drops the copy.
+        if case .success(let bytes?) = applied, state.pending[key] == nil {
+            if state.written.count >= Self.writtenLimit { state.written = [:] }
+            state.written[key] = bytes
+        } else {
+            state.written[key] = nil
+        }
+        var due: (@Sendable (String) -> Void)?
+        if state.pending[key] != nil {
+            // A newer change of the key waited for this one: its turn now.
+            state.queue.append(key)
+        } else if state.deferredInvalidations.remove(key) != nil {
+            due = state.invalidationHandler
+        }
+        return (Self.takeDoneFlushes(&state), due)
     }
 
     /// Resumes the clear waiting for the workers to stop, once none is left.

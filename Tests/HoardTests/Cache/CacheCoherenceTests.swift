@@ -29,7 +29,12 @@ struct CacheCoherenceTests {
         // `build()` empties the disk (what it holds was not tracked) on a thread of its own: a fill
         // written before that clear runs would be removed by it.
         #expect(await waitUntil { !cache.isClearingDisk })
-        if tracking { level.announce(.tracking) }
+        if tracking {
+            // Built before tracking was confirmed, the cache kept what it stored meanwhile: the
+            // confirmation drops it, and the gate opens once that disk clear is done.
+            level.announce(.tracking)
+            #expect(await waitUntil { cache.isCoherent })
+        }
         return cache
     }
 
@@ -166,9 +171,10 @@ struct CacheCoherenceTests {
         #expect(folder.entryFiles().count == 1)
 
         // Tracking is lost and the server is down.
+        let flushes = cache.statistics.coherenceFlushes
         level.store.setFailing(true)
         level.announce(.all(reason: "the test lost the connection"))
-        #expect(cache.isCoherent)
+        #expect(!cache.isCoherent)
         let gets = level.getsStarted
         for _ in 0..<20 { #expect(try await cache.getOrFetch(forKey: "k") == "v1") }
         #expect(cache["k"] == "v1")
@@ -176,17 +182,21 @@ struct CacheCoherenceTests {
         // A key read for the first time meanwhile is fetched once, then served locally.
         for _ in 0..<20 { #expect(try await cache.getOrFetch(forKey: "new") == "origin new") }
         #expect(fetches.withLock { $0 } == 1)
-        #expect(cache.statistics.coherenceFlushes == 0)
+        #expect(cache.statistics.coherenceFlushes == flushes)
 
-        // Back: a change may have gone unannounced, so every copy kept goes.
+        // Back: a change may have gone unannounced, so every copy kept goes; the gate opens once
+        // the disk is cleared.
         level.store.setFailing(false)
         level.store.plant(envelope("k", "v2"), forKey: "k")
         level.announce(.tracking)
         #expect(cache.entry(forKey: "k") == nil)
         #expect(cache.entry(forKey: "new") == nil)
-        #expect(cache.statistics.coherenceFlushes == 1)
+        #expect(cache.statistics.coherenceFlushes == flushes + 1)
         #expect(try await cache.getOrFetch(forKey: "k") == "v2")
-        #expect(await waitUntil { !cache.isClearingDisk })
+        #expect(await waitUntil { cache.isCoherent })
+        await cache.flush()
+        #expect(folder.entryFiles().isEmpty)
+        #expect(try await cache.getOrFetch(forKey: "k") == "v2")
         await cache.flush()
         #expect(cache.entry(forKey: "k")?.value == "v2")
         #expect(cache.entry(forKey: "new") == nil)
@@ -248,6 +258,47 @@ struct CacheCoherenceTests {
         await cache.flush()
         #expect(folder.entryFiles().count == 19)
         #expect(try await cache.getOrFetch(forKey: "k3") == "theirs")
+    }
+
+    @Test func aFillWhileTheCachesOwnWriteIsOnItsWayIsNotKeptSoItsEchoCannotKeepIt() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        // Memory only: a value dropped from memory is read from the shared level again.
+        let cache = try folder.stringBuilder().maxDiskCount(0).sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400))).build()
+        level.announce(.tracking)
+        #expect(await waitUntil { cache.isCoherent })
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextSet()
+        cache.set("mine", forKey: "k")
+        #expect(await waitUntil { level.setsStarted == 1 })
+        // Memory drops the value while its write is on its way; a read meets the server's old one.
+        cache.clearMemory()
+        #expect(try await cache.getOrFetch(forKey: "k") == "old")
+        #expect(cache.entry(forKey: "k") == nil)
+        held.open()
+        await cache.flush()
+        level.announce(.keys(["k"]))
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(try await cache.getOrFetch(forKey: "k") == "mine")
+
+        // A read sent before the next write lands, answered after: not kept either.
+        let heldSet = level.holdNextSet()
+        cache.set("mine again", forKey: "k")
+        #expect(await waitUntil { level.setsStarted == 2 })
+        cache.clearMemory()
+        let heldGet = level.holdNextGet()
+        let gets = level.getsStarted
+        let read = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { level.getsStarted == gets + 1 })
+        heldSet.open()
+        await cache.flush()
+        heldGet.open()
+        #expect(try await read.value == "mine")
+        #expect(cache.entry(forKey: "k") == nil)
+        level.announce(.keys(["k"]))
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(try await cache.getOrFetch(forKey: "k") == "mine again")
     }
 
     @Test func anotherInstancesWriteAnnouncedAsOneWithTheEchoDropsTheCopy() async throws {

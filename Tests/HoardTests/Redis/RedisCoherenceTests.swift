@@ -309,7 +309,7 @@ struct RedisCoherenceTests {
     }
 
     /// Whether the reader heard of the loss (its copies are kept, to be dropped on return).
-    private static func hasLost(_ cache: Cache<String>) -> Bool { cache.outageDropsOnReturn.withLock { $0 } }
+    private static func hasLost(_ cache: Cache<String>) -> Bool { cache.outage.withLock { $0.dropsOnReturn } }
 
     @Test func aTrackingConnectionThatMissesItsPingDeadlineCountsAsLost() async throws {
         let server = try RedisTestServer.required()
