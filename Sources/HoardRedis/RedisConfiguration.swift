@@ -42,8 +42,9 @@ extension RedisCacheLevel {
         /// connection's ping before the connection counts as lost and the caches drop their local
         /// copies (2 s by default).
         public var trackingPingTimeout: Duration
-        /// How many commands in a row may go unanswered within their timeout before the level
-        /// stops sending commands to a stalled server (3 by default; 0 never stops).
+        /// How many commands in a row may fail for the server's silence (no reply within their
+        /// timeout) before the level stops sending commands to a stalled server (3 by default; 0
+        /// never stops).
         ///
         /// Then every call fails at once (a `CacheError` with code `network`, which the cache treats as a
         /// miss) instead of waiting the command timeout, while a `PING` probes the server, after 1 s,
@@ -107,6 +108,7 @@ extension RedisCacheLevel {
                 }
                 database = number
             }
+            var databaseParameter: Int?
             for item in components.queryItems ?? [] {
                 guard item.name == "db" else {
                     throw CacheError.invalidConfiguration(
@@ -119,12 +121,13 @@ extension RedisCacheLevel {
                         "The URL \"\(url)\" has \"db=\(item.value ?? "")\" where a database number goes."
                     )
                 }
-                guard path.isEmpty || number == database else {
+                guard path.isEmpty || number == database, databaseParameter.map({ $0 == number }) ?? true else {
                     throw CacheError.invalidConfiguration(
-                        "The URL \"\(url)\" names two databases, \(database) in its path and \(number) in db=."
+                        "The URL \"\(url)\" names two databases, \(database) and \(number)."
                     )
                 }
                 database = number
+                databaseParameter = number
             }
             let user = components.percentEncodedUser.flatMap { $0.removingPercentEncoding }
             let password = components.percentEncodedPassword.flatMap { $0.removingPercentEncoding }

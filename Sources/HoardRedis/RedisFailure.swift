@@ -62,6 +62,8 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
         let permanent = [
             "WRONGPASS", "NOAUTH", "NOPERM", "DB index is out of range", "invalid DB index",
             "unknown command", "without any password configured", "SELECT is not allowed",
+            // Redis 5 and older, and protected mode.
+            "invalid password", "no password is set", "wrong number of arguments for 'auth'", "DENIED",
         ]
         let lowered = description.lowercased()
         return permanent.contains { lowered.contains($0.lowercased()) }

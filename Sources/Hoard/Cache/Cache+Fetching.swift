@@ -145,7 +145,7 @@ extension Cache {
         // A set or removal made while the shared level or the fetcher answers wins over what they return.
         let changes = engine.stripes.changes(key.hashValue)
         let read = await engine.readShared(key)
-        if case .failed = read {} else if engine.shared != nil { reporter.sharedFailures.succeeded() }
+        if case .failed = read {} else if engine.shared != nil { reporter.sharedReadFailures.succeeded() }
         switch read {
         case .hit(let cached, let serialized):
             // Into disk and memory, not back to the shared level it came from.
@@ -165,7 +165,7 @@ extension Cache {
         case .miss:
             if engine.shared != nil { reporter.didMissShared(key) }
         case .failed(let error):
-            reporter.didFailOnShared(key, error)
+            reporter.didFailOnShared(key, error, isWrite: false)
         }
         guard let fetcher else { return Fetched(result: .failure(CacheError.noFetcher(key: key)), outcome: outcome) }
         let retries = maxRetryCount

@@ -57,7 +57,11 @@ public final class Cache<Value: Sendable>: Sendable {
         let reporter = CacheReporter(delegate: configuration.delegateBox, memory: memory)
         self.reporter = reporter
         let shared = configuration.sharedLevel.map { level in
-            SharedLevel(level) { key, error in reporter.didFailOnShared(key, error) }
+            SharedLevel(
+                level,
+                onFailure: { key, error in reporter.didFailOnShared(key, error, isWrite: true) },
+                onSuccess: { reporter.sharedWriteFailures.succeeded() }
+            )
         }
         engine = CacheEngine(configuration: configuration, memory: memory, disk: disk, shared: shared)
         fetcher = configuration.fetcher

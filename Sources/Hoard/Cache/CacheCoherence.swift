@@ -13,6 +13,9 @@ import Foundation
 public struct CacheCoherence: Sendable, Equatable {
     /// What a cache that tracks invalidations does while it cannot (the tracking connection is lost
     /// or the server is down): see ``CacheCoherence/invalidations(maxLocalAge:duringOutage:)``.
+    ///
+    /// A struct with static values rather than an enum: later releases may add values, so a
+    /// `switch` over it needs a `default`.
     public struct Outage: Sendable, Hashable, CustomStringConvertible {
         /// The name, as in `CacheCoherence.Outage.serveLocalCopies`.
         public let description: String

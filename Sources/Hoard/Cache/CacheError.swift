@@ -45,8 +45,8 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
         public static let containerInUse = Code("containerInUse")
         /// A value's entry file is larger than the disk level's byte limit, so it is not kept on disk.
         public static let valueTooLarge = Code("valueTooLarge")
-        /// A shared level's server (Redis, Valkey) could not be reached, did not answer in time, broke
-        /// the connection or answered with an error; the message names the server and the cause.
+        /// A shared level's server (Redis, Valkey) could not be reached, did not answer in time, or
+        /// broke the connection; the message names the server and the cause.
         public static let network = Code("network")
         /// A shared level's server received the command and refused it.
         ///

@@ -34,8 +34,10 @@ struct CacheReporter<Value: Sendable>: Sendable {
 
     let hub: EventHub<CacheEvent<Value>>
     let state: Locked<State>
-    /// The shared level's failures, logged as an outage's start, a count now and then, and its end.
-    let sharedFailures = RepeatedFailureLog("The shared level")
+    /// The shared level's failed reads and failed writes, each logged as an outage's start, a count
+    /// now and then, and its end (apart: reads that work must not end an outage of writes).
+    let sharedReadFailures = RepeatedFailureLog("The shared level's reads")
+    let sharedWriteFailures = RepeatedFailureLog("The shared level's writes")
     /// The memory store, told who listens and read for the counts it keeps.
     let memory: MemoryStore<String, CachedValue<Value>>?
 
@@ -234,12 +236,12 @@ struct CacheReporter<Value: Sendable>: Sendable {
     }
 
     /// Counts, logs and tells the event stream of a failed read or write of the shared level.
-    func didFailOnShared(_ key: String, _ error: CacheError) {
+    func didFailOnShared(_ key: String, _ error: CacheError, isWrite: Bool) {
         let isObserved = state.withLock {
             $0.statistics.sharedErrors += 1
             return $0.isObserved
         }
-        sharedFailures.failed("for \"\(key.prefix(100))\": \(error.message)")
+        (isWrite ? sharedWriteFailures : sharedReadFailures).failed("for \"\(key.prefix(100))\": \(error.message)")
         if isObserved { hub.emit(.sharedFailure(key: key, error: error)) }
     }
 

@@ -19,7 +19,8 @@ public struct CacheStatistics: Sendable, Hashable {
     /// served as a miss.
     public var sharedErrors = 0
     /// Keys the shared level announced as changed (``CacheBuilder/coherence(_:)``), each dropped from
-    /// memory and disk (or, while this cache's own write of it was under way, once that was made).
+    /// memory and disk (or, while this cache's own write of it was under way, once that was made; or
+    /// kept, when it was the echo of this cache's own write and the key still holds what it wrote).
     public var invalidations = 0
     /// Times every local copy was dropped because the shared level's announcements could not be
     /// trusted (tracking lost, or the server flushed), with ``CacheBuilder/coherence(_:)``.

@@ -104,10 +104,17 @@ final class SharedLevel: Sendable {
     static let workerLimit = 8
     private let state = Locked(State())
     private let onFailure: FailureHandler
+    /// Told when a write was made.
+    private let onSuccess: @Sendable () -> Void
 
-    init(_ level: any CacheLevel<String, Data>, onFailure: @escaping FailureHandler) {
+    init(
+        _ level: any CacheLevel<String, Data>,
+        onFailure: @escaping FailureHandler,
+        onSuccess: @escaping @Sendable () -> Void = {}
+    ) {
         self.level = level
         self.onFailure = onFailure
+        self.onSuccess = onSuccess
     }
 
     // MARK: - Reading
@@ -293,7 +300,7 @@ final class SharedLevel: Sendable {
             }
             let applied = await apply(pending.operation, forKey: key)
             let result = applied.map { _ in () }
-            if case .failure(let error) = result { onFailure(key, error) }
+            if case .failure(let error) = result { onFailure(key, error) } else { onSuccess() }
             var completed: ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) = ([], nil)
             let complete = {
                 completed = self.state.withLock { state in self.complete(key, pending, applied, &state) }

@@ -10,7 +10,9 @@ public enum CacheInvalidation: Sendable, Equatable {
     case keys([String])
     /// Any key may have changed and the level cannot say which (the tracking connection was lost,
     /// missed its deadline, or the server was flushed): every copy in front of the level may be
-    /// stale, and no copy may be taken until ``tracking`` comes.
+    /// stale, and every change until ``tracking`` comes may go unannounced (a cache then drops its
+    /// copies at once, or keeps serving them and drops them when ``tracking`` comes, as its
+    /// ``CacheCoherence/Outage`` says).
     case all(reason: String)
     /// Tracking is in place (again): every change from now on is announced, so copies may be taken.
     case tracking

@@ -7,9 +7,12 @@ import Hoard
 /// After `threshold` commands in a row (``RedisCacheLevel/Configuration/timeoutsBeforeSkipping``) had no reply within their timeout, the circuit opens: every
 /// request fails at once with ``RedisFailure/Kind/skipped`` and the pool probes the server with a
 /// `PING`, first after ``firstPause``, then after twice the last pause (at most ``maximumPause``),
-/// until one is answered; that closes the circuit. A reply of any kind (an error reply included)
-/// ends a run of timeouts. A server that refuses connections needs no circuit: its connections
-/// fail requests at once while they wait to reconnect.
+/// until one is answered. A reply of any kind (an error reply included, to a probe or to a request
+/// sent before the circuit opened) ends a run of timeouts and closes the circuit. A timeout is any
+/// failure for the server's silence: no reply within the command timeout, no answer to the
+/// handshake, or a refusal by a connection given up for silence that waits to reconnect. A server
+/// that refuses connections needs no circuit: its connections fail requests at once while they
+/// wait.
 final class CircuitBreaker: Sendable {
     /// The timeouts in a row that open the circuit; 0 never opens it.
     let threshold: Int
@@ -22,6 +25,13 @@ final class CircuitBreaker: Sendable {
         var timeoutsInARow = 0
         /// The pause before the next probe while the circuit is open; `nil` while it is closed.
         var pause: Duration?
+        /// Counts the openings: a probe of an earlier one is ignored.
+        var opening = 0
+
+        mutating func close() {
+            timeoutsInARow = 0
+            pause = nil
+        }
     }
 
     private let state = Locked(State())
@@ -43,20 +53,23 @@ final class CircuitBreaker: Sendable {
 
     /// Counts a request's outcome.
     ///
-    /// - Returns: The pause before the first probe when this outcome opened the circuit.
-    func record(_ result: Result<RESPValue, RedisFailure>) -> Duration? {
+    /// - Parameter result: The outcome.
+    /// - Returns: The opening and the pause before its first probe, when this outcome opened the
+    ///   circuit.
+    func record(_ result: Result<RESPValue, RedisFailure>) -> (opening: Int, pause: Duration)? {
         state.withLock { state in
             switch result {
             case .success:
-                state.timeoutsInARow = 0
+                state.close()
+            case .failure(let failure) where failure.kind == .server:
+                // An error reply is an answer.
+                state.close()
             case .failure(let failure) where failure.kind == .timeout:
                 state.timeoutsInARow += 1
                 guard threshold > 0, state.pause == nil, state.timeoutsInARow >= threshold else { return nil }
                 state.pause = Self.firstPause
-                return Self.firstPause
-            case .failure(let failure) where failure.kind == .server:
-                // An error reply is an answer.
-                state.timeoutsInARow = 0
+                state.opening += 1
+                return (state.opening, Self.firstPause)
             case .failure:
                 break
             }
@@ -66,22 +79,26 @@ final class CircuitBreaker: Sendable {
 
     /// Counts a probe's outcome.
     ///
-    /// - Returns: The pause before the next probe, or `nil` when the server answered and the circuit
-    ///   closed.
-    func probed(_ result: Result<RESPValue, RedisFailure>) -> Duration? {
+    /// - Parameters:
+    ///   - result: The probe's outcome.
+    ///   - opening: The opening the probe was sent for.
+    /// - Returns: The pause before the next probe, or `nil` when the circuit is closed (the server
+    ///   answered, now or since the probe was sent).
+    func probed(_ result: Result<RESPValue, RedisFailure>, opening: Int) -> Duration? {
         state.withLock { state in
-            let answered: Bool
+            guard state.opening == opening, let pause = state.pause else { return nil }
             switch result {
-            case .success: answered = true
-            case .failure(let failure): answered = failure.kind == .server
-            }
-            if answered {
-                state = State()
+            case .success:
+                state.close()
                 return nil
+            case .failure(let failure) where failure.kind == .server:
+                state.close()
+                return nil
+            case .failure:
+                let next = min(pause * 2, Self.maximumPause)
+                state.pause = next
+                return next
             }
-            let next = min((state.pause ?? Self.firstPause) * 2, Self.maximumPause)
-            state.pause = next
-            return next
         }
     }
 }

@@ -46,11 +46,18 @@ final class ConnectionLoop {
     /// instead of a line for each attempt of each connection.
     private static let stateLogs = Locked<[String: RepeatedFailureLog]>([:])
 
-    static func stateLog(_ server: String) -> RepeatedFailureLog {
-        stateLogs.withLock { logs in
-            if let log = logs[server] { return log }
-            let log = RepeatedFailureLog("Redis at \(server)")
-            logs[server] = log
+    /// The log of the connections of one server, database, user and client name (a tracking
+    /// connection's name differs from its data connections').
+    static func stateLog(_ configuration: RedisCacheLevel.Configuration) -> RepeatedFailureLog {
+        let key = [
+            configuration.server, String(configuration.database), configuration.username ?? "",
+            configuration.clientName ?? "",
+        ].joined(separator: "\u{0}")
+        return stateLogs.withLock { logs in
+            if let log = logs[key] { return log }
+            let name = configuration.clientName.map { " (\($0))" } ?? ""
+            let log = RepeatedFailureLog("Redis at \(configuration.server)\(name)")
+            logs[key] = log
             return log
         }
     }
@@ -80,7 +87,7 @@ final class ConnectionLoop {
                 }
             case .success(let socket):
                 let servedFrom = ContinuousClock.now
-                Self.stateLog(configuration.server).succeeded()
+                Self.stateLog(configuration).succeeded()
                 if connection.setStatus(.ready) {
                     failure = RedisFailure(.closed, "the level was released")
                 } else if let tracking = connection.tracking {
@@ -106,7 +113,7 @@ final class ConnectionLoop {
                 continue
             }
             if connection.setStatus(.down(failure)) { break }
-            Self.stateLog(configuration.server).failed("\(failure.description); reconnecting in the background")
+            Self.stateLog(configuration).failed("\(failure.description); reconnecting in the background")
             let end = ContinuousClock.now + ReconnectBackoff.delay(beforeAttempt: attempt)
             while ContinuousClock.now < end && !connection.isStopped {
                 // Times out the retries waiting for the next connection when their deadline comes.

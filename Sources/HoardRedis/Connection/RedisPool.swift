@@ -86,21 +86,29 @@ final class RedisPool: Sendable {
 
     /// Counts a request's outcome in the breaker, and starts probing when it opened the circuit.
     private func record(_ result: Result<RESPValue, RedisFailure>) {
-        guard let pause = breaker.record(result) else { return }
+        let wasOpen = breaker.isOpen
+        guard let (opening, pause) = breaker.record(result) else {
+            if wasOpen, !breaker.isOpen { logAnswersAgain() }
+            return
+        }
         HoardLogger.log(
             .warning,
             "Redis at \(configuration.server): \(breaker.threshold) commands in a row had no reply within "
                 + "\(configuration.commandTimeout); commands fail at once until the server answers a probe."
         )
-        probe(after: pause)
+        probe(opening, after: pause)
     }
 
-    /// Sends a `PING` past the open circuit after `pause`; again after a longer pause until one is
-    /// answered, which closes the circuit.
-    private func probe(after pause: Duration) {
+    private func logAnswersAgain() {
+        HoardLogger.log(.warning, "Redis at \(configuration.server) answers again; commands go to it again.")
+    }
+
+    /// Sends a `PING` past the open circuit after `pause`; again after a longer pause until the
+    /// circuit closes (this probe or any reply answered).
+    private func probe(_ opening: Int, after pause: Duration) {
         let seconds = Double(pause.components.seconds) + Double(pause.components.attoseconds) * 1e-18
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
-            guard let self else { return }
+            guard let self, breaker.isOpen else { return }
             let request = RedisRequest(
                 RESPCommand("PING", [], isIdempotent: true),
                 key: nil,
@@ -108,11 +116,11 @@ final class RedisPool: Sendable {
             )
             request.wait { [weak self] result in
                 guard let self else { return }
-                if let next = breaker.probed(result) {
-                    probe(after: next)
-                } else {
-                    let server = configuration.server
-                    HoardLogger.log(.warning, "Redis at \(server) answers again; commands go to it again.")
+                let wasOpen = breaker.isOpen
+                if let next = breaker.probed(result, opening: opening) {
+                    probe(opening, after: next)
+                } else if wasOpen, !breaker.isOpen {
+                    logAnswersAgain()
                 }
             }
             dispatch(request, pastTheBreaker: true)

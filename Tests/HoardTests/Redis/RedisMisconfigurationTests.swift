@@ -49,6 +49,31 @@ struct RedisMisconfigurationTests {
         #expect(try await right.get("k").isEmpty == false)
     }
 
+    @Test func refusalsThatCannotPassAreToldFromThoseThatMay() {
+        let permanent = [
+            "the server refused the login: WRONGPASS invalid username-password pair or user is disabled.",
+            "the server refused the login: NOAUTH HELLO must be called with the client already authenticated",
+            "SELECT was refused: ERR DB index is out of range",
+            "AUTH was refused: ERR invalid password",
+            "AUTH was refused: ERR Client sent AUTH, but no password is set",
+            "AUTH was refused: ERR wrong number of arguments for 'auth' command",
+            "the server refused the login: DENIED Redis is running in protected mode",
+            "CLIENT was refused: NOPERM this user has no permissions to run the 'client' command",
+        ]
+        for description in permanent {
+            #expect(RedisFailure(.handshake, description).isPermanentMisconfiguration, "\(description)")
+        }
+        let passing = [
+            RedisFailure(.handshake, "the server refused the login: ERR max number of clients reached"),
+            RedisFailure(.handshake, "SELECT was refused: LOADING Redis is loading the dataset in memory"),
+            RedisFailure(.timeout, "no answer to HELLO within 1 second"),
+            RedisFailure(.connect, "connect failed: Connection refused (errno 111)"),
+            // Not the login: a command refused once logged in is the server's answer, not its setup.
+            RedisFailure(.server, "the server answered NOPERM this user has no permissions"),
+        ]
+        for failure in passing { #expect(!failure.isPermanentMisconfiguration, "\(failure.description)") }
+    }
+
     @Test func aServerThatCannotBeReachedStillBuildsAndTheFetcherServes() async throws {
         _ = try RedisTestServer.required()
         // A port nothing listens on: the server is down, which may pass.
@@ -74,7 +99,11 @@ struct RedisMisconfigurationTests {
         await #expect(throws: CacheError.notFound) { try await zero.get(key) }
         try await byPath.removeValue(forKey: key)
         #expect(try RedisCacheLevel.Configuration(url: "redis://h/2?db=2").database == 2)
-        for url in ["redis://h?db=x", "redis://h?db=-1", "redis://h?db", "redis://h/1?db=2", "redis://h?tls=1"] {
+        #expect(try RedisCacheLevel.Configuration(url: "redis://h?db=3&db=3").database == 3)
+        for url in [
+            "redis://h?db=x", "redis://h?db=-1", "redis://h?db", "redis://h/1?db=2", "redis://h?tls=1",
+            "redis://h?db=1&db=2",
+        ] {
             let error = #expect(throws: CacheError.self, "\(url)") { try RedisCacheLevel.Configuration(url: url) }
             #expect(error?.code == .invalidConfiguration, "\(url)")
             #expect(error?.message.contains(url) == true, "\(url)")
