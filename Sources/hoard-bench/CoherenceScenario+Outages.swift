@@ -16,6 +16,8 @@ extension CoherenceBench {
         let fault: Fault
         /// Fetcher calls between the fault and the server's return.
         let originCalls: Int
+        /// The keys in memory when the fault began, of 100.
+        let filled: Int
         /// `getOrFetch` latencies of the reads started during the outage.
         let latencies: LatencyHistogram
     }
@@ -70,6 +72,14 @@ extension CoherenceBench {
         let keys = (0..<100).map { "outage-\($0)" }
         for key in keys { _ = try await cache.getOrFetch(forKey: key) }
         await cache.flush()
+        // The fill's own writes come back as announcements, each checked by reading the key back: the
+        // outage starts once every key is in memory and those checks had 200 ms more to end.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while keys.contains(where: { cache.entry(forKey: $0)?.level != .memory }) && ContinuousClock.now < deadline {
+            _ = try await cache.getOrFetch(forKey: keys.first { cache.entry(forKey: $0)?.level != .memory } ?? keys[0])
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let filled = keys.filter { cache.entry(forKey: $0)?.level == .memory }.count
 
         let isOver = Protected(false)
         let before = fetches.value
@@ -99,6 +109,6 @@ extension CoherenceBench {
         guard await server.answers(within: .seconds(10)) else {
             throw BenchServer.Unavailable(description: "redis-server did not answer within 10 s of \(fault.rawValue)")
         }
-        return OutageRun(label: label, fault: fault, originCalls: originCalls, latencies: latencies)
+        return OutageRun(label: label, fault: fault, originCalls: originCalls, filled: filled, latencies: latencies)
     }
 }

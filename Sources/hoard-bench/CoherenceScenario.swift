@@ -203,6 +203,11 @@ enum CoherenceBench {
                     + "\(latencies.count) reads, latency p50 \(formatLatency(latencies.percentile(0.5))), "
                     + "p99 \(formatLatency(latencies.percentile(0.99))), max \(formatLatency(latencies.maximum))"
             )
+            if run.filled < 100 {
+                report.notes.append(
+                    "outage, \(run.fault.rawValue), \(run.label): only \(run.filled) of 100 keys were in memory at its start"
+                )
+            }
         }
         report.notes.append(
             "outages: a redis-server of the scenario's own; memory only, 100 keys, the level's default 1 s timeouts "
