@@ -14,6 +14,18 @@ import HoardTestSupport
 /// - Throughput: 2 instances × 32 callers, Zipf(0.99) over 10 000 keys, 90 % `getOrFetch`, 10 %
 ///   `set`, coherent vs `ttlOnly(maxAge: 60 s)`.
 /// - A memory hit (`cache[key]`) with no coherence, TTL-only and coherent.
+/// - Across processes: 2 000 times, a `hoard-test-worker fleet-watch` child holds a key in memory, A
+///   saves a new value, and the child reports on `CLOCK_MONOTONIC` when its memory dropped the key:
+///   p50, p99 and maximum after A's `save` returned, and the share of rounds in which the child still
+///   held the old value then. Skipped, with a note, when the worker was not built next to this
+///   executable.
+/// - Own saves: 50 `save`s on a cache with memory and disk; how many it still holds once the
+///   server's announcements of them came back, coherent, TTL-only and without coherence.
+/// - Outages, on a `redis-server` of its own: for each of coherent (serving local copies), coherent
+///   with `bypassLocalCopies`, TTL-only and no coherence, and for `kill -9` (then a restart) and
+///   `SIGSTOP` (then `SIGCONT`) lasting 5 s (1 s with `--quick`): 100 keys filled through a counting
+///   fetcher, one task reading them in turn with `getOrFetch` during the outage; the fetcher calls
+///   and the reads' latency p50, p99 and maximum.
 ///
 /// Scenario `coherence`; the server is `HOARD_REDIS_URL`'s, else a `redis-server` started for the run.
 enum CoherenceBench {
@@ -84,11 +96,127 @@ enum CoherenceBench {
         report.comparisons.append((hitRows[2].label, hitRows[1].label))
         report.summary = report.rows.map { ($0.label, $0.label) }
         report.notes.append("server: \(server.url); memory 10 000 entries per instance, disk off")
+
+        await reportCrossProcess(into: &report, server: server, namespace: namespace, writer: coherent, context)
+        await reportOwnSaves(into: &report, server: server, namespace: namespace + "-own")
+        await reportOutages(into: &report, context)
         return report
     }
 
+    private static func reportCrossProcess(
+        into report: inout ScenarioReport,
+        server: BenchServer,
+        namespace: String,
+        writer: Cache<String>,
+        _ context: BenchContext
+    ) async {
+        guard let worker = BenchWorker.executable else {
+            report.notes.append(
+                "two processes: skipped, no hoard-test-worker next to this executable; build it with "
+                    + "`swift build -c release --product hoard-test-worker` (or without -c release for a debug run)"
+            )
+            return
+        }
+        let run: CrossProcessRun
+        do {
+            run = try await measureCrossProcess(
+                worker: worker,
+                server: server,
+                namespace: namespace,
+                writer: writer,
+                rounds: context.size(2_000)
+            )
+        } catch {
+            report.notes.append("two processes: stopped, \(error)")
+            return
+        }
+        guard let last = run.latencies.last else {
+            report.notes.append("two processes: no round completed (\(run.skipped) skipped)")
+            return
+        }
+        let rounds = run.latencies.count
+        func share(_ count: Int) -> String { String(format: "%.1f %%", Double(count) * 100 / Double(rounds)) }
+        let lines = [
+            "two processes, \(rounds) sets (A's save returned → the other process's memory dropped the key): "
+                + "p50 \(formatLatency(run.latencies[rounds / 2])), "
+                + "p99 \(formatLatency(run.latencies[rounds * 99 / 100])), max \(formatLatency(last))",
+            "two processes: the other process still held the old value when A's save returned in "
+                + "\(share(run.seenStale)) – \(share(run.maybeStale)) of the sets (seen holding it after the return "
+                + "– not yet seen without it); its reads after the drop: \(run.staleReads) of \(rounds) old",
+        ]
+        report.lines += lines
+        report.summaryText += lines
+        if run.skipped > 0 {
+            report.notes.append("two processes: \(run.skipped) rounds skipped (the child never held the old value)")
+        }
+    }
+
+    private static func reportOwnSaves(into report: inout ScenarioReport, server: BenchServer, namespace: String) async
+    {
+        let modes: [(String, CacheCoherence?)] = [
+            ("coherent", .invalidations), ("TTL-only (60 s)", .ttlOnly(maxAge: .seconds(60))), ("no coherence", nil),
+        ]
+        var parts: [String] = []
+        for (number, (label, coherence)) in modes.enumerated() {
+            do {
+                let result = try await measureOwnSaves(
+                    server: server,
+                    namespace: "\(namespace)-\(number)",
+                    label: label,
+                    coherence: coherence
+                )
+                parts.append("\(label) \(result.inMemory) in memory, \(result.onDisk) on disk")
+                if !result.sawEchoes {
+                    report.notes.append("own saves, \(label): the observer saw fewer than 50 announcements in 10 s")
+                }
+            } catch {
+                report.notes.append("own saves, \(label): stopped, \(error)")
+            }
+        }
+        guard !parts.isEmpty else { return }
+        let line = "own saves still held once their announcements came back, of 50: " + parts.joined(separator: "; ")
+        report.lines.append(line)
+        report.summaryText.append(line)
+    }
+
+    private static func reportOutages(into report: inout ScenarioReport, _ context: BenchContext) async {
+        let server: BenchServer
+        do {
+            server = try await BenchServer.start(own: true)
+        } catch {
+            report.notes.append("outages: skipped, no redis-server of its own to kill (\(error))")
+            return
+        }
+        defer { server.stop() }
+        let outage: Duration = context.quick ? .seconds(1) : .seconds(5)
+        let runs: [OutageRun]
+        do {
+            runs = try await measureOutages(server: server, outage: outage)
+        } catch {
+            report.notes.append("outages: stopped, \(error)")
+            return
+        }
+        for run in runs {
+            let latencies = run.latencies
+            report.lines.append(
+                "outage \(Int(outage.seconds)) s, \(run.fault.rawValue), \(run.label): \(run.originCalls) origin calls, "
+                    + "\(latencies.count) reads, latency p50 \(formatLatency(latencies.percentile(0.5))), "
+                    + "p99 \(formatLatency(latencies.percentile(0.99))), max \(formatLatency(latencies.maximum))"
+            )
+            if run.filled < 100 {
+                report.notes.append(
+                    "outage, \(run.fault.rawValue), \(run.label): only \(run.filled) of 100 keys were in memory at its start"
+                )
+            }
+        }
+        report.notes.append(
+            "outages: a redis-server of the scenario's own; memory only, 100 keys, the level's default 1 s timeouts "
+                + "and skipping after 3"
+        )
+    }
+
     /// One instance: a string cache in memory over its own level (its own connections).
-    private static func instance(
+    static func instance(
         _ server: BenchServer,
         _ namespace: String,
         _ name: String,

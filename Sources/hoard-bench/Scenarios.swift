@@ -89,7 +89,8 @@ enum ScenarioRegistry {
         Scenario(
             name: "coherence",
             help:
-                "coherence(.invalidations): invalidation latency over 10k sets, 2 × 32 callers Zipf 10 % writes vs TTL-only",
+                "coherence(.invalidations): invalidation latency in one and two processes, fleet throughput vs TTL-only, "
+                + "own saves kept, reads during server outages",
             run: CoherenceBench.run
         ),
         Scenario(

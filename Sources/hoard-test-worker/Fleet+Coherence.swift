@@ -21,6 +21,10 @@ extension Fleet {
     /// - `watch <key> <value>`: prints `watching <key>`, waits until memory no longer holds `value` for
     ///   the key and prints `dropped <key> <monotonic nanoseconds>` (`CLOCK_MONOTONIC`, comparable with
     ///   the parent's);
+    /// - `spin <key> <value>`: as `watch`, looking again at once (yielding the core between looks)
+    ///   instead of every 20 µs, and prints `dropped <key> <monotonic nanoseconds> held <monotonic
+    ///   nanoseconds>`, the second time being the start of the last look that still found `value`
+    ///   (or, when none did, the moment of `watching`): the key was dropped between the two;
     /// - `stats`: prints `stats invalidations <n> flushes <n>`.
     ///
     /// Ends at the end of its input.
@@ -60,6 +64,20 @@ extension Fleet {
                     usleep(20)
                 }
                 emit("dropped \(key) \(monotonicNanoseconds())")
+            case "spin" where words.count == 3:
+                let (key, value) = (words[1], words[2])
+                emit("watching \(key)")
+                // Until a look finds it, the value was last seen held by the `get` that installed it.
+                var held = monotonicNanoseconds()
+                while true {
+                    let look = monotonicNanoseconds()
+                    guard cache.entry(forKey: key).map({ $0.level == .memory && $0.value == value }) ?? false else {
+                        break
+                    }
+                    held = look
+                    sched_yield()
+                }
+                emit("dropped \(key) \(monotonicNanoseconds()) held \(held)")
             case "stats":
                 let statistics = cache.statistics
                 emit("stats invalidations \(statistics.invalidations) flushes \(statistics.coherenceFlushes)")
