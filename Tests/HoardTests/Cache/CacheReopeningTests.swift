@@ -53,9 +53,17 @@ import Testing
             done.signal()
         }
         // The opening waits for the store that nobody uses any more; the held write then lands.
-        #expect(!(await signalled(done, within: 0.2)))
-        serializer.gate.open()
+        // Watched and released from a plain thread: the opening's wait for the store is bounded,
+        // and a loaded run can stall this test's task (the cooperative pool) for longer than that.
+        let waitedWhileHeld = Protected<Bool?>(nil)
+        Thread.detachNewThread {
+            let finishedWhileHeld = done.wait(timeout: .now() + 0.2) == .success
+            waitedWhileHeld.withLock { $0 = !finishedWhileHeld }
+            if finishedWhileHeld { done.signal() }
+            serializer.gate.open()
+        }
         #expect(await signalled(done, within: 600))
+        #expect(waitedWhileHeld.withLock { $0 } == true)
         #expect(closed == nil)
         let cache = try #require(try opened.withLock { $0 }?.get())
         #expect(cache["k"] == nil, "a value written under version 0 is a miss under version 1")
