@@ -159,7 +159,9 @@ struct RedisFaultTests {
 
         let restarted = try RedisTestServer.start(port: server.port)
         #expect(await Self.recovers { try await level.ping() })
-        #expect(TestLog.messages(containing: subject + "works again").count == 1)
+        // At least one line says so (a connection whose failed attempt is told late, after another
+        // one's success, starts and ends an outage of its own).
+        #expect(!TestLog.messages(containing: subject + "works again").isEmpty)
         try await level.set(Data("back".utf8), forKey: "k")
         #expect(try await level.get("k") == Data("back".utf8))
         // Every connection of the pool came back, not only one.
