@@ -338,7 +338,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 "maxRamEntryShare must be above 0 and at most 1, not \(maxRamEntryShare)."
             )
         }
-        switch expiry {
+        switch expiry.kind {
         case .seconds(let seconds) where seconds.isNaN || seconds <= 0:
             throw CacheError.invalidConfiguration(
                 "expiry must be more than 0 seconds, not \(seconds): a value that expires as it is stored "

@@ -2,14 +2,34 @@ import Foundation
 
 /// One of a cache's storage levels.
 ///
-/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
-public enum StorageLevel: String, Sendable, Hashable, CaseIterable {
+/// A struct with static members rather than an enum, so that a minor release can add a level without
+/// breaking a client's `switch`: compare levels with `==`, or switch with a `default` case.
+public struct StorageLevel: Sendable, Hashable, CustomStringConvertible {
+    @usableFromInline
+    enum Kind: Sendable, Hashable {
+        case memory, disk, shared
+    }
+
+    @usableFromInline let kind: Kind
+
+    @inlinable
+    init(_ kind: Kind) { self.kind = kind }
+
     /// The in-memory level.
-    case memory
+    @inlinable public static var memory: StorageLevel { StorageLevel(.memory) }
     /// The on-disk level (an entry file, or a write that has not landed yet).
-    case disk
+    @inlinable public static var disk: StorageLevel { StorageLevel(.disk) }
     /// The shared level (``CacheBuilder/sharedLevel(_:)``), such as a Redis server.
-    case shared
+    @inlinable public static var shared: StorageLevel { StorageLevel(.shared) }
+
+    /// `"memory"`, `"disk"` or `"shared"`.
+    public var description: String {
+        switch kind {
+        case .memory: "memory"
+        case .disk: "disk"
+        case .shared: "shared"
+        }
+    }
 }
 
 /// A cached value with what the cache knows about it, returned by ``Cache/entry(forKey:)``.

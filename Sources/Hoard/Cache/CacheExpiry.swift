@@ -12,22 +12,39 @@ import Foundation
 /// expired from that instant on: `.seconds(0)` stores a value that is already expired. The date is
 /// stored with the entry, in memory and on disk, so it survives a restart.
 ///
-/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
-public enum CacheExpiry: Sendable, Hashable {
+/// A struct with static members rather than an enum, so that a minor release can add a kind of expiry
+/// without breaking a client's `switch`; call sites read as they would with an enum.
+public struct CacheExpiry: Sendable, Hashable {
+    @usableFromInline
+    enum Kind: Sendable, Hashable {
+        case never
+        case seconds(TimeInterval)
+        case date(Date)
+    }
+
+    @usableFromInline let kind: Kind
+
+    @inlinable
+    init(_ kind: Kind) { self.kind = kind }
+
     /// The entry never expires (the default).
-    case never
+    @inlinable public static var never: CacheExpiry { CacheExpiry(.never) }
+
     /// The entry expires this many seconds after it is stored. Infinity means never; a negative
     /// number or NaN stores an entry that is already expired.
-    case seconds(TimeInterval)
+    @inlinable
+    public static func seconds(_ seconds: TimeInterval) -> CacheExpiry { CacheExpiry(.seconds(seconds)) }
+
     /// The entry expires at this date.
-    case date(Date)
+    @inlinable
+    public static func date(_ date: Date) -> CacheExpiry { CacheExpiry(.date(date)) }
 }
 
 extension CacheExpiry {
     /// The expiry of an entry stored at `now`.
     @inlinable
     func expiry(storedAt now: @autoclosure () -> Date) -> Expiry {
-        switch self {
+        switch kind {
         case .never:
             return .never
         case .seconds(let seconds):

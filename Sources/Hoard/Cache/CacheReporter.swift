@@ -147,10 +147,10 @@ struct CacheReporter<Value: Sendable>: Sendable {
             for eviction in outcome.diskEvictions { state.countEvictions(eviction.reason, fromMemory: false) }
             for eviction in outcome.memoryEvictions { state.countEvictions(eviction.reason, fromMemory: true) }
             switch outcome.read {
-            case .hit(.disk): state.statistics.diskHits += 1
-            case .hit(.shared): state.statistics.sharedHits += 1
+            case .hit(let level) where level == .disk: state.statistics.diskHits += 1
+            case .hit(let level) where level == .shared: state.statistics.sharedHits += 1
             case .miss: state.statistics.misses += 1
-            case .hit(.memory), nil: break
+            case .hit, nil: break
             }
             return (state.delegate, state.isObserved)
         }
@@ -207,7 +207,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
     func willClear(_ level: StorageLevel, from cache: Cache<Value>) {
         guard let delegate else { return }
         LockOrder.assertNoneHeld("calling the delegate")
-        switch level {
+        switch level.kind {
         case .memory: delegate.cacheWillClearMemory(cache)
         case .disk: delegate.cacheWillClearDisk(cache)
         case .shared: break

@@ -2,8 +2,23 @@
 ///
 /// Every policy is O(1) per operation (amortised for `.lfu` and `.wTinyLFU`).
 ///
-/// New cases may be added in a minor release: a `switch` over it needs an `@unknown default` case.
-public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+/// A struct with static members rather than an enum, so that a minor release can add a policy without
+/// breaking a client's `switch`: compare policies with `==`, or switch with a `default` case.
+public struct EvictionPolicy: Sendable, Hashable, CustomStringConvertible {
+    /// The policies this version knows, as a closed set for the implementation.
+    @usableFromInline
+    enum Kind: Sendable, Hashable, CaseIterable {
+        case lfu, lru, wTinyLFU
+    }
+
+    @usableFromInline let kind: Kind
+
+    @inlinable
+    init(_ kind: Kind) { self.kind = kind }
+
+    /// Every policy this version of Hoard offers (a later version may offer more).
+    public static var allCases: [EvictionPolicy] { Kind.allCases.map(EvictionPolicy.init) }
+
     /// Least frequently used: removes the entry with the fewest accesses and, among equals, the least
     /// recently used one.
     ///
@@ -11,9 +26,9 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// accesses and inserts (ten times the level's capacity, at least 1 024), every count `c` becomes
     /// `(c + 1) / 2`. Entries whose counts become equal keep their recency order. Between two agings
     /// the order is exact LFU.
-    case lfu
+    @inlinable public static var lfu: EvictionPolicy { EvictionPolicy(.lfu) }
     /// Least recently used: removes the entry that was set or read the longest time ago.
-    case lru
+    @inlinable public static var lru: EvictionPolicy { EvictionPolicy(.lru) }
     /// Window TinyLFU with an adaptive window: recency for newcomers, frequency for admission, and
     /// a window sized by what would have hit on this workload.
     ///
@@ -45,11 +60,11 @@ public enum EvictionPolicy: Sendable, Hashable, CaseIterable, CustomStringConver
     /// - Complexity: O(1) per access, set and eviction: at most a few list moves each, and the
     ///   sampled requests' simulations are O(1) too (halving the sketch and growing it are
     ///   O(capacity) once per O(capacity) operations).
-    case wTinyLFU
+    @inlinable public static var wTinyLFU: EvictionPolicy { EvictionPolicy(.wTinyLFU) }
 
     /// `"lfu"`, `"lru"` or `"w-tinylfu"`.
     public var description: String {
-        switch self {
+        switch kind {
         case .lfu: "lfu"
         case .lru: "lru"
         case .wTinyLFU: "w-tinylfu"

@@ -8,18 +8,20 @@ extension CacheEvent {
     /// - Parameter now: The cache's current time (its injected clock).
     /// - Returns: One line, starting with `event:`.
     func narration(now: Date) -> String {
-        switch self {
-        case .set(let key, _): "event: set \"\(key)\""
-        case .hit(let key, let level): "event: hit \"\(key)\" in \(level)"
-        case .miss(let key): "event: miss \"\(key)\""
-        case .evicted(let key, let level, let reason): "event: evicted \"\(key)\" from \(level) (\(reason))"
-        case .servedStale(let key, _, let expiredAt):
-            "event: served stale \"\(key)\" (expired \(Int(now.timeIntervalSince(expiredAt).rounded())) s ago)"
-        case .removed(let key): "event: removed \"\(key)\""
-        case .cleared(let level): "event: cleared \(level)"
-        case .sharedMiss(let key): "event: shared level miss \"\(key)\""
-        case .sharedFailure(let key, let error): "event: shared level failed for \"\(key)\": \(error.code)"
-        @unknown default: "event: \(self)"
+        let key = "\"\(self.key ?? "")\""
+        let level = self.level.map { "\($0)" } ?? "?"
+        return switch kind {
+        case .set: "event: set \(key)"
+        case .hit: "event: hit \(key) in \(level)"
+        case .miss: "event: miss \(key)"
+        case .evicted: "event: evicted \(key) from \(level) (\(reason.map { "\($0)" } ?? "?"))"
+        case .servedStale:
+            "event: served stale \(key) (expired \(Int(now.timeIntervalSince(expiredAt ?? now).rounded())) s ago)"
+        case .removed: "event: removed \(key)"
+        case .cleared: "event: cleared \(level)"
+        case .sharedMiss: "event: shared level miss \(key)"
+        case .sharedFailure: "event: shared level failed for \(key): \(error.map { "\($0.code)" } ?? "?")"
+        default: "event: \(kind) \(key)"
         }
     }
 }

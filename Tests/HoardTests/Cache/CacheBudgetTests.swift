@@ -69,7 +69,11 @@ import Testing
         cache["d"] = Data(count: 95)  // count limit: "b" goes; cost limit: "c" goes
         cache.removeValue(forKey: "end")
         let evictions = await events.collect { $0 == .removed(key: "end") }.compactMap { event in
-            if case .evicted(let key, .memory, let reason) = event { (key, reason) } else { nil }
+            if event.kind == .evicted, event.level == .memory, let key = event.key, let reason = event.reason {
+                (key, reason)
+            } else {
+                nil
+            }
         }
         #expect(evictions.map(\.0) == ["a", "b", "c"])
         #expect(evictions.map(\.1) == [.capacity, .capacity, .cost])

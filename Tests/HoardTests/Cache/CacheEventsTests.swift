@@ -87,7 +87,7 @@ import Testing
         cache.onMemoryWarning()
         cache.removeValue(forKey: "end")
         let evicted = await events.collect(through: { $0 == .removed(key: "end") }).compactMap { event in
-            if case .evicted(let key, .memory, .memoryPressure) = event { key } else { nil }
+            event.kind == .evicted && event.level == .memory && event.reason == .memoryPressure ? event.key : nil
         }
         #expect(Set(evicted) == ["a", "b", "c"])
         #expect(Set(delegate.memoryEvictions) == ["a", "b", "c"])

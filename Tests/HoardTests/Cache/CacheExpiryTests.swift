@@ -157,7 +157,7 @@ private struct Offline: Error {}
         let entry = try #require(cache.entry(forKey: "k"))
         #expect(entry.isExpired)
         #expect(entry.expiresAt == expiredAt)
-        let seen = await events.collect { if case .servedStale = $0 { true } else { false } }
+        let seen = await events.collect { $0.kind == .servedStale }
         #expect(seen.last == .servedStale(key: "k", value: "fresh k", expiredAt: expiredAt))
         #expect(cache.statistics.fetchFailures == 1)
         // Also after a restart, from disk.

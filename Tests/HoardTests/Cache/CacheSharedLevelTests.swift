@@ -126,7 +126,7 @@ import Testing
         #expect(cache["k"] == "fetched k")
         cache.removeValue(forKey: "end")
         let seen = await events.collect(through: { $0 == .removed(key: "end") })
-        #expect(seen.contains { if case .sharedFailure(key: "k", _) = $0 { true } else { false } })
+        #expect(seen.contains { $0.kind == .sharedFailure && $0.key == "k" })
         await #expect(throws: CacheError.io) { try await cache.save("v", forKey: "saved") }
         shared.setFailing(false)
         try await cache.save("v", forKey: "saved")
