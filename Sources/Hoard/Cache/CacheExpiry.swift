@@ -30,8 +30,9 @@ public struct CacheExpiry: Sendable, Hashable {
     /// The entry never expires (the default).
     @inlinable public static var never: CacheExpiry { CacheExpiry(.never) }
 
-    /// The entry expires this many seconds after it is stored. Infinity means never; a negative
-    /// number or NaN stores an entry that is already expired.
+    /// The entry expires this many seconds after it is stored.
+    ///
+    /// Infinity means never; a negative number or NaN stores an entry that is already expired.
     @inlinable
     public static func seconds(_ seconds: TimeInterval) -> CacheExpiry { CacheExpiry(.seconds(seconds)) }
 
