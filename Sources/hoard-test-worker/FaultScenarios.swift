@@ -150,7 +150,7 @@ struct FaultScenarios {
 
     /// Opens a container this process cannot write, sets a key, and prints the error the delegate
     /// heard: `message <message>`, then `underlying <operation> <errno> <path>` when it carries a
-    /// ``POSIXFileError`` (else `underlying none <type>`), then `done`.
+    /// ``CacheError/FileError`` (else `underlying none <type>`), then `done`.
     func readOnlyStoreError(_ arguments: [String]) async throws {
         let delegate = FailureRecorder()
         let cache = try stringCache(folder: folder, container: argument(arguments, 1), delegate: delegate)
@@ -161,7 +161,7 @@ struct FaultScenarios {
             return
         }
         emit("message \(error.message)")
-        if let posix = error.underlyingError as? POSIXFileError {
+        if let posix = error.underlyingError as? CacheError.FileError {
             emit("underlying \(posix.operation) \(posix.errorNumber) \(posix.path)")
         } else {
             emit("underlying none \(error.underlyingError.map { "\(type(of: $0))" } ?? "nil")")

@@ -190,7 +190,7 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
     }
 
     /// A file-system operation failed; `message` says which and where, and the system's reason
-    /// from `underlying` (a ``POSIXFileError``, or a Foundation error) is added to it.
+    /// from `underlying` (a ``CacheError/FileError``, or a Foundation error) is added to it.
     public static func io(_ message: String, key: String? = nil, underlying: (any Error)? = nil) -> CacheError {
         let cause = underlying.map(Self.cause(of:)).map { " " + $0 } ?? ""
         return CacheError(code: .io, message: message + cause, key: key, underlyingError: underlying)
@@ -198,7 +198,7 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
 
     /// The system's reason for a file-system failure, in one sentence.
     private static func cause(of error: any Error) -> String {
-        if let posix = error as? POSIXFileError { return posix.description + "." }
+        if let posix = error as? CacheError.FileError { return posix.description + "." }
         if let cacheError = error as? CacheError { return cacheError.message }
         let nsError = error as NSError
         if nsError.domain == NSPOSIXErrorDomain {
@@ -246,28 +246,6 @@ public struct CacheError: Error, Sendable, Equatable, CustomStringConvertible, L
 
     /// The message: what happened, cause included.
     public var errorDescription: String? { message }
-}
-
-/// An error from a POSIX call: the function's name, the path and `errno`.
-public struct POSIXFileError: Error, Sendable, CustomStringConvertible {
-    /// The system call that failed, such as `open` or `rename`.
-    public let operation: String
-    /// The file or folder it was applied to.
-    public let path: String
-    /// The `errno` value it set.
-    public let errorNumber: Int32
-
-    /// Creates the error from a failed call's name, path and `errno`.
-    public init(operation: String, path: String, errorNumber: Int32) {
-        self.operation = operation
-        self.path = path
-        self.errorNumber = errorNumber
-    }
-
-    /// For example `open(/tmp/x) failed: No such file or directory (errno 2)`.
-    public var description: String {
-        "\(operation)(\(path)) failed: \(String(cString: strerror(errorNumber))) (errno \(errorNumber))"
-    }
 }
 
 #if canImport(Darwin)

@@ -87,7 +87,7 @@ enum ContainerLock {
         guard fstat(folder, &status) == 0 else {
             log.add(
                 .warning,
-                "Cannot lock the container \(path): \(POSIXFileError(operation: "fstat", path: path, errorNumber: errno))."
+                "Cannot lock the container \(path): \(CacheError.FileError(operation: "fstat", path: path, errorNumber: errno))."
             )
             return nil
         }
@@ -105,7 +105,7 @@ enum ContainerLock {
                     file = openat(folder, ContainerFile.lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
                 }
                 if file < 0 {
-                    let failure = POSIXFileError(
+                    let failure = CacheError.FileError(
                         operation: "openat",
                         path: path + "/" + ContainerFile.lock,
                         errorNumber: errno

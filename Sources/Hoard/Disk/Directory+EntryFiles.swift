@@ -14,13 +14,13 @@ extension Directory {
     /// The folder's names, split: the digests that the entry files' names spell (64 lowercase hex
     /// digits, parsed in place from the listing) and every other name (`.` and `..` left out).
     ///
-    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    /// - Throws: ``CacheError/FileError`` when the folder cannot be read.
     /// - Complexity: One `readdir` pass; no `stat`, and no string for an entry file's name.
-    func entryDigestsAndOtherNames() throws(POSIXFileError) -> (digests: [SHA256Digest], others: [String]) {
+    func entryDigestsAndOtherNames() throws(CacheError.FileError) -> (digests: [SHA256Digest], others: [String]) {
         let folder = self.folder
         var digests: [SHA256Digest] = []
         var others: [String] = []
-        try withExtendedLifetime(folder) { () throws(POSIXFileError) in
+        try withExtendedLifetime(folder) { () throws(CacheError.FileError) in
             try forEachName(in: folder.descriptor, path: ".") { name in
                 let length = strlen(name)
                 if length == 64, let digest = SHA256Digest(hexDigits: UnsafeRawBufferPointer(start: name, count: 64)) {
@@ -39,12 +39,12 @@ extension Directory {
     ///
     /// - Returns: The file's bytes, inside `buffer` and valid until its next read; `nil` when nothing
     ///   has the name.
-    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
+    /// - Throws: ``CacheError/FileError`` for any other failure, including a name that is not a regular file.
     /// - Complexity: One open, one `fstat`, one read for a file that ends where `fstat` said, one close.
     func readEntryFile(
         _ digest: SHA256Digest,
         into buffer: FileReadBuffer
-    ) throws(POSIXFileError) -> (bytes: UnsafeRawBufferPointer, modified: Double)? {
+    ) throws(CacheError.FileError) -> (bytes: UnsafeRawBufferPointer, modified: Double)? {
         let folder = self.folder
         digest.writeHex(to: buffer.name)
         let file = buffer.name.withMemoryRebound(to: CChar.self) { name in

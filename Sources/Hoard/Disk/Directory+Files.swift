@@ -28,8 +28,8 @@ extension Directory {
     /// Opens `name` inside the folder, never following a symbolic link.
     ///
     /// - Returns: The descriptor, which the caller closes; `nil` when nothing has the name.
-    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
-    func open(_ name: String, flags: Int32) throws(POSIXFileError) -> Int32? {
+    /// - Throws: ``CacheError/FileError`` for any other failure, including a name that is not a regular file.
+    func open(_ name: String, flags: Int32) throws(CacheError.FileError) -> Int32? {
         let folder = self.folder
         let file = openat(folder.descriptor, name, flags | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard file >= 0 else {
@@ -48,7 +48,7 @@ extension Directory {
     ///
     /// - Returns: `.success(nil)` when nothing has the name, `.failure` when the folder cannot be
     ///   searched (its permissions, too many open files): then nothing is known.
-    func identity(of name: String) -> Result<FileIdentity?, POSIXFileError> {
+    func identity(of name: String) -> Result<FileIdentity?, CacheError.FileError> {
         let folder = self.folder
         var status = stat()
         guard fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -71,12 +71,12 @@ extension Directory {
     ///
     /// Other names are skipped without being copied out of the listing: a large container costs one
     /// `readdir` pass and no `stat` per entry.
-    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
-    func temporaryFiles() throws(POSIXFileError) -> [(name: String, modified: Double)] {
+    /// - Throws: ``CacheError/FileError`` when the folder cannot be read.
+    func temporaryFiles() throws(CacheError.FileError) -> [(name: String, modified: Double)] {
         let folder = self.folder
         let prefix = Array(ContainerFile.temporaryPrefix.utf8).map { CChar(bitPattern: $0) }
         var found: [(name: String, modified: Double)] = []
-        try withExtendedLifetime(folder) { () throws(POSIXFileError) in
+        try withExtendedLifetime(folder) { () throws(CacheError.FileError) in
             try forEachName(in: folder.descriptor, path: ".") { bytes in
                 // A name shorter than the prefix differs at its NUL at the latest.
                 for index in prefix.indices where bytes[index] != prefix[index] { return }
@@ -96,8 +96,8 @@ extension Directory {
     /// For a file nobody reads before it is complete (the index, written under the section lock):
     /// no temporary file is left behind by a kill, at worst a short file that fails its checksum. A
     /// deleted folder is created again first, as for ``writeAtomically(_:to:through:)``.
-    /// - Throws: ``POSIXFileError``, with `EEXIST` when the name is taken.
-    func writeNew(_ bytes: [UInt8], to name: String) throws(POSIXFileError) {
+    /// - Throws: ``CacheError/FileError``, with `EEXIST` when the name is taken.
+    func writeNew(_ bytes: [UInt8], to name: String) throws(CacheError.FileError) {
         var folder = self.folder
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
         var file = openat(folder.descriptor, name, flags, 0o600)

@@ -41,7 +41,7 @@ final class Directory: Sendable {
         guard let resolved = realpath(url.path, nil) else {
             throw CacheError.io(
                 "Cannot resolve the path of the container \(url.path).",
-                underlying: POSIXFileError(operation: "realpath", path: url.path, errorNumber: errno)
+                underlying: CacheError.FileError(operation: "realpath", path: url.path, errorNumber: errno)
             )
         }
         defer { free(resolved) }
@@ -101,7 +101,7 @@ final class Directory: Sendable {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw CacheError.io(
                 "Cannot create the container \(path).",
-                underlying: POSIXFileError(operation: "mkdir", path: path, errorNumber: errno)
+                underlying: CacheError.FileError(operation: "mkdir", path: path, errorNumber: errno)
             )
         }
     }
@@ -111,15 +111,15 @@ final class Directory: Sendable {
 
     /// Opens the folder again at ``path`` if `stale` is the current opening and its folder was
     /// deleted; returns the opening to retry with, or `nil` when the folder was not deleted.
-    func reopenIfDeleted(_ stale: OpenFolder) throws(POSIXFileError) -> OpenFolder? {
+    func reopenIfDeleted(_ stale: OpenFolder) throws(CacheError.FileError) -> OpenFolder? {
         guard isDeleted(stale) else { return nil }
-        let result = current.withLock { current -> Result<OpenFolder, POSIXFileError> in
+        let result = current.withLock { current -> Result<OpenFolder, CacheError.FileError> in
             // Another call may have opened it again already.
             guard current === stale else { return .success(current) }
             // Only the container itself is made again: when its parent is gone too, the whole
             // tree was removed on purpose (an app's data folder, a test's temporary folder).
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
-                return .failure(POSIXFileError(operation: "mkdir", path: path, errorNumber: errno))
+                return .failure(CacheError.FileError(operation: "mkdir", path: path, errorNumber: errno))
             }
             do {
                 var ignored = DeferredLog()
@@ -127,10 +127,10 @@ final class Directory: Sendable {
                 return .success(current)
             } catch let error as CacheError {
                 let number = error.code == .containerInUse ? EAGAIN : EACCES
-                let underlying = (error.underlyingError as? POSIXFileError)?.errorNumber ?? number
-                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: underlying))
+                let underlying = (error.underlyingError as? CacheError.FileError)?.errorNumber ?? number
+                return .failure(CacheError.FileError(operation: "reopen", path: path, errorNumber: underlying))
             } catch {
-                return .failure(POSIXFileError(operation: "reopen", path: path, errorNumber: EACCES))
+                return .failure(CacheError.FileError(operation: "reopen", path: path, errorNumber: EACCES))
             }
         }
         return try result.get()
@@ -153,19 +153,19 @@ final class Directory: Sendable {
             != ContainerLock.Hold(device: named.st_dev, inode: named.st_ino)
     }
 
-    func error(_ operation: String, _ name: String, _ number: Int32 = errno) -> POSIXFileError {
-        POSIXFileError(operation: operation, path: path + "/" + name, errorNumber: number)
+    func error(_ operation: String, _ name: String, _ number: Int32 = errno) -> CacheError.FileError {
+        CacheError.FileError(operation: operation, path: path + "/" + name, errorNumber: number)
     }
 
     /// Reads a whole regular file; `nil` when it does not exist.
     ///
-    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
-    func read(_ name: String) throws(POSIXFileError) -> [UInt8]? { try readWithTime(name)?.bytes }
+    /// - Throws: ``CacheError/FileError`` for any other failure, including a name that is not a regular file.
+    func read(_ name: String) throws(CacheError.FileError) -> [UInt8]? { try readWithTime(name)?.bytes }
 
     /// Reads a whole regular file, with its modification time; `nil` when it does not exist.
     ///
-    /// - Throws: ``POSIXFileError`` for any other failure, including a name that is not a regular file.
-    func readWithTime(_ name: String) throws(POSIXFileError) -> (bytes: [UInt8], modified: Double)? {
+    /// - Throws: ``CacheError/FileError`` for any other failure, including a name that is not a regular file.
+    func readWithTime(_ name: String) throws(CacheError.FileError) -> (bytes: [UInt8], modified: Double)? {
         let folder = self.folder
         let file = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else {
@@ -206,8 +206,8 @@ final class Directory: Sendable {
     ///
     /// When the folder was deleted, it is created again first (see ``Directory``).
     ///
-    /// - Throws: ``POSIXFileError``; the temporary file is removed on failure.
-    func writeAtomically(_ bytes: [UInt8], to name: String, through temporaryName: String) throws(POSIXFileError) {
+    /// - Throws: ``CacheError/FileError``; the temporary file is removed on failure.
+    func writeAtomically(_ bytes: [UInt8], to name: String, through temporaryName: String) throws(CacheError.FileError) {
         var folder = self.folder
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
         var file = openat(folder.descriptor, temporaryName, flags, 0o600)
@@ -216,7 +216,7 @@ final class Directory: Sendable {
             file = openat(folder.descriptor, temporaryName, flags, 0o600)
         }
         guard file >= 0 else { throw error("openat", temporaryName) }
-        var failure: POSIXFileError?
+        var failure: CacheError.FileError?
         bytes.withUnsafeBytes { buffer in
             var done = 0
             while done < buffer.count {
@@ -244,8 +244,8 @@ final class Directory: Sendable {
     ///
     /// A folder's contents are removed through descriptors opened with `O_NOFOLLOW`: a link inside it
     /// is removed, never followed.
-    /// - Throws: ``POSIXFileError`` for any other failure.
-    func remove(_ name: String) throws(POSIXFileError) {
+    /// - Throws: ``CacheError/FileError`` for any other failure.
+    func remove(_ name: String) throws(CacheError.FileError) {
         let folder = self.folder
         defer { withExtendedLifetime(folder) {} }
         try remove(name, in: folder.descriptor, path: name, depth: 0)
@@ -254,7 +254,7 @@ final class Directory: Sendable {
     /// How deep ``remove(_:)`` goes into nested folders before giving up.
     private static let maximumRemovalDepth = 32
 
-    private func remove(_ name: String, in parent: Int32, path: String, depth: Int) throws(POSIXFileError) {
+    private func remove(_ name: String, in parent: Int32, path: String, depth: Int) throws(CacheError.FileError) {
         guard unlinkat(parent, name, 0) != 0 else { return }
         switch errno {
         case ENOENT: return
@@ -287,7 +287,7 @@ final class Directory: Sendable {
         in descriptor: Int32,
         path: String,
         _ body: (UnsafePointer<CChar>) -> Void
-    ) throws(POSIXFileError) {
+    ) throws(CacheError.FileError) {
         let copy = dup(descriptor)
         guard copy >= 0, let stream = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
@@ -302,7 +302,7 @@ final class Directory: Sendable {
     }
 
     /// The names in an open folder, `.` and `..` left out.
-    private func names(in descriptor: Int32, path: String) throws(POSIXFileError) -> [String] {
+    private func names(in descriptor: Int32, path: String) throws(CacheError.FileError) -> [String] {
         var names: [String] = []
         try forEachName(in: descriptor, path: path) { bytes in
             let name = String(cString: bytes)
@@ -313,11 +313,11 @@ final class Directory: Sendable {
 
     /// The names in the folder, `.` and `..` left out.
     ///
-    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    /// - Throws: ``CacheError/FileError`` when the folder cannot be read.
     /// - Complexity: One `readdir` pass; no `stat`.
-    func names() throws(POSIXFileError) -> [String] {
+    func names() throws(CacheError.FileError) -> [String] {
         let folder = self.folder
-        return try withExtendedLifetime(folder) { () throws(POSIXFileError) in
+        return try withExtendedLifetime(folder) { () throws(CacheError.FileError) in
             try names(in: folder.descriptor, path: ".")
         }
     }
@@ -325,9 +325,9 @@ final class Directory: Sendable {
     /// The names in the folder with their modification times and sizes (of the name itself, a link
     /// not followed), `.` and `..` left out.
     ///
-    /// - Throws: ``POSIXFileError`` when the folder cannot be read.
+    /// - Throws: ``CacheError/FileError`` when the folder cannot be read.
     /// - Complexity: One `readdir` pass and one `fstatat` per name, on every core.
-    func list() throws(POSIXFileError) -> [(name: String, modified: Double, size: Int)] {
+    func list() throws(CacheError.FileError) -> [(name: String, modified: Double, size: Int)] {
         let folder = self.folder
         return try names(in: folder.descriptor, path: ".").concurrentMap { name in
             var status = stat()
@@ -353,7 +353,7 @@ final class OpenFolder: Sendable {
         guard descriptor >= 0 else {
             throw CacheError.io(
                 "Cannot open the container \(path).",
-                underlying: POSIXFileError(operation: "open", path: path, errorNumber: errno)
+                underlying: CacheError.FileError(operation: "open", path: path, errorNumber: errno)
             )
         }
         do {

@@ -24,7 +24,7 @@ extension DiskStore {
         log: inout DeferredLog,
         news: inout PeerNews,
         resolvedUncommitted: inout Bool
-    ) -> Result<Void, POSIXFileError> {
+    ) -> Result<Void, CacheError.FileError> {
         var cursor = withState { $0.journal }
         let current: FileIdentity?
         let injected = Self.journalTestHooks.catchUpFails(at: directory.path)
@@ -133,7 +133,7 @@ extension DiskStore {
         resolved: inout Bool
     ) -> Bool {
         guard let bytes = RawIO.readToEnd(cursor.descriptor, from: cursor.offset) else {
-            let failure = POSIXFileError(
+            let failure = CacheError.FileError(
                 operation: "pread",
                 path: directory.path + "/" + ContainerFile.index,
                 errorNumber: errno
@@ -272,7 +272,7 @@ extension DiskStore {
     func compact(log: inout DeferredLog) {
         let records = withState { $0.takeIndexSnapshot() }
         let bytes = DiskIndexFile.encode(records)
-        do throws(POSIXFileError) {
+        do throws(CacheError.FileError) {
             // With no index yet (a new container, a rebuild), the file is written in place: readers
             // only read it under the section lock, and a kill leaves a short file, which fails its
             // checksum, rather than a temporary file. Otherwise it replaces the old one atomically,
@@ -293,14 +293,14 @@ extension DiskStore {
             return
         }
         var cursor = JournalCursor()
-        do throws(POSIXFileError) {
+        do throws(CacheError.FileError) {
             let path = directory.path + "/" + ContainerFile.index
             guard let file = try directory.open(ContainerFile.index, flags: O_RDWR | O_APPEND) else {
-                throw POSIXFileError(operation: "openat", path: path, errorNumber: ENOENT)
+                throw CacheError.FileError(operation: "openat", path: path, errorNumber: ENOENT)
             }
             var status = stat()
             guard fstat(file, &status) == 0 else {
-                let error = POSIXFileError(operation: "fstat", path: path, errorNumber: errno)
+                let error = CacheError.FileError(operation: "fstat", path: path, errorNumber: errno)
                 close(file)
                 throw error
             }
@@ -322,7 +322,7 @@ extension DiskStore {
     /// section (or while opening).
     ///
     /// - Returns: The failed call when the folder cannot be listed (the store keeps the index it has).
-    private func rebuild(replacing cursor: inout JournalCursor, log: inout DeferredLog) -> Result<Void, POSIXFileError>
+    private func rebuild(replacing cursor: inout JournalCursor, log: inout DeferredLog) -> Result<Void, CacheError.FileError>
     {
         if cursor.descriptor >= 0 { close(cursor.descriptor) }
         cursor = JournalCursor()

@@ -66,11 +66,11 @@ extension DiskStore {
     /// - Returns: The order, or the failed call when the folder cannot be listed.
     /// - Complexity: O(n), one listing, and one read per entry file the earlier index does not name
     ///   (every file when there is none).
-    func rebuildIndex(log: inout DeferredLog) -> Result<DiskEntryIndex, POSIXFileError> {
+    func rebuildIndex(log: inout DeferredLog) -> Result<DiskEntryIndex, CacheError.FileError> {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         var unindexed: [SHA256Digest]
         let hasIndexFile: Bool
-        do throws(POSIXFileError) {
+        do throws(CacheError.FileError) {
             // Names only: each file's size and time come from its read (or, for the entries an
             // earlier index names, one `stat`), not from a `stat` of every name first. The entry
             // files' names are parsed into digests as they are listed.

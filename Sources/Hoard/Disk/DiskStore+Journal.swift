@@ -28,7 +28,7 @@ extension DiskStore {
         /// Whether the current section has journaled its `begin` (and owes a `commit`).
         var hasBegun = false
         /// Why no index file is open (`descriptor` is -1), when a call failed: what an append reports.
-        var unavailable: POSIXFileError?
+        var unavailable: CacheError.FileError?
         /// Why the current section could not catch up with other processes, if it could not: what
         /// a change refused for that reason reports (see ``DiskStore/notCurrentError(_:key:)``).
         var behind: CacheError?
@@ -159,7 +159,7 @@ extension DiskStore {
     ///   they describe, except a removal: an entry that other processes still count after its file is
     ///   gone heals itself when they next read it.
     @discardableResult
-    func journal(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Result<Void, POSIXFileError> {
+    func journal(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Result<Void, CacheError.FileError> {
         guard !records.isEmpty else { return .success(()) }
         return append(withState({ $0.journal.hasBegun }) ? records : [.begin] + records, log: &log)
     }
@@ -170,14 +170,14 @@ extension DiskStore {
     /// store's offset is the file's end; when even that fails, the next section writes a snapshot,
     /// which replaces the file.
     @discardableResult
-    private func append(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Result<Void, POSIXFileError> {
+    private func append(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Result<Void, CacheError.FileError> {
         let bytes = DiskJournal.encode(records)
         let cursor = withState { $0.journal }
         let path = directory.path + "/" + ContainerFile.index
         guard cursor.descriptor >= 0 else {
             // No index file open (it could not be written): the next section's snapshot holds the change.
             withState { $0.journal.records = Int.max / 2 }
-            return .failure(cursor.unavailable ?? POSIXFileError(operation: "write", path: path, errorNumber: EBADF))
+            return .failure(cursor.unavailable ?? CacheError.FileError(operation: "write", path: path, errorNumber: EBADF))
         }
         var written: Bool
         if let limit = Self.journalTestHooks.takeAppendLimit(at: directory.path) {
@@ -200,15 +200,15 @@ extension DiskStore {
             }
             return .success(())
         }
-        let failure = POSIXFileError(operation: "write", path: path, errorNumber: number)
+        let failure = CacheError.FileError(operation: "write", path: path, errorNumber: number)
         log.add(.warning, "Cannot append to the journal of \(directory.path): \(failure); the change is not made.")
         // Whatever part of the records reached the file goes: the journal must end with whole records.
         var status = stat()
         var reason: String?
         if ftruncate(cursor.descriptor, off_t(cursor.offset)) != 0 {
-            reason = POSIXFileError(operation: "ftruncate", path: path, errorNumber: errno).description
+            reason = CacheError.FileError(operation: "ftruncate", path: path, errorNumber: errno).description
         } else if fstat(cursor.descriptor, &status) != 0 {
-            reason = POSIXFileError(operation: "fstat", path: path, errorNumber: errno).description
+            reason = CacheError.FileError(operation: "fstat", path: path, errorNumber: errno).description
         } else if Int(exactly: status.st_size) != cursor.offset {
             reason = "it is \(status.st_size) bytes long, not \(cursor.offset)"
         }

@@ -52,7 +52,7 @@ extension DiskStore {
     /// Why an entry file cannot be used.
     enum ReadProblem: Error, CustomStringConvertible {
         case missing
-        case unreadable(POSIXFileError)
+        case unreadable(CacheError.FileError)
         case damaged(EntryFormat.Damage)
         case foreignKey(String)
         case otherVersion(UInt32)

@@ -21,7 +21,7 @@ final class RedisPool: Sendable {
         for _ in 0..<configuration.poolSize {
             guard let connection = RedisConnection(configuration) else {
                 // The connection's wake-up pipe failed; nothing ran since.
-                let failure = POSIXFileError(operation: "pipe", path: "", errorNumber: errno)
+                let failure = CacheError.FileError(operation: "pipe", path: "", errorNumber: errno)
                 for opened in connections { opened.stop() }
                 throw CacheError.io("Redis at \(configuration.server): cannot open a connection.", underlying: failure)
             }

@@ -114,7 +114,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         guard let (hub, id) = found else {
             throw CacheError.io(
                 "Redis at \(configuration.server): cannot open the tracking connection.",
-                underlying: POSIXFileError(operation: "pipe", path: "", errorNumber: failure)
+                underlying: CacheError.FileError(operation: "pipe", path: "", errorNumber: failure)
             )
         }
         let subscription = Subscription(hub: hub, id: id)

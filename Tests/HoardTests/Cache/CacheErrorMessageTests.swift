@@ -26,7 +26,7 @@ import Testing
     @Test func aPOSIXCauseIsSpelledOutInTheMessage() {
         let error = CacheError.io(
             "Cannot write the entry.",
-            underlying: POSIXFileError(operation: "openat", path: "/x/y", errorNumber: EACCES)
+            underlying: CacheError.FileError(operation: "openat", path: "/x/y", errorNumber: EACCES)
         )
         #expect(error.message == "Cannot write the entry. openat(/x/y) failed: Permission denied (errno 13).")
     }
@@ -45,7 +45,7 @@ import Testing
                 + "appended to: write(\(index)) failed: No space left on device (errno \(ENOSPC))."
         )
         #expect(error.key == "b")
-        let posix = try #require(error.underlyingError as? POSIXFileError)
+        let posix = try #require(error.underlyingError as? CacheError.FileError)
         #expect(posix.operation == "write" && posix.path == index && posix.errorNumber == ENOSPC)
     }
 
@@ -61,7 +61,7 @@ import Testing
         let index = path + "/" + ContainerFile.index
         #expect(error.message.hasPrefix("The change for key \"b\" is not made:"), "\(error.message)")
         #expect(error.message.contains("fstatat(\(index)) failed: Too many open files (errno \(EMFILE))"))
-        let posix = try #require(error.underlyingError as? POSIXFileError)
+        let posix = try #require(error.underlyingError as? CacheError.FileError)
         #expect(posix.operation == "fstatat" && posix.errorNumber == EMFILE)
     }
 

@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test func posixErrorsNameTheCallThePathAndTheReason() {
-        let error = POSIXFileError(operation: "open", path: "/x/y", errorNumber: 2)
+        let error = CacheError.FileError(operation: "open", path: "/x/y", errorNumber: 2)
         #expect(error.description.contains("open(/x/y)"))
         #expect(error.description.contains("errno 2"))
     }

@@ -24,7 +24,7 @@ import Darwin
                 _ = try RedisCacheLevel(url: "redis://127.0.0.1:1/0", namespace: "fds")
                 exit(4)
             } catch let error as CacheError {
-                let posix = error.underlyingError as? POSIXFileError
+                let posix = error.underlyingError as? CacheError.FileError
                 guard error.code == .io, posix?.operation == "pipe", posix?.errorNumber == EMFILE,
                     error.message.contains("pipe() failed: Too many open files (errno \(EMFILE))")
                 else { exit(5) }

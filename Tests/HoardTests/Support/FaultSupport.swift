@@ -29,20 +29,20 @@ enum FaultSupport {
     static func mountTmpfs(at path: String, size: String) throws {
         #if os(Linux)
         guard mount("tmpfs", path, "tmpfs", 0, "size=\(size),mode=0755") == 0 else {
-            throw POSIXFileError(operation: "mount", path: path, errorNumber: errno)
+            throw CacheError.FileError(operation: "mount", path: path, errorNumber: errno)
         }
         #else
-        throw POSIXFileError(operation: "mount", path: path, errorNumber: ENOTSUP)
+        throw CacheError.FileError(operation: "mount", path: path, errorNumber: ENOTSUP)
         #endif
     }
 
     static func remountTmpfs(at path: String, size: String) throws {
         #if os(Linux)
         guard mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT), "size=\(size),mode=0755") == 0 else {
-            throw POSIXFileError(operation: "mount", path: path, errorNumber: errno)
+            throw CacheError.FileError(operation: "mount", path: path, errorNumber: errno)
         }
         #else
-        throw POSIXFileError(operation: "mount", path: path, errorNumber: ENOTSUP)
+        throw CacheError.FileError(operation: "mount", path: path, errorNumber: ENOTSUP)
         #endif
     }
 

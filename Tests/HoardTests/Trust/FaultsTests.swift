@@ -41,7 +41,7 @@ struct FaultsTests {
         #expect(!failed.isEmpty)
         let error = try #require(delegate.lastStoreError as? CacheError)
         #expect(error.code == .io)
-        #expect((error.underlyingError as? POSIXFileError)?.errorNumber == ENOSPC)
+        #expect((error.underlyingError as? CacheError.FileError)?.errorNumber == ENOSPC)
         #expect(
             TestLog.messages(containing: small.path).contains {
                 $0.level >= .warning && $0.message.contains("Cannot write")

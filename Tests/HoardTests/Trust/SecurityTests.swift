@@ -156,7 +156,7 @@ struct SecurityTests {
             try RawFiles.write(planted, to: outside)
             try FileManager.default.createSymbolicLink(atPath: temporary, withDestinationPath: outside)
         }
-        #expect(throws: POSIXFileError.self) {
+        #expect(throws: CacheError.FileError.self) {
             try directory.writeAtomically(
                 Array("new".utf8),
                 to: "entry",
