@@ -30,7 +30,7 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     /// - Throws: `CacheError` with code `invalidConfiguration` when the server does not know `HELLO 3`
     ///   or `CLIENT TRACKING`, or does not allow it (Redis 5 and older, some proxies and managed
     ///   services).
-    public func subscribeToInvalidations(
+    package func subscribeToInvalidations(
         _ handler: @escaping @Sendable (CacheInvalidation) -> Void
     ) throws -> any InvalidationSubscription {
         try TrackingHub.subscribe(configuration, namespace: namespace, handler: handler)

@@ -40,7 +40,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var maxRamEntryShare = 0.25
     var delegateBox = WeakDelegate()
     var isTemporary = false
-    var fileProtection: FileProtection?
+    var fileProtection: FileProtectionType?
     var isExclusiveProcess = false
     var sharedLevel: (any CacheLevel<String, Data>)?
     var coherence: CacheCoherence?
@@ -107,9 +107,14 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     /// Sets the data-protection class of the container's files on iOS, tvOS, watchOS and visionOS
     /// (default: the app's default class); does nothing on macOS and Linux.
     ///
-    /// See ``FileProtection``. For a cache that background work reads (a widget, a background
-    /// refresh), `.completeUntilFirstUserAuthentication` keeps it readable while the device is locked.
-    public func fileProtection(_ protection: FileProtection) -> Self { with { $0.fileProtection = protection } }
+    /// It takes Foundation's `FileProtectionType`. The class is set on the container folder when it is
+    /// opened, and every file created in it takes the folder's class. For a cache that background work
+    /// reads (a widget, a background refresh), `.completeUntilFirstUserAuthentication` keeps it
+    /// readable while the device is locked; with `.complete`, a cache read while the device is locked
+    /// finds its files unreadable: reads are misses and writes fail, as for any other file-system fault.
+    public func fileProtection(_ protection: FileProtectionType) -> Self {
+        with { $0.fileProtection = protection }
+    }
 
     /// Sets how many values memory keeps (default 100); 0 turns the memory level off.
     public func maxRamCount(_ count: Int) -> Self { with { $0.maxRamCount = count } }
@@ -369,7 +374,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
                 limitsOwnFiles: true,
                 contents: ContainerContents(Value.self, serializer: serializer),
                 removedWhenClosed: temporaryRoot,
-                fileProtection: fileProtection,
+                fileProtection: fileProtection?.rawValue,
                 exclusiveProcess: isExclusiveProcess
             )
             disk =

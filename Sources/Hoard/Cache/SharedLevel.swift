@@ -7,7 +7,7 @@ import Foundation
 /// this protocol, each value goes with its expiry (as `PX` milliseconds on Redis). Either way the
 /// expiry also travels inside the stored bytes, so an expired value is a miss even on a level that
 /// keeps it.
-public protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
+package protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
     /// Stores a value that the level may forget from `expiresAt` on (`nil`: never).
     func set(_ value: Value, forKey key: Key, expiresAt: Date?) async throws
 }

@@ -152,12 +152,25 @@ func logFailedBackFill(key: Any, error: any Error) {
     HoardLogger.log(.warning, "Could not copy a value into the level in front for key \(key): \(error)")
 }
 
-extension SynchronousCacheLevel {
+extension MemoryCacheLevel {
     /// Returns a level that reads this level first and `next` on a miss, filling this level from it.
     ///
-    /// The same as ``CacheLevel/compose(_:)``; a hit in this level is served without suspending, and
-    /// the result is a ``SynchronousCacheLevel`` too, so `memory.compose(disk).compose(network)`
-    /// keeps the fast path.
+    /// The same as ``CacheLevel/compose(_:)``; a hit in memory is served without suspending, and the
+    /// result keeps that fast path when composed again: `memory.compose(disk).compose(network)`.
+    /// - Parameter next: The level behind this one.
+    /// - Returns: The composed level.
+    @inlinable
+    public func compose<Next: CacheLevel>(_ next: Next) -> BasicCache<Key, Value>
+    where Next.Key == Key, Next.Value == Value {
+        composed(with: next, cachedValue: { key in self.cachedValue(forKey: key) })
+    }
+}
+
+extension BasicCache {
+    /// Returns a level that reads this level first and `next` on a miss, filling this level from it.
+    ///
+    /// The same as ``CacheLevel/compose(_:)``; when this level answers some gets at once (a
+    /// composition that starts with a ``MemoryCacheLevel``), the result does too.
     /// - Parameter next: The level behind this one.
     /// - Returns: The composed level.
     @inlinable

@@ -106,7 +106,8 @@ final class DiskStore: Sendable {
         /// A folder to remove, with everything in it, when the store closes: a temporary container's.
         var removedWhenClosed: URL? = nil
         /// The data-protection class of the container (Apple's mobile platforms); `nil` for the default.
-        var fileProtection: FileProtection? = nil
+        /// The raw value of a `FileProtectionType` (which is not `Equatable` on every platform).
+        var fileProtection: String? = nil
         /// Whether this process keeps every other process out of the container while it is open
         /// (see ``ContainerLock``).
         var exclusiveProcess = false
@@ -161,7 +162,7 @@ final class DiskStore: Sendable {
         directory = try Directory(creatingAt: url, exclusive: options.exclusiveProcess, log: &log)
         if let protection = options.fileProtection {
             do {
-                try protection.apply(toFolderAt: directory.path)
+                try FileProtectionType(rawValue: protection).apply(toFolderAt: directory.path)
             } catch {
                 throw CacheError.io(
                     "Cannot set the file protection of the container \(directory.path).",

@@ -51,11 +51,11 @@ public enum CacheLevelSwitchResult: Sendable, Hashable {
 
 /// A level that can answer some gets at once, without suspending: what it holds in memory.
 ///
-/// ``MemoryCacheLevel`` is one, and so is a ``BasicCache`` made by
-/// ``compose(_:)`` from one. A composition whose first level is synchronous serves that level's hits
-/// without an async hop, which keeps a hit through `memory.compose(disk)` close to a direct memory
-/// hit.
-public protocol SynchronousCacheLevel<Key, Value>: CacheLevel {
+/// `MemoryCacheLevel` is one, and so is a `BasicCache` made by `compose(_:)` from one. A composition
+/// whose first level is synchronous serves that level's hits without an async hop, which keeps a hit
+/// through `memory.compose(disk)` close to a direct memory hit. Package-wide only: users get the fast
+/// path through the `compose(_:)` of those two types, and a level of their own composes as any level.
+package protocol SynchronousCacheLevel<Key, Value>: CacheLevel {
     /// Returns the value for `key` if the level has it at hand, counting the access as `get` would.
     ///
     /// - Parameter key: The key to look up.

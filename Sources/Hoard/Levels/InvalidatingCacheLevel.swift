@@ -4,7 +4,7 @@ import Foundation
 ///
 /// A level that adopts ``InvalidatingCacheLevel`` delivers these, one at a time and in order, to
 /// the handler given to ``InvalidatingCacheLevel/subscribeToInvalidations(_:)``.
-public enum CacheInvalidation: Sendable, Equatable {
+package enum CacheInvalidation: Sendable, Equatable {
     /// These keys changed (were set, removed or expired) on the shared level: a copy in front of it
     /// may be stale. The keys are the level's keys, without any prefix the level adds.
     case keys([String])
@@ -19,7 +19,7 @@ public enum CacheInvalidation: Sendable, Equatable {
 }
 
 /// A subscription to a level's invalidations; ``cancel()`` ends it.
-public protocol InvalidationSubscription: Sendable {
+package protocol InvalidationSubscription: Sendable {
     /// Stops the deliveries; the handler is not called once this returns (except for a call under
     /// way on another thread). Calling it again does nothing.
     func cancel()
@@ -30,7 +30,7 @@ public protocol InvalidationSubscription: Sendable {
 ///
 /// It is what ``CacheBuilder/coherence(_:)`` with ``CacheCoherence/invalidations`` needs. `RedisCacheLevel` (in `HoardRedis`) adopts it with
 /// Redis's server-assisted client-side caching.
-public protocol InvalidatingCacheLevel<Key, Value>: CacheLevel {
+package protocol InvalidatingCacheLevel<Key, Value>: CacheLevel {
     /// Starts delivering invalidations to `handler`.
     ///
     /// The handler is called one event at a time, in order, on a thread of the level's; it must be

@@ -55,8 +55,10 @@ import Testing
 
 /// File protection is a no-op where data protection does not exist; the cache works as without it.
 @Suite struct FileProtectionTests {
-    @Test(arguments: FileProtection.allCases)
-    func aCacheWithAProtectionClassWorks(protection: FileProtection) async throws {
+    @Test(arguments: [
+        FileProtectionType.none, .complete, .completeUnlessOpen, .completeUntilFirstUserAuthentication,
+    ])
+    func aCacheWithAProtectionClassWorks(protection: FileProtectionType) async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().fileProtection(protection).build()
         try await cache.save("v", forKey: "k")
