@@ -17,9 +17,19 @@
 # states its output must run (no marker), and a comment that is only a value (`// "a"`, `// 42`) is
 # refused: a result a block claims is printed and stated with `// prints:`, so that it is checked.
 # The scratch package builds in .build-readme/ of the checkout, so later runs reuse it.
+# Before any of that, it fails when README.md is larger than 8 192 bytes (`wc -c`), whatever files are
+# named: the README is a short overview, and figures and details belong in the DocC articles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+
+readme_limit=8192
+readme_size=$(wc -c <README.md)
+if [ "$readme_size" -gt "$readme_limit" ]; then
+    echo "check-readme: README.md is $readme_size bytes, more than $readme_limit: keep it a short overview" \
+        "and move figures and details to the DocC articles (Sources/*/*.docc)" >&2
+    exit 1
+fi
 
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     export PATH="/opt/swift/usr/bin:$PATH"
