@@ -207,7 +207,8 @@ final class Directory: Sendable {
     /// When the folder was deleted, it is created again first (see ``Directory``).
     ///
     /// - Throws: ``CacheError/FileError``; the temporary file is removed on failure.
-    func writeAtomically(_ bytes: [UInt8], to name: String, through temporaryName: String) throws(CacheError.FileError) {
+    func writeAtomically(_ bytes: [UInt8], to name: String, through temporaryName: String) throws(CacheError.FileError)
+    {
         var folder = self.folder
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
         var file = openat(folder.descriptor, temporaryName, flags, 0o600)

@@ -322,8 +322,10 @@ extension DiskStore {
     /// section (or while opening).
     ///
     /// - Returns: The failed call when the folder cannot be listed (the store keeps the index it has).
-    private func rebuild(replacing cursor: inout JournalCursor, log: inout DeferredLog) -> Result<Void, CacheError.FileError>
-    {
+    private func rebuild(
+        replacing cursor: inout JournalCursor,
+        log: inout DeferredLog
+    ) -> Result<Void, CacheError.FileError> {
         if cursor.descriptor >= 0 { close(cursor.descriptor) }
         cursor = JournalCursor()
         withState { $0.journal = JournalCursor() }

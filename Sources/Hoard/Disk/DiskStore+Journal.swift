@@ -177,7 +177,9 @@ extension DiskStore {
         guard cursor.descriptor >= 0 else {
             // No index file open (it could not be written): the next section's snapshot holds the change.
             withState { $0.journal.records = Int.max / 2 }
-            return .failure(cursor.unavailable ?? CacheError.FileError(operation: "write", path: path, errorNumber: EBADF))
+            return .failure(
+                cursor.unavailable ?? CacheError.FileError(operation: "write", path: path, errorNumber: EBADF)
+            )
         }
         var written: Bool
         if let limit = Self.journalTestHooks.takeAppendLimit(at: directory.path) {

@@ -106,7 +106,8 @@ final class DiskStore: Sendable {
         /// A folder to remove, with everything in it, when the store closes: a temporary container's.
         var removedWhenClosed: URL? = nil
         /// The data-protection class of the container (Apple's mobile platforms); `nil` for the default.
-        /// The raw value of a `FileProtectionType` (which is not `Equatable` on every platform).
+        ///
+        /// The raw value of a `FileProtectionType`, which is not `Equatable` on every platform.
         var fileProtection: String? = nil
         /// Whether this process keeps every other process out of the container while it is open
         /// (see ``ContainerLock``).
