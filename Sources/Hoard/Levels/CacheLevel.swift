@@ -42,6 +42,8 @@ public protocol CacheLevel<Key, Value>: Sendable {
 }
 
 /// Which of two levels ``switchLevels(_:_:switchClosure:)`` sends a key to.
+///
+/// Complete: there are two levels to choose from, so this enum never grows.
 public enum CacheLevelSwitchResult: Sendable, Hashable {
     /// The first level.
     case cacheA

@@ -10,6 +10,8 @@
 /// thread-safe. Reading and setting ``output`` is safe from any thread.
 public enum HoardLogger {
     /// How much a message matters.
+    ///
+    /// Complete: these four levels are all there will be, so a `switch` over them needs no default.
     public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
         /// Detail useful while debugging a cache: evictions, rebuilt indexes.
         case debug
