@@ -27,7 +27,7 @@ sources=(
     Sources/Hoard/Disk/EntryFormat.swift
     Sources/Hoard/Disk/FileNaming.swift
     Sources/Hoard/Disk/DiskIndex.swift
-    Sources/Hoard/Disk/DiskJournal.swift
+    Sources/Hoard/Disk/SharedContainer/DiskJournal.swift
     Sources/Hoard/Cache/Expiry.swift
     Sources/Hoard/Support/CRC32.swift
     Sources/Hoard/Support/SHA256.swift
