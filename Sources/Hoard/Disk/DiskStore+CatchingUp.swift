@@ -27,7 +27,7 @@ extension DiskStore {
     ) -> Result<Void, CacheError.FileError> {
         var cursor = withState { $0.journal }
         let current: FileIdentity?
-        let injected = Self.journalTestHooks.catchUpFails(at: directory.path)
+        let injected = SharedContainer.testHooks.catchUpFails(at: directory.path)
         switch injected
             ? .failure(directory.error("fstatat", ContainerFile.index, EMFILE))
             : directory.identity(of: ContainerFile.index)
@@ -63,7 +63,7 @@ extension DiskStore {
                 return .success(())
             }
             close(cursor.descriptor)
-            cursor = JournalCursor()
+            cursor = SharedContainer.Cursor()
             withState { $0.journal = cursor }
         }
         if current != nil, open(into: &cursor, log: &log, news: &news, resolved: &resolvedUncommitted) {
@@ -77,7 +77,7 @@ extension DiskStore {
     ///
     /// - Returns: Whether the file is an intact index of this version.
     private func open(
-        into cursor: inout JournalCursor,
+        into cursor: inout SharedContainer.Cursor,
         log: inout DeferredLog,
         news: inout PeerNews,
         resolved: inout Bool
@@ -104,7 +104,7 @@ extension DiskStore {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         for record in snapshot.records { index.append(record.info, forKey: record.digest, count: record.count) }
         withState { $0.index = index }
-        cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: snapshot.end)
+        cursor = SharedContainer.Cursor(descriptor: file, identity: FileIdentity(status), offset: snapshot.end)
         cursor.snapshotBytes = snapshot.end
         let applied = bytes.withUnsafeBytes { buffer in
             apply(
@@ -117,7 +117,7 @@ extension DiskStore {
         }
         guard applied else {
             close(file)
-            cursor = JournalCursor()
+            cursor = SharedContainer.Cursor()
             log.add(.warning, "The journal of \(directory.path) is damaged; rebuilding the index from the entry files.")
             return false
         }
@@ -126,7 +126,7 @@ extension DiskStore {
 
     /// Reads and applies the journal records after the cursor; `false` when the journal is damaged.
     private func readJournal(
-        _ cursor: inout JournalCursor,
+        _ cursor: inout SharedContainer.Cursor,
         isCurrentFile: Bool,
         log: inout DeferredLog,
         news: inout PeerNews,
@@ -182,7 +182,7 @@ extension DiskStore {
     /// - Returns: `false` when a record before the last one is damaged.
     private func apply(
         _ bytes: UnsafeRawBufferPointer,
-        to cursor: inout JournalCursor,
+        to cursor: inout SharedContainer.Cursor,
         isCurrentFile: Bool,
         news: inout PeerNews,
         resolved: inout Bool
@@ -265,70 +265,17 @@ extension DiskStore {
         return records
     }
 
-    // MARK: - Snapshots
-
-    /// Writes the index as a new snapshot with an empty journal, and makes it the file the store
-    /// appends to; called inside a section (or while opening).
-    func compact(log: inout DeferredLog) {
-        let records = withState { $0.takeIndexSnapshot() }
-        let bytes = DiskIndexFile.encode(records)
-        do throws(CacheError.FileError) {
-            // With no index yet (a new container, a rebuild), the file is written in place: readers
-            // only read it under the section lock, and a kill leaves a short file, which fails its
-            // checksum, rather than a temporary file. Otherwise it replaces the old one atomically,
-            // so other stores finish reading the old journal through their descriptors.
-            if case .success(nil) = directory.identity(of: ContainerFile.index) {
-                try directory.writeNew(bytes, to: ContainerFile.index)
-            } else {
-                try directory.writeAtomically(bytes, to: ContainerFile.index, through: nextTemporaryName())
-            }
-        } catch {
-            // The journal stays the record; the next section tries again.
-            log.add(.warning, "Cannot save the index of \(directory.path): \(error)")
-            withState { state in
-                state.changesSinceSave += 1
-                // With no index file open, an append fails for this reason.
-                if state.journal.descriptor < 0 { state.journal.unavailable = error }
-            }
-            return
-        }
-        var cursor = JournalCursor()
-        do throws(CacheError.FileError) {
-            let path = directory.path + "/" + ContainerFile.index
-            guard let file = try directory.open(ContainerFile.index, flags: O_RDWR | O_APPEND) else {
-                throw CacheError.FileError(operation: "openat", path: path, errorNumber: ENOENT)
-            }
-            var status = stat()
-            guard fstat(file, &status) == 0 else {
-                let error = CacheError.FileError(operation: "fstat", path: path, errorNumber: errno)
-                close(file)
-                throw error
-            }
-            cursor = JournalCursor(descriptor: file, identity: FileIdentity(status), offset: bytes.count)
-            cursor.snapshotBytes = bytes.count
-            directory.recordIndexEnd(identity: FileIdentity(status), length: bytes.count)
-        } catch {
-            cursor.unavailable = error
-        }
-        // The new file holds this section's changes in its snapshot: no commit is owed to it.
-        let old = withState { state in
-            defer { state.journal = cursor }
-            return state.journal.descriptor
-        }
-        if old >= 0 { close(old) }
-    }
-
     /// Rebuilds the index from the entry files, then writes it as a new snapshot; called inside a
     /// section (or while opening).
     ///
     /// - Returns: The failed call when the folder cannot be listed (the store keeps the index it has).
     private func rebuild(
-        replacing cursor: inout JournalCursor,
+        replacing cursor: inout SharedContainer.Cursor,
         log: inout DeferredLog
     ) -> Result<Void, CacheError.FileError> {
         if cursor.descriptor >= 0 { close(cursor.descriptor) }
-        cursor = JournalCursor()
-        withState { $0.journal = JournalCursor() }
+        cursor = SharedContainer.Cursor()
+        withState { $0.journal = SharedContainer.Cursor() }
         if directory.isOpenFolderGone {
             // The container was deleted: nothing is left in it. It is made again with an empty index,
             // which this section's changes are journaled to.

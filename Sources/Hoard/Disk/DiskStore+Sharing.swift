@@ -133,7 +133,7 @@ extension DiskStore {
         guard store.options != options else { return }
         if let open = store.options.contents, let asked = options.contents, open != asked {
             throw CacheError.invalidConfiguration(
-                mismatch(at: path, holds: open, opened: asked, version: store.options.schemaVersion)
+                ContainerManifest.mismatch(at: path, holds: open, opened: asked, version: store.options.schemaVersion)
             )
         }
         throw CacheError.invalidConfiguration(

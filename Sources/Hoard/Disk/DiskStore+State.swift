@@ -86,7 +86,7 @@ extension DiskStore {
         /// The disk cache levels that use the store (caches are its observers).
         var levelUsers = 0
         /// The index file and how far its journal has been applied; changed holding `ioLock`.
-        var journal = JournalCursor()
+        var journal = SharedContainer.Cursor()
         /// Whether the opening scheduled the index load, and whether it has loaded (see
         /// `DiskStore.finishOpening()`).
         var isLoading = false

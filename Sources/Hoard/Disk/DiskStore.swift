@@ -63,8 +63,9 @@ enum DiskLookup {
 /// - `DiskStore+Index.swift`: saving and loading the eviction order;
 /// - `DiskStore+Sharing.swift`: one store per container in a process, and the caches that share it;
 /// - `DiskStore+Invariants.swift`: the checks for tests, and the lock-order check of debug builds;
-/// - `DiskStore+Journal.swift`: the sections in which files change, and the journal other
-///   processes read.
+/// - `DiskStore+Container.swift`: the sections in which files change, run through the shared
+///   container (``SharedContainer``: the container lock, the journal other processes read, the
+///   manifest), and what the store does with what the other processes changed.
 ///
 /// Two locks: the state lock guards ``State`` and is never held across I/O, user code or another
 /// lock; `ioLock` is held by whoever changes files (the writer, one operation at a time, the clears
@@ -128,6 +129,8 @@ final class DiskStore: Sendable {
     static let changesBetweenIndexSaves = 1_000
 
     let directory: Directory
+    /// The container's lock, journal and manifest, which other processes share.
+    let container: SharedContainer
     let options: Options
     /// The in-memory state; reach it only through ``withState(_:)``, which checks the lock order.
     let lockedState: Locked<State>
@@ -171,13 +174,12 @@ final class DiskStore: Sendable {
                 )
             }
         }
+        container = SharedContainer(directory: directory, policy: options.policy, capacity: options.capacity)
         writer = DispatchQueue(label: "Hoard.DiskStore.writer")
         lockedState = Locked(State(options: options))
         writer.setSpecific(key: Self.writerKey, value: ObjectIdentifier(self))
-        try checkManifest(log: &log)
-        // Written once: they count against the byte limit with the index.
-        let fixedFileBytes =
-            (directory.size(of: ContainerFile.manifest) ?? 0) + max(directory.size(of: ContainerFile.lock) ?? 0, 40)
+        try container.checkManifest(options.contents, version: options.schemaVersion, log: &log)
+        let fixedFileBytes = container.fixedFileBytes
         withState { $0.fixedFileBytes = fixedFileBytes }
         // An unsearchable folder fails the opening now, as it did when the index loaded here.
         if case .failure(let error) = directory.identity(of: ContainerFile.index) {
@@ -186,7 +188,7 @@ final class DiskStore: Sendable {
         // A process killed in the middle of a section may have left temporary files, an entry over
         // the limits, or a short index: load now, so that build() returns with the container
         // settled, as a caller that lists its files right after expects.
-        if directory.writerInSection != nil {
+        if container.writerInSection != nil {
             try openIndex(log: &log)
             withState { $0.isLoaded = true }
             return

@@ -37,7 +37,7 @@ import Testing
         let disk = try #require(cache.disk)
         try await cache.save("1", forKey: "a")
         // A disk that fills up part way through the append of the next write's records.
-        DiskStore.journalTestHooks.failNextAppend(afterBytes: 7, at: disk.directory.path)
+        SharedContainer.testHooks.failNextAppend(afterBytes: 7, at: disk.directory.path)
         let error = try #require(await #expect(throws: CacheError.io) { try await cache.save("2", forKey: "b") })
         let index = disk.directory.path + "/" + ContainerFile.index
         #expect(
@@ -55,8 +55,8 @@ import Testing
         let disk = try #require(cache.disk)
         try await cache.save("1", forKey: "a")
         let path = disk.directory.path
-        DiskStore.journalTestHooks.setCatchUpFails(true, at: path)
-        defer { DiskStore.journalTestHooks.setCatchUpFails(false, at: path) }
+        SharedContainer.testHooks.setCatchUpFails(true, at: path)
+        defer { SharedContainer.testHooks.setCatchUpFails(false, at: path) }
         let error = try #require(await #expect(throws: CacheError.io) { try await cache.save("2", forKey: "b") })
         let index = path + "/" + ContainerFile.index
         #expect(error.message.hasPrefix("The change for key \"b\" is not made:"), "\(error.message)")

@@ -32,7 +32,7 @@ import Musl
         let disk = try #require(cache.disk)
         try await cache.save("1", forKey: "a")
         // A disk that fills up part way through the append of the next write's records.
-        DiskStore.journalTestHooks.failNextAppend(afterBytes: 7, at: disk.directory.path)
+        SharedContainer.testHooks.failNextAppend(afterBytes: 7, at: disk.directory.path)
         await #expect(throws: CacheError.self) { try await cache.save("2", forKey: "b") }
         // Not renamed in: a file that no index counts would never be evicted.
         #expect(folder.entryFiles() == [DiskKey("a").digest.hex])
@@ -53,8 +53,8 @@ import Musl
         let disk = try #require(cache.disk)
         try await cache.save("1", forKey: "a")
         let path = disk.directory.path
-        DiskStore.journalTestHooks.setCatchUpFails(true, at: path)
-        defer { DiskStore.journalTestHooks.setCatchUpFails(false, at: path) }
+        SharedContainer.testHooks.setCatchUpFails(true, at: path)
+        defer { SharedContainer.testHooks.setCatchUpFails(false, at: path) }
         let before = try RawFiles.read(folder.container().appendingPathComponent(ContainerFile.index).path)
         await #expect(throws: CacheError.self) { try await cache.save("2", forKey: "b") }
         await cache.flush()
@@ -62,7 +62,7 @@ import Musl
         // No snapshot from a view that may miss other processes' records replaced theirs.
         #expect(try RawFiles.read(folder.container().appendingPathComponent(ContainerFile.index).path) == before)
 
-        DiskStore.journalTestHooks.setCatchUpFails(false, at: path)
+        SharedContainer.testHooks.setCatchUpFails(false, at: path)
         try await cache.save("2", forKey: "b")
         #expect(folder.entryFiles().count == 2)
         #expect(cache["b"] == "2")

@@ -61,46 +61,7 @@ enum ContainerManifest {
     }
 }
 
-extension DiskStore {
-    /// Checks what the container holds against what this store will write, and records it when the
-    /// container has no manifest yet (or one of another version, or a damaged one).
-    ///
-    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container holds another
-    ///   value type or serializer under the same schema version.
-    func checkManifest(log: inout DeferredLog) throws {
-        guard let contents = options.contents else { return }
-        let recorded = (try? directory.read(ContainerFile.manifest))?.flatMap(ContainerManifest.decode)
-        if let recorded, recorded.version == options.schemaVersion {
-            guard recorded.contents == contents else {
-                throw CacheError.invalidConfiguration(
-                    Self.mismatch(
-                        at: directory.path,
-                        holds: recorded.contents,
-                        opened: contents,
-                        version: recorded.version
-                    )
-                )
-            }
-            return
-        }
-        do {
-            // In a section, like every write: a kill in the middle is seen by the next opener.
-            try directory.withSection { access in
-                if case .refused(let reason) = access {
-                    log.add(.warning, "Cannot record what the container \(directory.path) holds: \(reason).")
-                    return
-                }
-                try directory.writeAtomically(
-                    ContainerManifest.encode(contents, version: options.schemaVersion),
-                    to: ContainerFile.manifest,
-                    through: nextTemporaryName()
-                )
-            }
-        } catch {
-            log.add(.warning, "Cannot record what the container \(directory.path) holds: \(error)")
-        }
-    }
-
+extension ContainerManifest {
     /// The message of a container opened with the wrong value type or serializer.
     static func mismatch(
         at path: String,
@@ -112,5 +73,53 @@ extension DiskStore {
             + "\(recorded.serializerType) under version \(version), and this cache stores \(contents.valueType) with "
             + "\(contents.serializerType): opening it would delete every entry as undecodable. Give this cache a "
             + "container of its own (containerName), or bump its version(_:) to purge the old entries."
+    }
+}
+
+extension SharedContainer {
+    /// Checks what the container holds against what a store will write, and records it when the
+    /// container has no manifest yet (or one of another version, or a damaged one).
+    ///
+    /// Called while opening the store, holding none of its locks.
+    ///
+    /// - Parameters:
+    ///   - contents: What the store's values are; `nil` for a store that does not care (tests of the
+    ///     store itself): nothing is checked or recorded.
+    ///   - version: The store's schema version.
+    ///   - log: Receives a warning when the manifest cannot be recorded.
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the container holds another
+    ///   value type or serializer under the same schema version.
+    func checkManifest(_ contents: ContainerContents?, version: UInt32, log: inout DeferredLog) throws {
+        guard let contents else { return }
+        let recorded = (try? directory.read(ContainerFile.manifest))?.flatMap(ContainerManifest.decode)
+        if let recorded, recorded.version == version {
+            guard recorded.contents == contents else {
+                throw CacheError.invalidConfiguration(
+                    ContainerManifest.mismatch(
+                        at: directory.path,
+                        holds: recorded.contents,
+                        opened: contents,
+                        version: recorded.version
+                    )
+                )
+            }
+            return
+        }
+        do {
+            // In a section, like every write: a kill in the middle is seen by the next opener.
+            try withSection { access in
+                if case .refused(let reason) = access {
+                    log.add(.warning, "Cannot record what the container \(directory.path) holds: \(reason).")
+                    return
+                }
+                try directory.writeAtomically(
+                    ContainerManifest.encode(contents, version: version),
+                    to: ContainerFile.manifest,
+                    through: TemporaryFile.nextName()
+                )
+            }
+        } catch {
+            log.add(.warning, "Cannot record what the container \(directory.path) holds: \(error)")
+        }
     }
 }

@@ -1,0 +1,153 @@
+import Foundation
+
+extension DiskStore {
+    /// What other processes changed, for this process's caches to forget their copies.
+    struct PeerNews {
+        var changedKeys: [String] = []
+        var isCleared = false
+
+        /// Tells every cache of the store, outside every lock.
+        func deliver(to store: DiskStore) {
+            guard isCleared || !changedKeys.isEmpty else { return }
+            for observer in store.observers(except: nil) {
+                if isCleared { observer.diskStoreDidClear() }
+                for key in changedKeys { observer.diskStoreDidChange(key: key) }
+            }
+        }
+    }
+
+    /// Runs `body` holding `ioLock` and the container's section lock, once the store has applied
+    /// what other processes journaled; writes a snapshot afterwards when the journal has grown long.
+    ///
+    /// `isCurrent` tells `body` whether the store caught up: when it is `false` (the index file
+    /// cannot be looked at or read, the folder cannot be listed, the section lock was refused; see
+    /// ``ContainerLock/withSection(_:_:)``), the store's index may miss other
+    /// processes' changes, so `body` must change no file, and no snapshot is written. When a process
+    /// died in the middle of a section, the section resolved the entries it named; `body` then runs
+    /// after the count and byte limits are made to hold again.
+    ///
+    /// The caller holds neither lock of any disk store; `body` may take the state lock and must not
+    /// call user code or observers. What other processes changed is added to `news`.
+    func withContainer<Result>(
+        log: inout DeferredLog,
+        news: inout PeerNews,
+        _ body: (inout DeferredLog, _ isCurrent: Bool) throws -> Result
+    ) rethrows -> Result {
+        try withIOLock {
+            try container.withSection { access in
+                if case .refused(let reason) = access {
+                    // Not even the journal is read: a peer may be appending to it right now.
+                    let behind = CacheError.io("Cannot change the container \(directory.path): \(reason).")
+                    log.add(.warning, behind.message)
+                    withState { $0.journal.behind = behind }
+                    return try body(&log, false)
+                }
+                var resolved = false
+                let caughtUp = catchUp(log: &log, news: &news, resolvedUncommitted: &resolved)
+                var behind: CacheError?
+                if case .failure(let error) = caughtUp {
+                    behind = .io("Cannot read what other processes changed in \(directory.path).", underlying: error)
+                }
+                let isCurrent = behind == nil
+                withState { $0.journal.behind = behind }
+                defer {
+                    if withState({ $0.journal.hasBegun }) { withJournalCursor { container.commit(&$0, log: &log) } }
+                    // Not while the index loads: opening writes no temporary file; the first write
+                    // compacts. Never from a view that missed other processes' records.
+                    if isCurrent && withState({ $0.isLoaded && $0.journalIsLong }) { compact(log: &log) }
+                }
+                if isCurrent && resolved && withState({ $0.isLoaded }) { enforceLimits(log: &log, news: &news) }
+                return try body(&log, isCurrent)
+            }
+        }
+    }
+
+    /// Like ``withContainer(log:news:_:)``, then logs and tells this process's caches what other
+    /// processes changed.
+    ///
+    /// - Returns: What `body` returned, or `nil` when the store could not catch up with other
+    ///   processes (`body` did not run: it would have changed files from a stale view).
+    func withContainer<Result>(_ body: (inout DeferredLog) throws -> Result) rethrows -> Result? {
+        var messages = DeferredLog()
+        var news = PeerNews()
+        defer {
+            messages.flush()
+            news.deliver(to: self)
+        }
+        return try withContainer(log: &messages, news: &news) { log, isCurrent in
+            guard isCurrent else {
+                log.add(.warning, "Cannot read what other processes changed in \(directory.path); changed nothing.")
+                return nil
+            }
+            return try body(&log)
+        }
+    }
+
+    /// Evicts what no longer fits after a section that a killed process left uncommitted was
+    /// resolved (its new entries may have gone past the limits before it journaled its evictions);
+    /// journals the removals in this section, so every process applies the same ones.
+    private func enforceLimits(log: inout DeferredLog, news: inout PeerNews) {
+        let victims = withState { state in
+            state.index.makeRoom(
+                forCount: 0,
+                bytes: 0,
+                capacity: options.capacity,
+                byteLimit: state.entryByteLimit(holding: state.index.count)
+            )
+        }
+        guard !victims.isEmpty else { return }
+        let keys = removeEntryFiles(
+            victims.map(\.key),
+            evictedFor: ": a process died before making room for its writes",
+            log: &log
+        )
+        news.changedKeys += keys.compactMap { $0 }
+        withState { $0.changesSinceSave += victims.count }
+    }
+
+    /// The error of a change that a section refused because it could not catch up with other
+    /// processes: what it is, then why, with the failed call as the underlying error.
+    func notCurrentError(_ change: String, key: String? = nil) -> CacheError {
+        let behind = withState { $0.journal.behind } ?? CacheError.io("Cannot change the container \(directory.path).")
+        return CacheError(
+            code: .io,
+            message: change + " " + behind.message,
+            key: key,
+            underlyingError: behind.underlyingError
+        )
+    }
+
+    // MARK: - The journal cursor
+
+    /// Appends records to the journal (see ``SharedContainer/journal(_:cursor:log:)``); called
+    /// inside a section.
+    ///
+    /// - Returns: Success when the records are in the journal; otherwise the failed call, and the
+    ///   caller must not make the change they describe, except a removal.
+    @discardableResult
+    func journal(_ records: [DiskJournal.Record], log: inout DeferredLog) -> Result<Void, CacheError.FileError> {
+        guard !records.isEmpty else { return .success(()) }
+        return withJournalCursor { container.journal(records, cursor: &$0, log: &log) }
+    }
+
+    /// Writes the index as a new snapshot with an empty journal, and makes it the file the store
+    /// appends to; called inside a section (or while opening).
+    ///
+    /// - Complexity: O(n).
+    func compact(log: inout DeferredLog) {
+        let records = withState { $0.takeIndexSnapshot() }
+        let isWritten = withJournalCursor { container.writeSnapshot(records, cursor: &$0, log: &log) }
+        // The journal stays the record: the changes it holds are not in a snapshot yet.
+        if !isWritten { withState { $0.changesSinceSave += 1 } }
+    }
+
+    /// Runs `body` on the store's journal cursor, taken out of the state and put back once `body`
+    /// returns; called inside a section, holding `ioLock`, the only place where the cursor changes.
+    ///
+    /// `body` must not call it again: the inner cursor would be overwritten by the outer one.
+    func withJournalCursor<Result>(_ body: (inout SharedContainer.Cursor) throws -> Result) rethrows -> Result {
+        var cursor = withState { $0.journal }
+        defer { withState { $0.journal = cursor } }
+        return try body(&cursor)
+    }
+}
