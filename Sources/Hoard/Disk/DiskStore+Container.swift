@@ -105,6 +105,64 @@ extension DiskStore {
         withState { $0.changesSinceSave += victims.count }
     }
 
+    // MARK: - Catching up
+
+    /// Applies what other processes appended since the store last looked, and rebuilds the index
+    /// from the entry files when the index file cannot be trusted.
+    ///
+    /// Called inside a section; see ``SharedContainer/catchUp(_:lookup:log:)``.
+    ///
+    /// - Parameters:
+    ///   - log: Receives what went wrong.
+    ///   - news: Receives what other processes changed.
+    ///   - resolvedUncommitted: Set when a section that a killed process left uncommitted
+    ///     was resolved against the files.
+    /// - Returns: Success when the store's index is the container's; the failed call when the index
+    ///   file cannot be looked at, or it cannot be read and the folder cannot be listed to rebuild it.
+    ///   The store then keeps the index it has, which may miss other processes' changes.
+    private func catchUp(
+        log: inout DeferredLog,
+        news: inout PeerNews,
+        resolvedUncommitted: inout Bool
+    ) -> Result<Void, CacheError.FileError> {
+        let lookup = SharedContainer.EntryLookup(
+            indexedExpiry: { digest in self.withState { $0.index.peek(digest)?.expiresAt } },
+            storedKey: { digest in self.storedKey(of: digest) }
+        )
+        var cursor = withState { $0.journal }
+        var caughtUp = container.catchUp(&cursor, lookup: lookup, log: &log)
+        var changes = caughtUp.takeChanges()
+        withState { state in
+            state.journal = cursor
+            state.apply(&changes, news: &news)
+        }
+        if caughtUp.resolvedUncommitted { resolvedUncommitted = true }
+        switch caughtUp.ending {
+        case .current: return .success(())
+        case .failed(let error): return .failure(error)
+        case .rebuild: return rebuild(log: &log)
+        }
+    }
+
+    /// Rebuilds the index from the entry files, then writes it as a new snapshot; called inside a
+    /// section (or while opening), once catching up let go of an index file it could not trust.
+    ///
+    /// - Returns: The failed call when the folder cannot be listed (the store keeps the index it has).
+    private func rebuild(log: inout DeferredLog) -> Result<Void, CacheError.FileError> {
+        if directory.isOpenFolderGone {
+            // The container was deleted: nothing is left in it. It is made again with an empty index,
+            // which this section's changes are journaled to.
+            withState { $0.index.removeAll() }
+            compact(log: &log)
+            return .success(())
+        }
+        // A folder that cannot be listed keeps the index this store has.
+        return rebuildIndex(log: &log).map { index in
+            withState { $0.index = index }
+            compact(log: &log)
+        }
+    }
+
     /// The error of a change that a section refused because it could not catch up with other
     /// processes: what it is, then why, with the failed call as the underlying error.
     func notCurrentError(_ change: String, key: String? = nil) -> CacheError {
@@ -149,5 +207,36 @@ extension DiskStore {
         var cursor = withState { $0.journal }
         defer { withState { $0.journal = cursor } }
         return try body(&cursor)
+    }
+}
+
+extension DiskStore.State {
+    /// Applies, in order, what catching up found that others changed, and adds the keys they
+    /// changed to `news`; empties `changes`.
+    ///
+    /// - Complexity: O(c) in the number of changes: a snapshot's index is moved in, not copied.
+    mutating func apply(_ changes: inout [SharedContainer.Change], news: inout DiskStore.PeerNews) {
+        // Taken out of the array one by one, so that a snapshot's index, once in the state, has no
+        // other owner, and the changes after it update it in place.
+        changes.reverse()
+        while let change = changes.popLast() {
+            switch change {
+            case .load(let snapshot):
+                index = snapshot
+            case .put(let digest, let info, let key):
+                index.upsert(info, forKey: digest)
+                // Another process wrote the file: it holds that process's value, which may be served.
+                unremovable.remove(digest)
+                news.changedKeys.append(key)
+            case .remove(let digest, let key):
+                // A removal whose key could not be read (its file was damaged) changes no key a peer
+                // can name.
+                if index.removeValue(forKey: digest) != nil, let key { news.changedKeys.append(key) }
+            case .clear:
+                index.removeAll()
+                news.isCleared = true
+                news.changedKeys.removeAll()
+            }
+        }
     }
 }
