@@ -126,7 +126,7 @@ extension Cache {
         Thread.detachNewThread { [self] in
             engine.clearDisk()
             engine.didClearDisk()
-            reporter.tellPeers(disk.observers(except: self), .cleared)
+            reporter.tellPeers(.cleared(for: disk.observers(except: self)))
             cleared.leave()
         }
         return cleared

@@ -70,7 +70,7 @@ extension Cache {
         engine.clearShared()
         // A read made between the two clears may have copied a disk value back into memory.
         engine.forgetAll()
-        reporter.tellPeers(disk?.observers(except: self) ?? [], .cleared)
+        reporter.tellPeers(.cleared(for: disk?.observers(except: self) ?? []))
     }
 
     /// Removes every value from memory; the delegate hears ``CacheDelegate/cacheWillClearMemory(_:)`` first.

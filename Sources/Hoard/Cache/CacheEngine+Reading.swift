@@ -73,11 +73,11 @@ extension CacheEngine {
             return (nil, outcome)
         case .expired(.pending):
             // Only if nothing changed the key since the lookup: the pending value is then this one.
-            let peers = stripes.ifUnchanged(hash, since: changes) {
+            let news = stripes.ifUnchanged(hash, since: changes) {
                 disk.enqueueRemove(diskKey, observer: origin)
             }
-            if let peers {
-                outcome.tell(peers)
+            if let news {
+                outcome.tell(news)
                 outcome.diskEvictions = [(key, .expired)]
             }
             return (nil, outcome)

@@ -17,14 +17,6 @@ struct CacheOutcome<Value: Sendable>: Sendable {
         case miss
     }
 
-    /// What the caches sharing the container must hear.
-    enum PeerNews: Sendable {
-        /// `key` changed: they drop it from memory.
-        case changed(key: String)
-        /// Every key went: they empty their memory.
-        case cleared
-    }
-
     /// The key the call was about.
     @usableFromInline var key: String
     /// What the read found, when the call was a read.
@@ -39,9 +31,8 @@ struct CacheOutcome<Value: Sendable>: Sendable {
     var diskEvictions: [(key: String, reason: EvictionReason)] = []
     /// A value that could not be kept (the serializer failed).
     var storeFailure: CacheError?
-    /// The other caches on the container, and what they must hear.
-    var peers: [any DiskStoreObserver] = []
-    var peerNews: PeerNews?
+    /// What the other caches on the container must hear, and which they are.
+    var peerNews = PeerNews()
 
     @inlinable
     init(key: String) {
@@ -56,16 +47,13 @@ struct CacheOutcome<Value: Sendable>: Sendable {
         memoryEvictions += other.memoryEvictions
         diskEvictions += other.diskEvictions
         storeFailure = other.storeFailure ?? storeFailure
-        if !other.peers.isEmpty {
-            peers = other.peers
-            peerNews = other.peerNews
-        }
+        if !other.peerNews.peers.isEmpty { peerNews = other.peerNews }
     }
 
-    /// Notes that the other caches on the container must hear of a change to ``key``.
-    mutating func tell(_ peers: [any DiskStoreObserver]) {
-        guard !peers.isEmpty else { return }
-        self.peers = peers
-        peerNews = .changed(key: key)
+    /// Notes what the other caches on the container must hear of a change to ``key`` (as the disk
+    /// store returned it when the change was queued).
+    mutating func tell(_ news: PeerNews) {
+        guard !news.peers.isEmpty else { return }
+        peerNews = news
     }
 }

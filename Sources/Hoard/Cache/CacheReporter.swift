@@ -139,7 +139,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
     @usableFromInline
     func deliver(_ outcome: CacheOutcome<Value>, from cache: Cache<Value>) {
         if outcome.diskEvictions.isEmpty, outcome.memoryEvictions.isEmpty, outcome.read == nil,
-            outcome.stored == nil, !outcome.isRemoval, outcome.storeFailure == nil, outcome.peers.isEmpty
+            outcome.stored == nil, !outcome.isRemoval, outcome.storeFailure == nil, outcome.peerNews.peers.isEmpty
         {
             return
         }
@@ -169,7 +169,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
                 delegate.cache(cache, didFailToStoreValueForKey: outcome.key, error: failure)
             }
         }
-        tellPeers(outcome.peers, outcome.peerNews)
+        tellPeers(outcome.peerNews)
     }
 
     /// The events an outcome makes, in the order ``deliver(_:from:)`` documents.
@@ -191,16 +191,9 @@ struct CacheReporter<Value: Sendable>: Sendable {
         return events
     }
 
-    /// Tells the other caches on the container that a key changed, or that every key went.
-    func tellPeers(_ peers: [any DiskStoreObserver], _ news: CacheOutcome<Value>.PeerNews?) {
-        guard let news else { return }
-        LockOrder.assertNoneHeld("telling another cache")
-        for peer in peers {
-            switch news {
-            case .changed(let key): peer.diskStoreDidChange(key: key)
-            case .cleared: peer.diskStoreDidClear()
-            }
-        }
+    /// Tells the other caches on the container that keys changed, or that every key went.
+    func tellPeers(_ news: PeerNews) {
+        news.deliver()
     }
 
     /// Tells the delegate that a level is about to be emptied.

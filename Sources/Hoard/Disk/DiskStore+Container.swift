@@ -1,21 +1,6 @@
 import Foundation
 
 extension DiskStore {
-    /// What other processes changed, for this process's caches to forget their copies.
-    struct PeerNews {
-        var changedKeys: [String] = []
-        var isCleared = false
-
-        /// Tells every cache of the store, outside every lock.
-        func deliver(to store: DiskStore) {
-            guard isCleared || !changedKeys.isEmpty else { return }
-            for observer in store.observers(except: nil) {
-                if isCleared { observer.diskStoreDidClear() }
-                for key in changedKeys { observer.diskStoreDidChange(key: key) }
-            }
-        }
-    }
-
     /// Runs `body` holding `ioLock` and the container's section lock, once the store has applied
     /// what other processes journaled; writes a snapshot afterwards when the journal has grown long.
     ///
@@ -72,7 +57,7 @@ extension DiskStore {
         var news = PeerNews()
         defer {
             messages.flush()
-            news.deliver(to: self)
+            news.deliver(toEveryCacheOf: self)
         }
         return try withContainer(log: &messages, news: &news) { log, isCurrent in
             guard isCurrent else {
@@ -101,7 +86,7 @@ extension DiskStore {
             evictedFor: ": a process died before making room for its writes",
             log: &log
         )
-        news.changedKeys += keys.compactMap { $0 }
+        news.append(contentsOf: keys.compactMap { $0 })
         withState { $0.changesSinceSave += victims.count }
     }
 
@@ -215,7 +200,7 @@ extension DiskStore.State {
     /// changed to `news`; empties `changes`.
     ///
     /// - Complexity: O(c) in the number of changes: a snapshot's index is moved in, not copied.
-    mutating func apply(_ changes: inout [SharedContainer.Change], news: inout DiskStore.PeerNews) {
+    mutating func apply(_ changes: inout [SharedContainer.Change], news: inout PeerNews) {
         // Taken out of the array one by one, so that a snapshot's index, once in the state, has no
         // other owner, and the changes after it update it in place.
         changes.reverse()
@@ -227,15 +212,14 @@ extension DiskStore.State {
                 index.upsert(info, forKey: digest)
                 // Another process wrote the file: it holds that process's value, which may be served.
                 unremovable.remove(digest)
-                news.changedKeys.append(key)
+                news.append(key)
             case .remove(let digest, let key):
                 // A removal whose key could not be read (its file was damaged) changes no key a peer
                 // can name.
-                if index.removeValue(forKey: digest) != nil, let key { news.changedKeys.append(key) }
+                if index.removeValue(forKey: digest) != nil, let key { news.append(key) }
             case .clear:
                 index.removeAll()
-                news.isCleared = true
-                news.changedKeys.removeAll()
+                news.clear()
             }
         }
     }

@@ -5,15 +5,13 @@ extension DiskStore {
     ///
     /// Writes and removals of one key apply in the order they were queued; the writer only writes the
     /// latest one.
-    /// - Returns: The other caches on the container, which the caller must tell (outside its locks)
-    ///   that `key` changed.
+    /// - Returns: The news that `key` changed, for the other caches on the container: the caller
+    ///   delivers it once its locks are released.
     func enqueueWrite(
         _ key: DiskKey,
         value: PendingValue,
         observer: (any DiskStoreObserver)?
-    )
-        -> [any DiskStoreObserver]
-    {
+    ) -> PeerNews {
         enqueue(key, .write(value), observer: observer, completion: nil)
     }
 
@@ -23,20 +21,20 @@ extension DiskStore {
     /// when the value landed, or when a later change of the key (a set, a removal, a clear) replaced
     /// it first; with the error when it could not be serialized or written, or its entry is larger
     /// than the byte limit.
-    /// - Returns: The other caches on the container, to be told that `key` changed.
+    /// - Returns: The news that `key` changed, for the other caches on the container.
     func enqueueWrite(
         _ key: DiskKey,
         value: PendingValue,
         observer: (any DiskStoreObserver)?,
         completion: @escaping Completion
-    ) -> [any DiskStoreObserver] {
+    ) -> PeerNews {
         enqueue(key, .write(value), observer: observer, completion: completion)
     }
 
     /// Queues a removal of `key`; readers miss it at once, the file goes in the background.
     ///
-    /// - Returns: The other caches on the container, to be told that `key` changed.
-    func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) -> [any DiskStoreObserver] {
+    /// - Returns: The news that `key` changed, for the other caches on the container.
+    func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) -> PeerNews {
         enqueue(key, .remove, observer: observer, completion: nil)
     }
 
@@ -45,12 +43,10 @@ extension DiskStore {
         _ operation: Operation,
         observer: (any DiskStoreObserver)?,
         completion: Completion?
-    )
-        -> [any DiskStoreObserver]
-    {
+    ) -> PeerNews {
         let enqueued = withState { $0.enqueue(key, operation, observer: observer, completion: completion) }
         if enqueued.startsWriter { startWriter() }
-        return enqueued.peers  // and `enqueued.replaced` is released here, outside the lock
+        return .changed(key.string, for: enqueued.peers)  // and `enqueued.replaced` is released here, outside the lock
     }
 
     /// Waits until every write and removal queued before the call is on disk, and the index is saved.
@@ -71,7 +67,7 @@ extension DiskStore {
         var news = PeerNews()
         defer {
             messages.flush()
-            news.deliver(to: self)
+            news.deliver(toEveryCacheOf: self)
         }
         let now = Date().timeIntervalSince1970
         let dropped = withContainer(log: &messages, news: &news) { log, _ in
@@ -124,12 +120,12 @@ extension DiskStore {
             case .idle(let savesIndex):
                 if savesIndex { saveIndex(log: &messages, news: &news) }
                 messages.flush()
-                news.deliver(to: self)
+                news.deliver(toEveryCacheOf: self)
                 return
             case .flush(let continuation):
                 saveIndex(log: &messages, news: &news)
                 messages.flush()
-                news.deliver(to: self)
+                news.deliver(toEveryCacheOf: self)
                 continuation.resume()
             case .apply(let first):
                 // Up to a batch of the operations queued next land in one section: one lock and one
@@ -140,7 +136,7 @@ extension DiskStore {
                 }
                 let outcomes = apply(batch, log: &messages, news: &news)
                 messages.flush()
-                news.deliver(to: self)
+                news.deliver(toEveryCacheOf: self)
                 for (pending, (effects, result)) in zip(batch, outcomes) {
                     for completion in pending.completions { completion(result) }
                     for effect in effects {

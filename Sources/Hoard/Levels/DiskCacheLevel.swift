@@ -299,8 +299,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
             throw CacheError.serializationFailed(key: string, underlying: error)
         }
         let pending = PendingValue(value: value, serialize: { data }, expiresAt: .never)
-        let others = store.enqueueWrite(DiskKey(string), value: pending, observer: nil)
-        for other in others { other.diskStoreDidChange(key: string) }
+        store.enqueueWrite(DiskKey(string), value: pending, observer: nil).deliver()
     }
 
     /// Removes the value for a key: a miss at once, the file goes in the background.
@@ -310,8 +309,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     public func removeValue(forKey key: Key) async throws {
         let store = try store.get()
         let string = keyString(key)
-        let others = store.enqueueRemove(DiskKey(string), observer: nil)
-        for other in others { other.diskStoreDidChange(key: string) }
+        store.enqueueRemove(DiskKey(string), observer: nil).deliver()
     }
 
     /// Removes every value and file; does nothing when the folder is unusable.
@@ -320,7 +318,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     public func clear() async {
         guard case .success(let store) = store else { return }
         store.removeAll()
-        for other in store.observers(except: nil) { other.diskStoreDidClear() }
+        PeerNews.cleared(for: store.observers(except: nil)).deliver()
     }
 
     /// Does nothing: the disk level keeps no values in memory.

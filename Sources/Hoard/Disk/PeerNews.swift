@@ -1,0 +1,70 @@
+/// What the caches sharing a container in this process must hear of a change to it, and which
+/// caches they are: keys that changed, or every key gone.
+///
+/// The one way caches are told of each other's changes, and of other processes'. Whoever changes
+/// the container builds the news where it makes the change, often under a lock: the disk store
+/// returns it when a write or a removal is queued (for every cache on the container but the one
+/// that queued it), and gathers it while catching up with other processes' journal (for all of
+/// them). It is delivered with ``deliver()`` once every lock is released; each cache then drops
+/// those keys from its memory (see ``DiskStoreObserver``).
+struct PeerNews: Sendable {
+    /// The caches to tell.
+    ///
+    /// Empty when no other cache shares the container; for news the store gathers while catching
+    /// up, filled in when it is delivered (see ``deliver(toEveryCacheOf:)``).
+    var peers: [any DiskStoreObserver] = []
+    /// Whether every key went: the caches empty their memory, before they hear of ``changedKeys``.
+    private(set) var isCleared = false
+    /// The keys that changed, in order.
+    private(set) var changedKeys: [String] = []
+
+    /// News that `key` changed, for `peers`; no news (and no allocation) when there are none.
+    static func changed(_ key: String, for peers: [any DiskStoreObserver]) -> PeerNews {
+        guard !peers.isEmpty else { return PeerNews() }
+        return PeerNews(peers: peers, changedKeys: [key])
+    }
+
+    /// News that every key went, for `peers`.
+    static func cleared(for peers: [any DiskStoreObserver]) -> PeerNews {
+        PeerNews(peers: peers, isCleared: true)
+    }
+
+    /// Adds a key that changed, after the others.
+    mutating func append(_ key: String) {
+        changedKeys.append(key)
+    }
+
+    /// Adds keys that changed, after the others.
+    mutating func append(contentsOf keys: some Sequence<String>) {
+        changedKeys.append(contentsOf: keys)
+    }
+
+    /// Notes that every key went: the keys that changed before need no telling any more.
+    mutating func clear() {
+        isCleared = true
+        changedKeys.removeAll()
+    }
+
+    /// Tells each of the peers, in order: that every key went, then each key that changed.
+    ///
+    /// Call it holding no lock: a cache takes its key stripes to drop what it heard of.
+    func deliver() {
+        guard !peers.isEmpty, isCleared || !changedKeys.isEmpty else { return }
+        LockOrder.assertNoneHeld("telling another cache")
+        for peer in peers {
+            if isCleared { peer.diskStoreDidClear() }
+            for key in changedKeys { peer.diskStoreDidChange(key: key) }
+        }
+    }
+
+    /// Tells every cache of `store` of news it gathered from other processes.
+    ///
+    /// Every cache of this process must hear it; they are looked up only when there is news. Call
+    /// it holding no lock.
+    func deliver(toEveryCacheOf store: DiskStore) {
+        guard isCleared || !changedKeys.isEmpty else { return }
+        var news = self
+        news.peers = store.observers(except: nil)
+        news.deliver()
+    }
+}
