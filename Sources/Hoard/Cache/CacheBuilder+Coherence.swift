@@ -69,7 +69,7 @@ extension CacheBuilder {
         let cleared = cache.dropLocalCopies()
         do {
             let subscription = try level.subscribeToInvalidations { [weak cache] invalidation in
-                cache?.apply(invalidation)
+                cache?.handle(invalidation)
             }
             cache.invalidations.withLock { $0 = subscription }
             cache.servesUntilFirstTracked()

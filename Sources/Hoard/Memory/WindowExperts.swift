@@ -53,7 +53,7 @@ struct WindowExperts {
     /// 1 when there are no experts (no key is sampled), else 0.
     @usableFromInline let samplesNone: UInt64
     /// The experts, ``expertCount`` of them (none for an index that does not use them).
-    @usableFromInline var experts: [ExpertCache]
+    @usableFromInline var experts: [SimulatedPolicy]
     /// Each expert's window, in entries at the index's scale.
     @usableFromInline let windowSizes: [Double]
     /// Each expert's hits, decayed.
@@ -76,7 +76,7 @@ struct WindowExperts {
     /// The sampling shift is the smallest that keeps the experts at most max(512, capacity / 32)
     /// entries: 512 alone let a cold sliding trace of 1 M entries lose 15.6 points, the window
     /// reaching LRU too slowly. At least half the keys are left out while the experts keep 32
-    /// entries or more, and at most 32 768 (`ExpertCache.largestCapacity`, an index of a million
+    /// entries or more, and at most 32 768 (`SimulatedPolicy.largestCapacity`, an index of a million
     /// entries or more).
     ///
     /// A `compact` index's experts keep at most max(512, capacity / 64) entries: 2 bytes per entry
@@ -86,12 +86,12 @@ struct WindowExperts {
         var shift = 0
         while Double(capacity >> shift) > limit { shift += 1 }
         while shift < 1 && capacity >> (shift + 1) >= 32 { shift += 1 }
-        while capacity >> shift > ExpertCache.largestCapacity { shift += 1 }
+        while capacity >> shift > SimulatedPolicy.largestCapacity { shift += 1 }
         sampleMask = shift >= 64 ? .max : (1 << UInt64(shift)) - 1
         samplesNone = 0
         let size = max(1, capacity >> shift)
         experts = Self.configurations.map {
-            ExpertCache(capacity: size, windowShare: $0.windowShare, admitsAll: $0.admitsAll)
+            SimulatedPolicy(capacity: size, windowShare: $0.windowShare, admitsAll: $0.admitsAll)
         }
         windowSizes = Self.configurations.map { max(1, $0.windowShare * Double(capacity)) }
         scores = Array(repeating: 0, count: Self.expertCount)
@@ -113,7 +113,7 @@ struct WindowExperts {
     /// nothing, samples nothing.
     static var unused: WindowExperts { WindowExperts() }
 
-    /// Gives every expert its own buffers if a copy shares them (see `ExpertCache.makeUnique()`).
+    /// Gives every expert its own buffers if a copy shares them (see `SimulatedPolicy.makeUnique()`).
     ///
     /// - Complexity: O(the experts' entries) when they are shared, O(experts) otherwise.
     @usableFromInline
