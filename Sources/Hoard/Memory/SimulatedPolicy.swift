@@ -13,9 +13,7 @@
 ///
 /// Its buffers are `NodeBuffer`s, which do not copy on write by themselves: the index that owns the
 /// expert calls ``makeUnique()`` before it feeds a request to a copy (see
-/// `EvictionIndex.copyBuffers()`). With `Array`s, whose every write checked uniqueness and bounds,
-/// a sampled request cost about 900 instructions per expert, and the experts a seventh of an
-/// evicting W-TinyLFU set's.
+/// `EvictionIndex.copyBuffers()`); why not `Array`s: Documentation/Decisions/0011.
 ///
 /// Not thread-safe: its owner holds a lock around every call.
 @usableFromInline

@@ -15,11 +15,8 @@
 /// the best one's (by at most ×2) when it leads by two standard deviations, by at least 32 of those
 /// requests and by 1 % of hits; when the nearest expert is the best, the window moves towards it.
 ///
-/// Caffeine's climber (sample 10 × the capacity, step 6.25 %, decay 0.98, restart at 5 points) lost
-/// 0.85 points on average over the real traces and 5 to 6.7 on `oltp` and `sprite` rows: too few
-/// samples at large sizes, confused by phases. The previous climber, which grew the window while a
-/// sampled plain LRU beat the index, kept a 1 % window on `oltp`, where 20 % is 5 points better: a
-/// local test cannot see an optimum in the middle.
+/// Why experts rather than hill climbing or a single sampled LRU, and what the alternatives lost on
+/// the real traces: Documentation/Decisions/0001-adaptive-eviction.md.
 ///
 /// Not thread-safe: its owner holds a lock around every call.
 @usableFromInline
