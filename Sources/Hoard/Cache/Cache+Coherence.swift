@@ -5,7 +5,7 @@ extension Cache {
     /// tracking was lost, and reopens the local levels once tracking is confirmed.
     ///
     /// Called on the shared level's thread, one event at a time.
-    func apply(_ invalidation: CacheInvalidation) {
+    func handle(_ invalidation: CacheInvalidation) {
         switch invalidation {
         case .keys(let keys):
             for key in keys { invalidate(key) }

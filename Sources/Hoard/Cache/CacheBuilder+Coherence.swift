@@ -11,8 +11,8 @@ extension CacheBuilder {
     ///     .coherence(.invalidations)
     ///     .build()
     /// ```
-    /// - ``CacheCoherence/invalidations``: the shared level (an ``InvalidatingCacheLevel``) announces
-    ///   every key another instance, or this one, sets, removes or lets expire there, and the cache
+    /// - ``CacheCoherence/invalidations``: the shared level (one that can announce changes, as
+    ///   `RedisCacheLevel`) announces every key another instance, or this one, sets, removes or lets expire there, and the cache
     ///   drops its local copies of it (of this cache's own write only if the key, read back, no
     ///   longer holds what it wrote). A fill from the shared level is installed only if no
     ///   invalidation of its key (and no loss of tracking) came while it was read. When tracking is
@@ -69,7 +69,7 @@ extension CacheBuilder {
         let cleared = cache.dropLocalCopies()
         do {
             let subscription = try level.subscribeToInvalidations { [weak cache] invalidation in
-                cache?.apply(invalidation)
+                cache?.handle(invalidation)
             }
             cache.invalidations.withLock { $0 = subscription }
             cache.servesUntilFirstTracked()

@@ -45,7 +45,7 @@ public struct CacheCoherence: Sendable, Equatable {
     /// Subscribes to the shared level's invalidations, with local copies kept at most a minute,
     /// served during an outage.
     ///
-    /// The shared level must adopt ``InvalidatingCacheLevel`` and be able to track, or
+    /// The shared level must be able to announce changes (as `RedisCacheLevel` does) and track, or
     /// ``CacheBuilder/build()`` throws.
     public static var invalidations: CacheCoherence { .invalidations(maxLocalAge: .seconds(60)) }
 

@@ -30,10 +30,12 @@ public protocol CacheDelegate<Value>: AnyObject, Sendable {
     /// - Returns: A fallback value, or `nil` to let the callers get the error.
     func cache(_ cache: Cache<Value>, didFailToFetchForKey key: String, error: any Error) -> Value?
 
-    /// The memory level removed `value` to make room for another entry.
+    /// The memory level removed `value` to make room for another entry (or under memory pressure).
     ///
-    /// A read made from this callback is not copied back into memory, which would evict another
-    /// entry and call this again.
+    /// Despite the name, which the API keeps from its first version, the call comes *after* the
+    /// eviction: the entry is already out of memory (a read of `key` from here finds the disk copy,
+    /// if there is one), and the call that caused it has not returned yet. A read made from this
+    /// callback is not copied back into memory, which would evict another entry and call this again.
     func cache(_ cache: Cache<Value>, willEvictFromMemory value: Value, forKey key: String)
 
     /// The memory level is about to be emptied by ``Cache/clearMemory()`` or ``Cache/removeAll()``.

@@ -166,7 +166,7 @@ final class DiskStore: Sendable {
         directory = try Directory(creatingAt: url, exclusive: options.exclusiveProcess, log: &log)
         if let protection = options.fileProtection {
             do {
-                try FileProtectionType(rawValue: protection).apply(toFolderAt: directory.path)
+                try FileProtectionType(rawValue: protection).protect(folderAt: directory.path)
             } catch {
                 throw CacheError.io(
                     "Cannot set the file protection of the container \(directory.path).",

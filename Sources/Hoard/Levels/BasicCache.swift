@@ -14,7 +14,7 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     @usableFromInline let removeValueForKey: @Sendable (Key) async throws -> Void
     @usableFromInline let clearAll: @Sendable () async -> Void
     @usableFromInline let memoryWarning: @Sendable () -> Void
-    /// The synchronous answer for hits, when the level has one (see ``SynchronousCacheLevel``).
+    /// The synchronous answer for hits, when the level has one (see `SynchronousCacheLevel`).
     @usableFromInline let synchronousHit: (@Sendable (Key) -> Value?)?
 
     /// Creates a level from closures.
@@ -54,7 +54,7 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     ///   - clear: Removes every value.
     ///   - onMemoryWarning: Frees what the level keeps in memory.
     ///   - cachedValue: Answers a get at once when it can (`nil` means "ask `get`"), as
-    ///     ``SynchronousCacheLevel/cachedValue(forKey:)``; `nil` when the level never can.
+    ///     ``cachedValue(forKey:)``; `nil` when the level never can.
     @inlinable
     public init(
         get: @escaping @Sendable (_ key: Key) async throws -> Value,

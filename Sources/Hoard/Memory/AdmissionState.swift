@@ -3,7 +3,7 @@ import Foundation
 /// What W-TinyLFU keeps besides the links: the region sizes and their targets, the frequency sketch,
 /// the request clock, and the experts that size the window.
 ///
-/// The rules here are shared by the index and by its experts (`ExpertCache`), which are miniature
+/// The rules here are shared by the index and by its experts (`SimulatedPolicy`), which are miniature
 /// copies of it: the duel between the window's candidate and main's victim
 /// (``admits(candidateFrequency:victimFrequency:victimIsIncumbent:victimIdleTime:idleThreshold:)``),
 /// the region targets a window size gives (``targets(windowSize:capacity:)``) and the sketch's

@@ -143,7 +143,7 @@ struct FrequencySketch {
     /// Where a key's four counters are: their block, and in it their words and bit offsets.
     ///
     /// Scalars rather than `SIMD4` lanes: x86-64's baseline has no shift by a different amount per
-    /// lane, and the lanes' shifts and extractions cost a hit about 35 instructions more (cachegrind).
+    /// lane, which makes the lanes slower than scalars (Decisions/0011).
     @usableFromInline
     struct Positions {
         /// The block's first word.
@@ -174,8 +174,8 @@ struct FrequencySketch {
     /// The four counters lie in one block of ``blockWords`` words, 64 bytes, which the table's
     /// alignment keeps on one memory line (as in Caffeine's sketch): the block from the top bits of
     /// the hash, counter `i` in word `2i` or `2i + 1` of it, so no two share a word, and a nibble of
-    /// that word from the low bits. Spread over four random words, the counters cost a hit over
-    /// 100 000 entries 6.5 misses of a 1 MiB second-level cache instead of 4.6 (cachegrind; LRU: 3.6).
+    /// that word from the low bits, so that a hit touches one memory line of the sketch rather than
+    /// four (Decisions/0011).
     @inlinable @inline(__always)
     func positions(_ hash: UInt64) -> Positions {
         let block = Int(truncatingIfNeeded: hash >> shift) & ~(Self.blockWords - 1)

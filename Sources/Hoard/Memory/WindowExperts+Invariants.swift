@@ -41,7 +41,7 @@ extension WindowExperts {
     }
 }
 
-extension ExpertCache {
+extension SimulatedPolicy {
     /// Checks the regions, their sizes, the table and the free nodes; traps on the first
     /// inconsistency.
     ///

@@ -15,11 +15,8 @@
 /// the best one's (by at most ×2) when it leads by two standard deviations, by at least 32 of those
 /// requests and by 1 % of hits; when the nearest expert is the best, the window moves towards it.
 ///
-/// Caffeine's climber (sample 10 × the capacity, step 6.25 %, decay 0.98, restart at 5 points) lost
-/// 0.85 points on average over the real traces and 5 to 6.7 on `oltp` and `sprite` rows: too few
-/// samples at large sizes, confused by phases. The previous climber, which grew the window while a
-/// sampled plain LRU beat the index, kept a 1 % window on `oltp`, where 20 % is 5 points better: a
-/// local test cannot see an optimum in the middle.
+/// Why experts rather than hill climbing or a single sampled LRU, and what the alternatives lost on
+/// the real traces: Documentation/Decisions/0001-adaptive-eviction.md.
 ///
 /// Not thread-safe: its owner holds a lock around every call.
 @usableFromInline
@@ -53,7 +50,7 @@ struct WindowExperts {
     /// 1 when there are no experts (no key is sampled), else 0.
     @usableFromInline let samplesNone: UInt64
     /// The experts, ``expertCount`` of them (none for an index that does not use them).
-    @usableFromInline var experts: [ExpertCache]
+    @usableFromInline var experts: [SimulatedPolicy]
     /// Each expert's window, in entries at the index's scale.
     @usableFromInline let windowSizes: [Double]
     /// Each expert's hits, decayed.
@@ -76,7 +73,7 @@ struct WindowExperts {
     /// The sampling shift is the smallest that keeps the experts at most max(512, capacity / 32)
     /// entries: 512 alone let a cold sliding trace of 1 M entries lose 15.6 points, the window
     /// reaching LRU too slowly. At least half the keys are left out while the experts keep 32
-    /// entries or more, and at most 32 768 (`ExpertCache.largestCapacity`, an index of a million
+    /// entries or more, and at most 32 768 (`SimulatedPolicy.largestCapacity`, an index of a million
     /// entries or more).
     ///
     /// A `compact` index's experts keep at most max(512, capacity / 64) entries: 2 bytes per entry
@@ -86,12 +83,12 @@ struct WindowExperts {
         var shift = 0
         while Double(capacity >> shift) > limit { shift += 1 }
         while shift < 1 && capacity >> (shift + 1) >= 32 { shift += 1 }
-        while capacity >> shift > ExpertCache.largestCapacity { shift += 1 }
+        while capacity >> shift > SimulatedPolicy.largestCapacity { shift += 1 }
         sampleMask = shift >= 64 ? .max : (1 << UInt64(shift)) - 1
         samplesNone = 0
         let size = max(1, capacity >> shift)
         experts = Self.configurations.map {
-            ExpertCache(capacity: size, windowShare: $0.windowShare, admitsAll: $0.admitsAll)
+            SimulatedPolicy(capacity: size, windowShare: $0.windowShare, admitsAll: $0.admitsAll)
         }
         windowSizes = Self.configurations.map { max(1, $0.windowShare * Double(capacity)) }
         scores = Array(repeating: 0, count: Self.expertCount)
@@ -113,7 +110,7 @@ struct WindowExperts {
     /// nothing, samples nothing.
     static var unused: WindowExperts { WindowExperts() }
 
-    /// Gives every expert its own buffers if a copy shares them (see `ExpertCache.makeUnique()`).
+    /// Gives every expert its own buffers if a copy shares them (see `SimulatedPolicy.makeUnique()`).
     ///
     /// - Complexity: O(the experts' entries) when they are shared, O(experts) otherwise.
     @usableFromInline

@@ -10,7 +10,7 @@ extension FileProtectionType {
     /// writes fail, as for any other file-system fault.
     ///
     /// - Throws: The file manager's error when the class cannot be set.
-    func apply(toFolderAt path: String) throws {
+    func protect(folderAt path: String) throws {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         try FileManager.default.setAttributes([.protectionKey: self], ofItemAtPath: path)
         #endif

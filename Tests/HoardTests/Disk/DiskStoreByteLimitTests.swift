@@ -199,6 +199,11 @@ import Testing
         let folder = TemporaryDirectory()
         let options = DiskStore.Options(capacity: 10, policy: .lru, byteLimit: 1_000)
         let store = try DiskStore.shared(at: folder.container(), options: options)
+        // In use, as a level's or a cache's store is. A store nobody uses is only finishing its
+        // writes: an opening with other settings would wait (up to two minutes, blocking a
+        // cooperative thread) for a close that this test's own reference holds off.
+        store.addLevelUser()
+        defer { store.removeLevelUser() }
         #expect(try DiskStore.shared(at: folder.container(), options: options) === store)
         var other = options
         other.byteLimit = 2_000

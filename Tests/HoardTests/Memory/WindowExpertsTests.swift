@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func theLRUExpertIsAnLRUOfTheHashes() {
-        var expert = ExpertCache(capacity: 3, windowShare: 1, admitsAll: false)
+        var expert = SimulatedPolicy(capacity: 3, windowShare: 1, admitsAll: false)
         #expect(!expert.hasSketch && expert.windowTarget == 3)
         // 4 evicts 2, the least recently used; then 2 evicts 3.
         let hits = [1, 2, 3, 1, 4, 2, 1, 4].map { expert.access(UInt64($0) << 40) }
@@ -47,8 +47,8 @@ import Testing
     }
 
     @Test func theSLRUExpertAdmitsEveryCandidateAndTheOthersDuel() {
-        var slru = ExpertCache(capacity: 100, windowShare: 0.3, admitsAll: true)
-        var duel = ExpertCache(capacity: 100, windowShare: 0.05, admitsAll: false)
+        var slru = SimulatedPolicy(capacity: 100, windowShare: 0.3, admitsAll: true)
+        var duel = SimulatedPolicy(capacity: 100, windowShare: 0.05, admitsAll: false)
         #expect(!slru.hasSketch && duel.hasSketch)
         // As many hot keys as the experts hold: they are full when the scan starts.
         let hot = (0..<100).map { FrequencySketch.spread($0) }
@@ -60,15 +60,15 @@ import Testing
             _ = duel.access(hash)
         }
         /// How many keys of the scan made it past the window.
-        func admitted(_ expert: ExpertCache) -> Int {
+        func admitted(_ expert: SimulatedPolicy) -> Int {
             scan.filter { hash in
                 let node = expert.find(hash)
-                return node != ExpertCache.none && expert.flags[Int(node)] & 3 != ExpertCache.window
+                return node != SimulatedPolicy.none && expert.flags[Int(node)] & 3 != SimulatedPolicy.window
             }.count
         }
         #expect(admitted(slru) > 0)
         #expect(admitted(duel) == 0)
-        #expect(hot.filter { duel.find($0) != ExpertCache.none }.count >= 90)
+        #expect(hot.filter { duel.find($0) != SimulatedPolicy.none }.count >= 90)
         slru.checkInvariants()
         duel.checkInvariants()
     }
@@ -76,9 +76,9 @@ import Testing
     /// An expert's buffers do not copy on write by themselves: a copy made unique must leave the
     /// original as it was, whatever the copy is then fed.
     @Test func aCopyMadeUniqueLeavesTheOriginalExpertAlone() {
-        var original = ExpertCache(capacity: 8, windowShare: 0.2, admitsAll: false)
+        var original = SimulatedPolicy(capacity: 8, windowShare: 0.2, admitsAll: false)
         for key in 0..<20 { _ = original.access(FrequencySketch.spread(key % 12)) }
-        func state(_ expert: ExpertCache) -> [String] {
+        func state(_ expert: SimulatedPolicy) -> [String] {
             [
                 "\(expert.now) \(expert.count) \(expert.freeList)", "\(Array(expert.cells))", "\(Array(expert.flags))",
                 "\(expert.nodes.map { "\($0.hash) \($0.stamp) \($0.prev) \($0.next)" })",
@@ -99,7 +99,7 @@ import Testing
     func everyExpertKeepsItsLimitsAndInvariants(configuration: Int) {
         let (share, admitsAll) = WindowExperts.configurations[configuration]
         for capacity in [1, 2, 5, 50, 300] {
-            var expert = ExpertCache(capacity: capacity, windowShare: share, admitsAll: admitsAll)
+            var expert = SimulatedPolicy(capacity: capacity, windowShare: share, admitsAll: admitsAll)
             var generator = SplitMix64(seed: UInt64(capacity * 10 + configuration))
             var hits = 0
             for step in 0..<20_000 {

@@ -1,5 +1,5 @@
-/// One of the climber's experts: a miniature W-TinyLFU of key hashes, with a fixed window, simulated
-/// on the sampled keys (see `WindowExperts`).
+/// One of the climber's experts: not a cache but a simulated policy, a miniature W-TinyLFU of key
+/// hashes with a fixed window, run on the sampled keys (see `WindowExperts`).
 ///
 /// It follows the index's rules at its own scale: a window, probation and protected (80 % of main)
 /// regions, the duel with incumbency and idle victims (`AdmissionState.admits`), window hits not
@@ -13,20 +13,18 @@
 ///
 /// Its buffers are `NodeBuffer`s, which do not copy on write by themselves: the index that owns the
 /// expert calls ``makeUnique()`` before it feeds a request to a copy (see
-/// `EvictionIndex.copyBuffers()`). With `Array`s, whose every write checked uniqueness and bounds,
-/// a sampled request cost about 900 instructions per expert, and the experts a seventh of an
-/// evicting W-TinyLFU set's.
+/// `EvictionIndex.copyBuffers()`); why not `Array`s: Documentation/Decisions/0011.
 ///
 /// Not thread-safe: its owner holds a lock around every call.
 @usableFromInline
-struct ExpertCache {
+struct SimulatedPolicy {
     /// A simulated entry: its key's hash, its last request and its neighbours in its region.
     @usableFromInline
     struct Node {
         @usableFromInline var hash: UInt64 = 0
         @usableFromInline var stamp: UInt32 = 0
-        @usableFromInline var prev = ExpertCache.none
-        @usableFromInline var next = ExpertCache.none
+        @usableFromInline var prev = SimulatedPolicy.none
+        @usableFromInline var next = SimulatedPolicy.none
 
         @inlinable
         init() {}
@@ -35,8 +33,8 @@ struct ExpertCache {
     /// A region: its oldest and newest nodes and its size.
     @usableFromInline
     struct Region {
-        @usableFromInline var head = ExpertCache.none
-        @usableFromInline var tail = ExpertCache.none
+        @usableFromInline var head = SimulatedPolicy.none
+        @usableFromInline var tail = SimulatedPolicy.none
         @usableFromInline var count = 0
 
         @inlinable
@@ -69,7 +67,7 @@ struct ExpertCache {
     /// Nodes that have never held a hash start here.
     @usableFromInline var unused = 0
     /// The first of the nodes freed by evictions, linked by `next`.
-    @usableFromInline var freeList = ExpertCache.none
+    @usableFromInline var freeList = SimulatedPolicy.none
     /// The number of simulated entries.
     @usableFromInline var count = 0
     /// The most simulated entries.
@@ -97,7 +95,7 @@ struct ExpertCache {
     ///   - admitsAll: Whether every candidate is admitted.
     @usableFromInline
     init(capacity: Int, windowShare: Double, admitsAll: Bool) {
-        precondition(capacity >= 1 && capacity <= Self.largestCapacity, "ExpertCache capacity")
+        precondition(capacity >= 1 && capacity <= Self.largestCapacity, "SimulatedPolicy capacity")
         self.capacity = capacity
         self.admitsAll = admitsAll
         (windowTarget, protectedTarget) = AdmissionState.targets(
