@@ -172,11 +172,45 @@ struct RedisFaultTests {
         restarted.stop()
     }
 
+    /// How many of the server's connections are named `name` (`CLIENT LIST`), asked through `admin`.
+    private static func clients(named name: String, on admin: RedisCacheLevel) async throws -> Int {
+        let list = try await admin.send(RESPCommand("CLIENT", ["LIST"])).bytes ?? Data()
+        return String(decoding: list, as: UTF8.self).split(separator: "\n").count(where: { line in
+            line.split(separator: " ").contains { $0 == "name=\(name)" }
+        })
+    }
+
+    /// Checks `condition` until it holds, every 10 ms, at most `seconds`: a bound against a hang,
+    /// generous for a loaded machine.
+    private static func eventually(within seconds: Int = 120, _ condition: () async throws -> Bool) async -> Bool {
+        let end = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < end {
+            if (try? await condition()) == true { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return (try? await condition()) == true
+    }
+
     @Test func aReleasedLevelStopsItsConnections() async throws {
         let shared = try RedisTestServer.required()
-        for _ in 0..<20 {
-            let level = try Self.level(shared.url, poolSize: 4)
+        // The shared server serves other tests at once: only the connections of this name count.
+        let name = "released-\(UUID().uuidString.prefix(8))"
+        let admin = try RedisCacheLevel(url: shared.url, namespace: "admin", commandTimeout: .seconds(10))
+        var configuration = try RedisCacheLevel.Configuration(url: shared.url)
+        configuration.clientName = name
+        configuration.poolSize = 4
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(10)
+        var levels: [RedisCacheLevel] = []
+        for _ in 0..<5 {
+            let level = try RedisCacheLevel(configuration, namespace: "faults")
             try await level.ping()
+            levels.append(level)
         }
+        // Every connection of every level is up (they connect in the background)…
+        #expect(await Self.eventually { try await Self.clients(named: name, on: admin) == 20 })
+        levels.removeAll()
+        // …and releasing the levels closes them all.
+        #expect(await Self.eventually { try await Self.clients(named: name, on: admin) == 0 })
     }
 }
