@@ -8,17 +8,44 @@ private struct FetchError: Error, Equatable {
     let attempt: Int
 }
 
+/// What most tests here start from: a cache in a fresh folder whose fetcher counts its calls, waits
+/// until the test opens ``gate`` when it is gated, then answers.
+private struct FetchSetup {
+    /// The folder of the cache's container, removed with the setup.
+    let folder: TemporaryDirectory
+    /// How many times the fetcher was called.
+    let calls: Counter
+    /// What a gated fetcher waits for before it answers.
+    let gate: Gate
+    let cache: Cache<String>
+
+    /// - Parameters:
+    ///   - isGated: Whether each fetch waits for ``gate`` before it answers.
+    ///   - configure: More settings for the builder (retries, a delegate).
+    ///   - answer: The fetch's value or error, from the key and the call's number (1 for the first).
+    /// - Throws: What building the cache throws.
+    init(
+        isGated: Bool = false,
+        configure: (CacheBuilder<String>) -> CacheBuilder<String> = { $0 },
+        answer: @escaping @Sendable (_ key: String, _ call: Int) async throws -> String
+    ) throws {
+        let (folder, calls, gate) = (TemporaryDirectory(), Counter(), Gate())
+        cache = try configure(folder.stringBuilder()).fetcher { key in
+            let call = calls.increment()
+            if isGated { try await gate.wait() }
+            return try await answer(key, call)
+        }.build()
+        (self.folder, self.calls, self.gate) = (folder, calls, gate)
+    }
+}
+
 @Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
 struct CacheFetchingTests {
     @Test func fetchesOnAMissAndStoresInBothLevels() async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let cache = try folder.stringBuilder().fetcher { key in
-            calls.increment()
-            return "fetched \(key)"
-        }.build()
+        let setup = try FetchSetup { key, _ in "fetched \(key)" }
+        let cache = setup.cache
         #expect(try await cache.getOrFetch(forKey: "a") == "fetched a")
-        #expect(calls.value == 1)
+        #expect(setup.calls.value == 1)
         #expect(cache.memoryCount == 1)
         await cache.flush()
         #expect(cache.diskCount == 1)
@@ -26,7 +53,7 @@ struct CacheFetchingTests {
         #expect(try await cache.getOrFetch(forKey: "a") == "fetched a")
         cache.clearMemory()
         #expect(try await cache.getOrFetch(forKey: "a") == "fetched a")
-        #expect(calls.value == 1)
+        #expect(setup.calls.value == 1)
     }
 
     @Test func withoutAFetcherAMissIsNotFound() async throws {
@@ -46,11 +73,10 @@ struct CacheFetchingTests {
 
     @Test(arguments: [0, 1, 3])
     func retriesMaxRetryCountTimesThenFailsWithTheLastError(retries: Int) async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let cache = try folder.stringBuilder().maxRetryCount(retries).fetcher { _ in
-            throw FetchError(attempt: calls.increment())
-        }.build()
+        let setup = try FetchSetup(configure: { $0.maxRetryCount(retries) }) { _, call in
+            throw FetchError(attempt: call)
+        }
+        let cache = setup.cache
         await #expect(throws: CacheError.fetchFailed) { try await cache.get("k") }
         do {
             _ = try await cache.getOrFetch(forKey: "k")
@@ -62,23 +88,21 @@ struct CacheFetchingTests {
             // The second call's attempts follow the first call's.
             #expect(error.underlyingError as? FetchError == FetchError(attempt: 2 * (retries + 1)))
         }
-        #expect(calls.value == 2 * (retries + 1))
+        #expect(setup.calls.value == 2 * (retries + 1))
         #expect(cache["k"] == nil)
     }
 
     @Test func aRetryThatSucceedsIsStoredAfterTheBackoffWaits() async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
         let waits = Protected<[Duration]>([])
         let backoff = RetryBackoff.exponential(initial: .milliseconds(100), maximum: .seconds(1))
             .sleeping { duration in waits.withLock { $0.append(duration) } }
-        let cache = try folder.stringBuilder().maxRetryCount(3).retryBackoff(backoff)
-            .fetcher { _ in
-                if calls.increment() < 3 { throw FetchError(attempt: calls.value) }
-                return "third time"
-            }.build()
+        let setup = try FetchSetup(configure: { $0.maxRetryCount(3).retryBackoff(backoff) }) { _, call in
+            if call < 3 { throw FetchError(attempt: call) }
+            return "third time"
+        }
+        let cache = setup.cache
         #expect(try await cache.getOrFetch(forKey: "k") == "third time")
-        #expect(calls.value == 3)
+        #expect(setup.calls.value == 3)
         #expect(waits.withLock { $0 } == [.milliseconds(100), .milliseconds(200)])
         #expect(cache["k"] == "third time")
     }
@@ -100,13 +124,12 @@ struct CacheFetchingTests {
     }
 
     @Test func maxRetryCountCanBeChangedAfterBuild() async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let cache = try folder.stringBuilder().fetcher { _ in throw FetchError(attempt: calls.increment()) }.build()
+        let setup = try FetchSetup { _, call in throw FetchError(attempt: call) }
+        let cache = setup.cache
         cache.maxRetryCount = 2
         #expect(cache.maxRetryCount == 2)
         _ = try? await cache.getOrFetch(forKey: "k")
-        #expect(calls.value == 3)
+        #expect(setup.calls.value == 3)
     }
 
     @Test func theDelegateMaySupplyAFallbackThatIsNotStored() async throws {
@@ -126,35 +149,23 @@ struct CacheFetchingTests {
 
     @Test(arguments: [2, 16, 64])
     func concurrentCallersForOneKeyShareOneFetch(callers: Int) async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let gate = Gate()
-        let cache = try folder.stringBuilder().fetcher { key in
-            calls.increment()
-            try await gate.wait()
-            return "shared \(key)"
-        }.build()
+        let setup = try FetchSetup(isGated: true) { key, _ in "shared \(key)" }
+        let cache = setup.cache
         try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<callers {
                 group.addTask { try await cache.getOrFetch(forKey: "k") }
             }
             #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == callers })
-            gate.open()
+            setup.gate.open()
             for try await value in group { #expect(value == "shared k") }
         }
-        #expect(calls.value == 1)
+        #expect(setup.calls.value == 1)
         #expect(cache.flights.count == 0)
     }
 
     @Test func aFetchErrorReachesEveryWaiter() async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let gate = Gate()
-        let cache = try folder.stringBuilder().fetcher { _ in
-            calls.increment()
-            try await gate.wait()
-            throw FetchError(attempt: 1)
-        }.build()
+        let setup = try FetchSetup(isGated: true) { _, _ in throw FetchError(attempt: 1) }
+        let cache = setup.cache
         let failures = Counter()
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<8 {
@@ -167,32 +178,28 @@ struct CacheFetchingTests {
                 }
             }
             #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == 8 })
-            gate.open()
+            setup.gate.open()
         }
         #expect(failures.value == 8)
-        #expect(calls.value == 1)
+        #expect(setup.calls.value == 1)
     }
 
     @Test func cancellingOneWaiterNeitherFailsTheOthersNorCancelsTheFetch() async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let gate = Gate()
         let sawCancellation = Counter()
-        let cache = try folder.stringBuilder().fetcher { _ in
-            calls.increment()
-            try await gate.wait()
+        let setup = try FetchSetup(isGated: true) { _, _ in
             if Task.isCancelled { sawCancellation.increment() }
             return "value"
-        }.build()
+        }
+        let cache = setup.cache
         let quitter = Task { try await cache.getOrFetch(forKey: "k") }
         let stayer = Task { try await cache.getOrFetch(forKey: "k") }
         #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == 2 })
         quitter.cancel()
         await #expect(throws: CancellationError.self) { try await quitter.value }
         #expect(cache.flights.waiterCount(forKey: "k") == 1)
-        gate.open()
+        setup.gate.open()
         #expect(try await stayer.value == "value")
-        #expect(calls.value == 1)
+        #expect(setup.calls.value == 1)
         #expect(sawCancellation.value == 0)
         #expect(cache["k"] == "value")
     }
@@ -222,13 +229,12 @@ struct CacheFetchingTests {
     }
 
     @Test func aFetchFailureCallbackMayFetchTheSameKeyAgain() async throws {
-        let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
-        let attempts = Counter()
-        let cache = try folder.stringBuilder().delegate(delegate).fetcher { _ in
-            if attempts.increment() == 1 { throw FetchError(attempt: 1) }
+        let setup = try FetchSetup(configure: { $0.delegate(delegate) }) { _, call in
+            if call == 1 { throw FetchError(attempt: 1) }
             return "second try"
-        }.build()
+        }
+        let cache = setup.cache
         let fromCallback = Protected<String?>(nil)
         delegate.onEvent = { cache, event in
             // The blocking form, from the callback: the failed fetch has left the table already.
@@ -245,22 +251,16 @@ struct CacheFetchingTests {
 
     @Test(arguments: ["set", "remove", "removeAll"])
     func aFetchInFlightDoesNotUndoALaterChange(change: String) async throws {
-        let folder = TemporaryDirectory()
-        let gate = Gate()
-        let started = Counter()
-        let cache = try folder.stringBuilder().fetcher { _ in
-            started.increment()
-            try await gate.wait()
-            return "fetched before the change"
-        }.build()
+        let setup = try FetchSetup(isGated: true) { _, _ in "fetched before the change" }
+        let cache = setup.cache
         let fetch = Task { try await cache.getOrFetch(forKey: "k") }
-        #expect(await waitUntil { started.value == 1 })
+        #expect(await waitUntil { setup.calls.value == 1 })
         switch change {
         case "set": cache["k"] = "new"
         case "remove": cache.removeValue(forKey: "k")
         default: cache.removeAll()
         }
-        gate.open()
+        setup.gate.open()
         #expect(try await fetch.value == "fetched before the change")  // the caller still gets it
         await cache.flush()
         #expect(cache["k"] == (change == "set" ? "new" : nil))
@@ -291,18 +291,14 @@ struct CacheFetchingTests {
     }
 
     @Test func aCancelledCallerGetsCancellationErrorBeforeAnyFetch() async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let cache = try folder.stringBuilder().fetcher { _ in
-            calls.increment()
-            return "v"
-        }.build()
+        let setup = try FetchSetup { _, _ in "v" }
+        let cache = setup.cache
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await cache.getOrFetch(forKey: "k")
         }
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(calls.value == 0)
+        #expect(setup.calls.value == 0)
     }
 
     @Test func asyncGetDeliversTheResultOnce() async throws {
@@ -321,14 +317,8 @@ struct CacheFetchingTests {
     }
 
     @Test func theBlockingFormWorksFromManyPlainThreadsAtOnce() async throws {
-        let folder = TemporaryDirectory()
-        let calls = Counter()
-        let gate = Gate()
-        let cache = try folder.stringBuilder().fetcher { key in
-            calls.increment()
-            try await gate.wait()
-            return "fetched \(key)"
-        }.build()
+        let setup = try FetchSetup(isGated: true) { key, _ in "fetched \(key)" }
+        let cache = setup.cache
         // Six blocked threads, more than the cores, two per key: the fetches must still run, once per key.
         async let results = withTaskGroup(of: String.self) { group in
             for index in 0..<6 {
@@ -337,10 +327,10 @@ struct CacheFetchingTests {
             return await group.reduce(into: []) { $0.append($1) }
         }
         #expect(await waitUntil { (0..<3).allSatisfy { cache.flights.waiterCount(forKey: "key \($0)") == 2 } })
-        gate.open()
+        setup.gate.open()
         #expect(await results.sorted() == (0..<6).map { "fetched key \($0 % 3)" }.sorted())
-        #expect(calls.value == 3)
-        #expect(throws: CacheError.notFound) { try blockingGet(try folder.stringBuilder("empty").build(), "x") }
+        #expect(setup.calls.value == 3)
+        #expect(throws: CacheError.notFound) { try blockingGet(try setup.folder.stringBuilder("empty").build(), "x") }
     }
 
     @Test func theCompletionOfAsyncGetMayBlockOnTheCache() async throws {
