@@ -68,6 +68,25 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         self.deserialize = { data in try serializer.deserialize(data) }
     }
 
+    /// Opens a level on a folder: the body of the public initializers on a folder, for `String` and
+    /// `URL` keys alike.
+    private convenience init(
+        folder: URL,
+        capacity: Int,
+        byteLimit: Int?,
+        serializer: some CacheSerializer<Value>,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) where Key: DiskLevelKey {
+        self.init(
+            directory: .success(folder),
+            capacity: capacity,
+            byteLimit: byteLimit,
+            serializer: serializer,
+            clock: clock,
+            keyString: Key.diskLevelString
+        )
+    }
+
     deinit {
         if case .success(let store) = store { store.removeLevelUser() }
     }
@@ -90,14 +109,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         serializer: some CacheSerializer<Value>,
         clock: @escaping @Sendable () -> Date
     ) where Key == String {
-        self.init(
-            directory: .success(directory),
-            capacity: capacity,
-            byteLimit: byteLimit,
-            serializer: serializer,
-            clock: clock,
-            keyString: { $0 }
-        )
+        self.init(folder: directory, capacity: capacity, byteLimit: byteLimit, serializer: serializer, clock: clock)
     }
 
     /// Opens a level on a folder with `String` keys and `Codable` values, stored as JSON.
@@ -108,7 +120,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     /// - Precondition: `capacity` is 0 or more; otherwise the program stops with a message naming
     ///   the value (see "Bad arguments" in the README).
     public convenience init(directory: URL, capacity: Int) where Key == String, Value: Codable {
-        self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
+        self.init(folder: directory, capacity: capacity, byteLimit: nil, serializer: CodableSerializer<Value>())
     }
 
     /// Opens a level on a folder with `String` keys, telling expired entries by the system clock.
@@ -126,13 +138,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         byteLimit: Int? = nil,
         serializer: some CacheSerializer<Value>
     ) where Key == String {
-        self.init(
-            directory: directory,
-            capacity: capacity,
-            byteLimit: byteLimit,
-            serializer: serializer,
-            clock: { Date() }
-        )
+        self.init(folder: directory, capacity: capacity, byteLimit: byteLimit, serializer: serializer)
     }
 
     /// Opens a level on a container of ``CacheBuilder/defaultDirectory``, with `String` keys.
@@ -167,7 +173,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
             byteLimit: byteLimit,
             serializer: serializer,
             clock: { Date() },
-            keyString: { $0 }
+            keyString: Key.diskLevelString
         )
     }
 
@@ -200,14 +206,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         serializer: some CacheSerializer<Value>,
         clock: @escaping @Sendable () -> Date
     ) where Key == URL {
-        self.init(
-            directory: .success(directory),
-            capacity: capacity,
-            byteLimit: byteLimit,
-            serializer: serializer,
-            clock: clock,
-            keyString: { $0.absoluteString }
-        )
+        self.init(folder: directory, capacity: capacity, byteLimit: byteLimit, serializer: serializer, clock: clock)
     }
 
     /// Opens a level on a folder with `URL` keys and `Codable` values, stored as JSON.
@@ -218,7 +217,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     /// - Precondition: `capacity` is 0 or more; otherwise the program stops with a message naming
     ///   the value (see "Bad arguments" in the README).
     public convenience init(directory: URL, capacity: Int) where Key == URL, Value: Codable {
-        self.init(directory: directory, capacity: capacity, serializer: CodableSerializer<Value>())
+        self.init(folder: directory, capacity: capacity, byteLimit: nil, serializer: CodableSerializer<Value>())
     }
 
     /// Opens a level on a folder with `URL` keys, telling expired entries by the system clock.
@@ -236,13 +235,7 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         byteLimit: Int? = nil,
         serializer: some CacheSerializer<Value>
     ) where Key == URL {
-        self.init(
-            directory: directory,
-            capacity: capacity,
-            byteLimit: byteLimit,
-            serializer: serializer,
-            clock: { Date() }
-        )
+        self.init(folder: directory, capacity: capacity, byteLimit: byteLimit, serializer: serializer)
     }
 
     /// The number of values the level holds: on disk, or set and waiting to be written (less those
@@ -331,4 +324,21 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         guard case .success(let store) = store else { return }
         await store.flush()
     }
+}
+
+/// The key types of a ``DiskCacheLevel``, each with the string it is stored by (a key's file name is
+/// a hash of it).
+protocol DiskLevelKey: Sendable {
+    /// The string a key is stored by.
+    static var diskLevelString: @Sendable (Self) -> String { get }
+}
+
+extension String: DiskLevelKey {
+    /// The key itself.
+    static var diskLevelString: @Sendable (String) -> String { { $0 } }
+}
+
+extension URL: DiskLevelKey {
+    /// The URL's `absoluteString`.
+    static var diskLevelString: @Sendable (URL) -> String { { $0.absoluteString } }
 }
