@@ -65,18 +65,9 @@ extension Directory {
         // A file larger than this platform's Int cannot be an entry here.
         guard let size = Int(exactly: status.st_size) else { throw error("read", digest.hex, EFBIG) }
         let bytes = buffer.reserve(size)
-        var done = 0
-        while done < size {
-            let result = Platform.read(file, bytes.baseAddress! + done, size - done)
-            if result > 0 {
-                done += result
-            } else if result == 0 {
-                break
-            } else if errno != EINTR {
-                let number = errno
-                throw error("read", digest.hex, number)
-            }
-        }
+        let target = UnsafeMutableRawBufferPointer(start: bytes.baseAddress, count: size)
+        let (done, number) = RawIO.fill(target) { destination, length, _ in Platform.read(file, destination, length) }
+        if number != 0 { throw error("read", digest.hex, number) }
         return (UnsafeRawBufferPointer(rebasing: bytes[0..<done]), Platform.modificationTime(of: status))
     }
 }

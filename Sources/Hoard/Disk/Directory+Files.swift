@@ -123,21 +123,40 @@ enum RawIO {
         guard count > 0 else { return [] }
         var failed = false
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var done = 0
-            while done < buffer.count {
-                let result = pread(file, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-                if result > 0 {
-                    done += result
-                } else if result == 0 {
-                    break
-                } else if errno != EINTR {
-                    failed = true
-                    break
-                }
+            let (done, failure) = fill(UnsafeMutableRawBufferPointer(buffer)) { destination, length, done in
+                pread(file, destination, length, off_t(offset + done))
             }
+            failed = failure != 0
             initialized = done
         }
         return failed ? nil : bytes
+    }
+
+    /// Reads into `buffer` until it is full or the file ends, calling `read` again after an
+    /// interrupted call (`EINTR`).
+    ///
+    /// - Parameters:
+    ///   - buffer: Where the bytes go.
+    ///   - read: One call of `read(2)` or `pread(2)`: into `destination`, at most `length` bytes, when
+    ///     `done` bytes were read before (for `pread`'s offset); returns what the call returns.
+    /// - Returns: How many bytes were read, and the `errno` of the call that failed (0 when none did).
+    @inline(__always)
+    static func fill(
+        _ buffer: UnsafeMutableRawBufferPointer,
+        by read: (_ destination: UnsafeMutableRawPointer, _ length: Int, _ done: Int) -> Int
+    ) -> (count: Int, errorNumber: Int32) {
+        var done = 0
+        while done < buffer.count {
+            let result = read(buffer.baseAddress! + done, buffer.count - done, done)
+            if result > 0 {
+                done += result
+            } else if result == 0 {
+                break
+            } else if errno != EINTR {
+                return (done, errno)
+            }
+        }
+        return (done, 0)
     }
 
     /// Reads the bytes of `file` from `offset` to its end.

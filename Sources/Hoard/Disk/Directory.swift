@@ -184,18 +184,10 @@ final class Directory: Sendable {
         if size == 0 { return ([], Platform.modificationTime(of: status)) }
         var failure: Int32 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            var done = 0
-            while done < size {
-                let result = Platform.read(file, buffer.baseAddress! + done, size - done)
-                if result > 0 {
-                    done += result
-                } else if result == 0 {
-                    break
-                } else if errno != EINTR {
-                    failure = errno
-                    break
-                }
+            let (done, number) = RawIO.fill(UnsafeMutableRawBufferPointer(buffer)) { destination, length, _ in
+                Platform.read(file, destination, length)
             }
+            failure = number
             initialized = done
         }
         if failure != 0 { throw error("read", name, failure) }
