@@ -167,7 +167,8 @@ enum RawIO {
         return read(file, count: size - offset, at: offset)
     }
 
-    /// Writes all of `bytes` at the end of `file` (opened with `O_APPEND`); returns whether it did.
+    /// Writes all of `bytes` to `file` (at its end when it was opened with `O_APPEND`), retrying
+    /// interrupted calls; returns whether it did.
     static func append(_ bytes: [UInt8], to file: Int32) -> Bool {
         bytes.withUnsafeBytes { buffer in
             var done = 0

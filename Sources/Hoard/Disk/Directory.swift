@@ -209,19 +209,7 @@ final class Directory: Sendable {
             file = openat(folder.descriptor, temporaryName, flags, 0o600)
         }
         guard file >= 0 else { throw error("openat", temporaryName) }
-        var failure: CacheError.FileError?
-        bytes.withUnsafeBytes { buffer in
-            var done = 0
-            while done < buffer.count {
-                let result = write(file, buffer.baseAddress! + done, buffer.count - done)
-                if result >= 0 {
-                    done += result
-                } else if errno != EINTR {
-                    failure = error("write", temporaryName)
-                    return
-                }
-            }
-        }
+        var failure = RawIO.append(bytes, to: file) ? nil : error("write", temporaryName)
         if close(file) != 0 && failure == nil { failure = error("close", temporaryName) }
         if failure == nil && renameat(folder.descriptor, temporaryName, folder.descriptor, name) != 0 {
             failure = error("rename", name)
