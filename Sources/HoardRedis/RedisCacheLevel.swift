@@ -257,17 +257,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
                 }
                 return values.compactMap { $0 }
             },
-            set: { values, keys in
-                guard values.count == keys.count else {
-                    throw CacheError.invalidConfiguration(
-                        "A batch set needs one value per key (\(values.count) values for \(keys.count) keys)."
-                    )
-                }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for (value, key) in zip(values, keys) { group.addTask { try await self.set(value, forKey: key) } }
-                    try await group.waitForAll()
-                }
-            },
+            set: { values, keys in try await self.batchSet(values, forKeys: keys) },
             removeValue: { keys in
                 for key in keys { try await self.removeValue(forKey: key) }
             },

@@ -42,19 +42,7 @@ extension CacheLevel {
                     return values.compactMap { $0 }
                 }
             },
-            set: { values, keys in
-                guard values.count == keys.count else {
-                    throw CacheError.invalidConfiguration(
-                        "A batch set needs one value per key (\(values.count) values for \(keys.count) keys)."
-                    )
-                }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for (value, key) in zip(values, keys) {
-                        group.addTask { try await self.set(value, forKey: key) }
-                    }
-                    try await group.waitForAll()
-                }
-            },
+            set: { values, keys in try await self.batchSet(values, forKeys: keys) },
             removeValue: { keys in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for key in keys {
@@ -66,5 +54,27 @@ extension CacheLevel {
             clear: { await self.clear() },
             onMemoryWarning: { self.onMemoryWarning() }
         )
+    }
+
+    /// Stores `values[i]` under `keys[i]`, concurrently: the `set` of ``allBatch()``, and of the
+    /// batch levels that other modules of the package build their own way.
+    ///
+    /// - Parameters:
+    ///   - values: The values, one per key.
+    ///   - keys: The keys.
+    /// - Throws: ``CacheError`` with code `invalidConfiguration` when the counts differ, and otherwise
+    ///   the first error a set throws.
+    package func batchSet(_ values: [Value], forKeys keys: [Key]) async throws {
+        guard values.count == keys.count else {
+            throw CacheError.invalidConfiguration(
+                "A batch set needs one value per key (\(values.count) values for \(keys.count) keys)."
+            )
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (value, key) in zip(values, keys) {
+                group.addTask { try await self.set(value, forKey: key) }
+            }
+            try await group.waitForAll()
+        }
     }
 }
