@@ -15,7 +15,9 @@
 /// - A *probe* is a step of the hash table's search for a key; the table's positions are its
 ///   *cells* (see `SlotTable`).
 ///
-/// The lists' link machinery is in `EvictionIndex+Links.swift`, saving and restoring the order in
+/// The lists' link machinery is in `EvictionIndex+Links.swift`, storing and removing entries in their
+/// slots in `EvictionIndex+Slots.swift`, the entry given up next in `EvictionIndex+Victims.swift`, the
+/// entries' costs in `EvictionIndex+Costs.swift`, saving and restoring the order in
 /// `EvictionIndex+Restore.swift`, and the consistency checks in `EvictionIndex+Invariants.swift`.
 ///
 /// It has value semantics: a copy changes independently of the original. Its buffers do not copy on
@@ -301,49 +303,6 @@ struct EvictionIndex<Key: Hashable, Payload> {
         tickAging()
     }
 
-    /// Removes the entry the policy chooses and stores `payload` for `key`, which the index does not
-    /// hold, in its slot; returns the entry removed, or `nil` when the index was empty.
-    ///
-    /// The same as ``popVictim()`` then ``insert(newKey:hash:payload:cost:)``, but for the slots the
-    /// entries take: the new entry reuses the victim's, so the last entry does not move into the hole
-    /// (its cell in the table, its neighbours' links) only for a new entry to be appended after it.
-    @inlinable
-    mutating func replaceVictim(
-        withNewKey key: Key,
-        hash: Int,
-        payload: Payload,
-        cost: Int = 0
-    ) -> (key: Key, payload: Payload)? {
-        makeUnique()
-        let slot: Int32
-        if policy == .wTinyLFU {
-            let choice = admissionChoice()
-            guard choice.victim >= 0 else {
-                insertIntoWindow(key: key, hash: hash, payload: payload, cost: cost)
-                return nil
-            }
-            if choice.admitted >= 0 { move(choice.admitted, to: Self.probationRegion) }
-            slot = choice.victim
-        } else {
-            guard firstBucket >= 0 else {
-                insert(newKey: key, hash: hash, payload: payload, cost: cost)
-                return nil
-            }
-            slot = lists[Int(firstBucket)].head
-        }
-        let list = links[Int(slot)].list
-        unlink(slot, from: list)
-        if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
-        let old = replaceEntry(in: slot, key: key, hash: hash, payload: payload, cost: cost)
-        if policy == .wTinyLFU {
-            linkIntoWindow(slot, hash: hash)
-        } else {
-            linkNew(slot, count: 1)
-            tickAging()
-        }
-        return (old.key, old.payload)
-    }
-
     /// Removes the entry for `key`; returns its payload.
     @discardableResult
     @inlinable
@@ -351,79 +310,6 @@ struct EvictionIndex<Key: Hashable, Payload> {
         guard let slot = slot(for: key, hash: hash ?? key.hashValue) else { return nil }
         makeUnique()
         return remove(slot: slot).payload
-    }
-
-    /// The entry the policy would remove next, without removing it.
-    @usableFromInline
-    var victim: (key: Key, payload: Payload)? {
-        victimSlot.map { (entries[Int($0)].key, entries[Int($0)].payload) }
-    }
-
-    /// The slot of the entry the policy would remove next (``victim``), or `nil` when it is empty.
-    @usableFromInline
-    var victimSlot: Int32? {
-        if policy == .wTinyLFU {
-            let slot = admissionChoice().victim
-            return slot >= 0 ? slot : nil
-        }
-        return firstBucket >= 0 ? lists[Int(firstBucket)].head : nil
-    }
-
-    /// The key the policy would remove next other than `key`, without removing it.
-    @usableFromInline
-    func victim(excluding key: Key) -> Key? {
-        if policy == .wTinyLFU { return admissionVictim(excluding: key) }
-        guard firstBucket >= 0 else { return nil }
-        let first = lists[Int(firstBucket)].head
-        if entries[Int(first)].key != key { return entries[Int(first)].key }
-        // `key` is the next victim itself: take the one after it.
-        let second = links[Int(first)].next
-        if second >= 0 { return entries[Int(second)].key }
-        let nextBucket = lists[Int(firstBucket)].next
-        return nextBucket >= 0 ? entries[Int(lists[Int(nextBucket)].head)].key : nil
-    }
-
-    /// The cost of the entry for `key`, or 0.
-    @inlinable @inline(__always)
-    func peekCost(_ key: Key) -> Int {
-        slot(for: key, hash: key.hashValue).map(cost(of:)) ?? 0
-    }
-
-    /// The cost of the entry in `slot`.
-    @inlinable
-    func cost(of slot: Int32) -> Int { costs.isEmpty ? 0 : costs[Int(slot)] }
-
-    /// Sets the cost of the entry in `slot`; the first cost that is not 0 makes `costs` hold one
-    /// for every entry (0 for the others).
-    @inlinable @inline(__always)
-    mutating func setCost(_ cost: Int, of slot: Int32) {
-        if costs.isEmpty {
-            guard cost != 0 else { return }
-            makeCosts()
-        }
-        totalCost += cost - costs[Int(slot)]
-        costs[Int(slot)] = cost
-    }
-
-    /// Gives every entry a cost of 0 in `costs`, which was empty.
-    @usableFromInline
-    mutating func makeCosts() {
-        costs = NodeBuffer(repeating: 0, count: entries.count)
-    }
-
-    /// Removes and returns the entry the policy chooses.
-    ///
-    /// Under W-TinyLFU, a window candidate that wins its duel moves to probation.
-    @inlinable
-    mutating func popVictim() -> (key: Key, payload: Payload)? {
-        makeUnique()
-        if policy == .wTinyLFU {
-            guard let node = popAdmissionVictim() else { return nil }
-            return (node.key, node.payload)
-        }
-        guard firstBucket >= 0 else { return nil }
-        let node = remove(slot: lists[Int(firstBucket)].head)
-        return (node.key, node.payload)
     }
 
     /// Removes every entry.
@@ -443,69 +329,5 @@ struct EvictionIndex<Key: Hashable, Payload> {
         firstBucket = -1
         lastBucket = -1
         if policy == .wTinyLFU { makeRegions() }
-    }
-
-    /// Stores a new entry in the next slot and adds it to the table, in no list yet; returns its
-    /// slot.
-    @inlinable
-    mutating func appendEntry(key: Key, hash: Int, payload: Payload, cost: Int) -> Int32 {
-        let slot = Int32(entries.count)
-        let tag = SlotTable.tag(hash)
-        entries.append(Entry(key: key, payload: payload))
-        links.append(Link())
-        tags.append(tag)
-        if !costs.isEmpty { costs.append(0) }
-        setCost(cost, of: slot)
-        table.insert(tag: tag, slot: slot, tags: tags)
-        return slot
-    }
-
-    /// Puts a new entry into `slot`, which is in no list, in place of the entry there; returns that
-    /// entry.
-    ///
-    /// The new entry is in the table, in no list yet.
-    @inlinable
-    mutating func replaceEntry(in slot: Int32, key: Key, hash: Int, payload: Payload, cost: Int) -> Entry {
-        table.remove(tag: tags[Int(slot)], slot: slot, tags: tags)
-        let tag = SlotTable.tag(hash)
-        tags[Int(slot)] = tag
-        setCost(cost, of: slot)
-        table.insert(tag: tag, slot: slot, tags: tags)
-        return entries.exchange(Int(slot), with: Entry(key: key, payload: payload))
-    }
-
-    /// Removes the entry in `slot`, moving the last entry into its place; returns it.
-    @inlinable
-    @discardableResult
-    mutating func remove(slot: Int32) -> Entry {
-        let list = links[Int(slot)].list
-        setCost(0, of: slot)
-        unlink(slot, from: list)
-        if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
-        table.remove(tag: tags[Int(slot)], slot: slot, tags: tags)
-        let last = Int32(entries.count - 1)
-        if slot != last {
-            let moved = links[Int(last)]
-            let movedTag = tags[Int(last)]
-            links[Int(slot)] = moved
-            tags[Int(slot)] = movedTag
-            if !costs.isEmpty { costs[Int(slot)] = costs[Int(last)] }
-            if moved.prev >= 0 {
-                links[Int(moved.prev)].next = slot
-            } else {
-                lists[Int(moved.list)].head = slot
-            }
-            if moved.next >= 0 {
-                links[Int(moved.next)].prev = slot
-            } else {
-                lists[Int(moved.list)].tail = slot
-            }
-            table.move(tag: movedTag, from: last, to: slot)
-            entries.swapAt(Int(slot), Int(last))
-        }
-        links.removeLast()
-        tags.removeLast()
-        if !costs.isEmpty { costs.removeLast() }
-        return entries.removeLast()
     }
 }
