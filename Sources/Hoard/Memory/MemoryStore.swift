@@ -21,6 +21,9 @@
 ///
 /// Locks: a thread holds at most one shard's lock at a time, so shards never wait for each other
 /// in a cycle; it may take the lock of `room` while holding one, never the other way round.
+///
+/// The count limit the shards share is in `MemoryStore+Room.swift`, removals in
+/// `MemoryStore+Removing.swift`, and the cost limit in `MemoryStore+CostLimit.swift`.
 @usableFromInline
 final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     // Safe because each shard is only read or written while holding its lock in `locks`, `room`
@@ -280,90 +283,6 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         shard.index.slot(for: key, hash: hash)
     }
 
-    /// Stores `value` with a cost, evicting until both the count and `costLimit` hold.
-    ///
-    /// Victims are chosen among the other entries, in policy order. A value whose cost exceeds
-    /// `entryCostLimit` (by default `costLimit`) is not kept, and the older value for its key is
-    /// removed (it is stale). Only for a store made with `sharded: false`.
-    /// - Returns: The entries evicted, each with why (the count limit or the cost limit), the stale
-    ///   value dropped when `value` is not kept, and whether `value` was kept.
-    func set(
-        _ value: Value,
-        forKey key: Key,
-        cost: Int,
-        costLimit: Int,
-        entryCostLimit: Int? = nil
-    ) -> (evicted: [(key: Key, value: Value, reason: EvictionReason)], stale: Value?, isKept: Bool) {
-        precondition(shardCount == 1, "A store with a cost limit must not be sharded.")
-        return withShard(0) { shard in
-            var evicted: [(key: Key, value: Value, reason: EvictionReason)] = []
-            guard cost <= min(costLimit, entryCostLimit ?? costLimit) else {
-                return (evicted, shard.index.removeValue(forKey: key), false)
-            }
-            let replaced = shard.index.contains(key)
-            let costBefore = shard.index.totalCost - (replaced ? shard.index.peekCost(key) : 0)
-            var freed = 0
-            while shard.index.count - (replaced ? 1 : 0) > 0 {
-                let overCount = !replaced && shard.index.count >= shard.share
-                guard overCount || costBefore - freed + cost > costLimit,
-                    let victim = shard.index.victim(excluding: key)
-                else { break }
-                freed += shard.index.peekCost(victim)
-                if let payload = shard.index.removeValue(forKey: victim) {
-                    evicted.append((victim, payload, overCount ? .capacity : .cost))
-                }
-            }
-            shard.index.upsert(value, forKey: key, cost: cost)
-            return (evicted, nil, true)
-        }
-    }
-
-    /// The sum of the costs of the stored values.
-    var totalCost: Int { forEachShard(\.index.totalCost).reduce(0, +) }
-
-    /// Removes the value for `key`; returns it.
-    @discardableResult
-    func removeValue(forKey key: Key) -> Value? {
-        let hash = key.hashValue
-        let (removed, mustAnnounce) = withShard(shard(for: hash)) { shard -> (Value?, Bool) in
-            guard let value = shard.index.removeValue(forKey: key, hash: hash) else { return (nil, false) }
-            return (value, releaseRoom(1))
-        }
-        if mustAnnounce { announceRoom() }
-        return removed
-    }
-
-    /// Removes the value for `key` if `condition` holds for it; returns it.
-    @discardableResult
-    func removeValue(forKey key: Key, if condition: (Value) -> Bool) -> Value? {
-        let hash = key.hashValue
-        let (removed, mustAnnounce) = withShard(shard(for: hash)) { shard -> (Value?, Bool) in
-            guard let value = shard.index.peek(key, hash: hash), condition(value) else { return (nil, false) }
-            return (shard.index.removeValue(forKey: key, hash: hash), releaseRoom(1))
-        }
-        if mustAnnounce { announceRoom() }
-        return removed
-    }
-
-    /// Removes every entry for which `condition` holds; returns them.
-    ///
-    /// Takes each shard's lock in turn.
-    /// - Complexity: O(n).
-    func removeAll(where condition: (Key, Value) -> Bool) -> [(key: Key, value: Value)] {
-        var mustAnnounce = false
-        let removed = forEachShard { shard in
-            var removed: [(key: Key, value: Value)] = []
-            for entry in shard.index.entriesInEvictionOrder where condition(entry.key, entry.payload) {
-                shard.index.removeValue(forKey: entry.key)
-                removed.append((entry.key, entry.payload))
-            }
-            if releaseRoom(removed.count) { mustAnnounce = true }
-            return removed
-        }.flatMap { $0 }
-        if mustAnnounce { announceRoom() }
-        return removed
-    }
-
     /// The keys whose value satisfies `condition`, each shard's next victim first.
     ///
     /// - Complexity: O(n).
@@ -375,20 +294,6 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     func peek(_ key: Key) -> Value? {
         let hash = key.hashValue
         return withShard(shard(for: hash)) { $0.index.peek(key, hash: hash) }
-    }
-
-    /// Removes every value, taking each shard's lock in turn; returns how many there were.
-    @discardableResult
-    func removeAll() -> Int {
-        var mustAnnounce = false
-        let count = forEachShard { shard in
-            let count = shard.index.count
-            shard.index.removeAll()
-            if releaseRoom(count) { mustAnnounce = true }
-            return count
-        }.reduce(0, +)
-        if mustAnnounce { announceRoom() }
-        return count
     }
 
     /// The number of values stored.
