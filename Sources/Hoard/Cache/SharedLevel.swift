@@ -52,7 +52,7 @@ final class SharedLevel: Sendable {
     /// Told, outside every lock, whether a queued write was made: for `save`.
     typealias Completion = @Sendable (Result<Void, CacheError>) -> Void
 
-    private struct Pending: Sendable {
+    struct Pending: Sendable {
         /// The ticket: the generation of the first operation of the key this one replaced (or its
         /// own), held in `outstanding` until this operation is made.
         var generation: UInt64
@@ -62,7 +62,7 @@ final class SharedLevel: Sendable {
     }
 
     /// A clear asked for and not made yet.
-    private struct Clear: Sendable {
+    struct Clear: Sendable {
         var generation: UInt64
         /// The tickets of the operations it dropped, settled once it is made.
         var dropped: [UInt64] = []
@@ -70,7 +70,7 @@ final class SharedLevel: Sendable {
         var waiters: [Completion] = []
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         var pending: [String: Pending] = [:]
         /// Keys whose latest operation waits for a worker, in order.
         var queue: [String] = []
@@ -102,7 +102,7 @@ final class SharedLevel: Sendable {
     let level: any CacheLevel<String, Data>
     /// The most writes under way at once.
     static let workerLimit = 8
-    private let state = Locked(State())
+    let state = Locked(State())
     private let onFailure: FailureHandler
     /// Told when a write was made.
     private let onSuccess: @Sendable () -> Void
@@ -133,66 +133,6 @@ final class SharedLevel: Sendable {
         } catch {
             return .failure(.io("The shared level failed to read \"\(key.prefix(100))\".", key: key, underlying: error))
         }
-    }
-
-    // MARK: - Coherence
-
-    /// Sets who is told the keys whose deferred invalidation is due.
-    func setInvalidationHandler(_ handler: @escaping @Sendable (String) -> Void) {
-        state.withLock { $0.invalidationHandler = handler }
-    }
-
-    /// Whether this cache's own write of `key` is queued or under way; call it under the key's
-    /// stripe (see ``setCompletionLock(_:)``).
-    func hasOwnWriteUnderWay(of key: String) -> Bool {
-        state.withLock { $0.pending[key] != nil || $0.inFlight.contains(key) }
-    }
-
-    /// Sets the lock a write's completion runs under: the key's stripe, counted as a change of the
-    /// key, so that a fill whose shared read may predate the write is not installed after it.
-    func setCompletionLock(_ lock: @escaping @Sendable (String, () -> Void) -> Void) {
-        state.withLock { $0.completionLock = lock }
-    }
-
-    /// Whether an invalidation of `key` must wait for this cache's own write of it: when one is queued
-    /// or under way, the key is noted and handed to the invalidation handler once the last such write
-    /// is made, and this returns `true`.
-    ///
-    /// The invalidation may be the echo of that very write, which must not remove the newer local
-    /// value before the server has it; once the write is made, the server holds that value or a
-    /// later one, and dropping the local copy then costs one extra read at most.
-    func defersInvalidation(of key: String) -> Bool {
-        state.withLock { state in
-            guard state.pending[key] != nil || state.inFlight.contains(key) else { return false }
-            state.deferredInvalidations.insert(key)
-            return true
-        }
-    }
-
-    /// The most keys whose written bytes are kept for ``takeWrittenBytes(of:)``; past it they are all
-    /// forgotten (each is a hint: a key without one is simply dropped on its next invalidation).
-    static let writtenLimit = 4_096
-
-    /// The bytes this cache last wrote for `key`, if no invalidation of the key came since that
-    /// write was made, and forgets them: the invalidation now at hand may be that write's echo.
-    ///
-    /// An invalidation does not say who made the change, and a server may announce two changes of a
-    /// key as one: whether the echo is this cache's own is decided by reading the key again and
-    /// comparing (see `Cache.checkEcho`), never by counting.
-    func takeWrittenBytes(of key: String) -> Data? {
-        state.withLock { $0.written.removeValue(forKey: key) }
-    }
-
-    /// Forgets the written bytes of `key` if they are still `bytes` (a newer own write's stay).
-    func forgetWrittenBytes(of key: String, ifStill bytes: Data) {
-        state.withLock { state in
-            if state.written[key] == bytes { state.written[key] = nil }
-        }
-    }
-
-    /// Forgets every written value kept for the echoes: when coherence is in doubt, every copy goes.
-    func forgetWrittenBytes() {
-        state.withLock { $0.written = [:] }
     }
 
     // MARK: - Writing
