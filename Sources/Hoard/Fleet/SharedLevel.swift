@@ -1,29 +1,5 @@
 import Foundation
 
-/// A cache level that can store a value with an expiry date, so that a shared level forgets what
-/// the caches in front of it would no longer serve.
-///
-/// ``CacheBuilder/sharedLevel(_:)`` takes any `CacheLevel<String, Data>`; when it also conforms to
-/// this protocol, each value goes with its expiry (as `PX` milliseconds on Redis). Either way the
-/// expiry also travels inside the stored bytes, so an expired value is a miss even on a level that
-/// keeps it.
-package protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
-    /// Stores a value that the level may forget from `expiresAt` on (`nil`: never).
-    func set(_ value: Value, forKey key: Key, expiresAt: Date?) async throws
-}
-
-/// A shared level that can tell, when a cache is built on it, whether its configuration can ever
-/// work (a wrong password, a database the server lacks), so that `build()` throws instead of every
-/// read going silently to the fetcher.
-package protocol ConfigurationCheckingLevel: Sendable {
-    /// Waits for the server's first answer (at most about the level's connect and command
-    /// timeouts) and throws when it refused what cannot pass by itself; returns otherwise, a server
-    /// that cannot be reached included (the level is fail-open).
-    ///
-    /// - Throws: ``CacheError`` with code `invalidConfiguration`, with the server's words.
-    func checkConfiguration() throws(CacheError)
-}
-
 /// A cache's shared level (for example a Redis server several instances use), with the writes it has
 /// yet to make, in order for each key.
 ///
