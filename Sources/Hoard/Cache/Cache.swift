@@ -158,7 +158,7 @@ public final class Cache<Value: Sendable>: Sendable {
     /// yet (``valueAfterMemoryMiss(forKey:)`` counts the read once it knows what disk holds).
     @inlinable
     func valueFromMemory(forKey key: String) -> Value? {
-        guard let (cached, isObserved) = engine.memory?.observedValue(forKey: key), let cached else { return nil }
+        guard let (cached, isObserved) = engine.memory?.valueAndObservation(forKey: key), let cached else { return nil }
         if !cached.isExpired(at: { engine.now }) {
             if isObserved { reporter.didHitMemory(key) }
             return cached.value

@@ -134,7 +134,7 @@ extension DiskStore {
                 while batch.count < Self.writesPerSection, let next = withState({ $0.takeNextWrite() }) {
                     batch.append(next)
                 }
-                let outcomes = apply(batch, log: &messages, news: &news)
+                let outcomes = write(batch, log: &messages, news: &news)
                 messages.flush()
                 news.deliver(toEveryCacheOf: self)
                 for (pending, (effects, result)) in zip(batch, outcomes) {
@@ -164,12 +164,12 @@ extension DiskStore {
         case failed(CacheError)
     }
 
-    /// Applies pending operations: serializes them holding no lock, then, in one section, changes
-    /// the files of each unless a clear dropped it meanwhile.
+    /// Writes a batch of pending operations: serializes them holding no lock, then, in one section,
+    /// changes the files of each unless a clear dropped it meanwhile.
     ///
     /// - Returns: For each operation, what to report once the locks are released, and whether its
     ///   bytes landed (for a save waiting on it).
-    private func apply(
+    private func write(
         _ batch: [Pending],
         log: inout DeferredLog,
         news: inout PeerNews

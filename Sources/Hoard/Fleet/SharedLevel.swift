@@ -214,7 +214,7 @@ final class SharedLevel: Sendable {
                 resumeIdleWaiter()
                 return
             }
-            let applied = await apply(pending.operation, forKey: key)
+            let applied = await perform(pending.operation, forKey: key)
             let result = applied.map { _ in () }
             if case .failure(let error) = result { onFailure(key, error) } else { onSuccess() }
             var completed: ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) = ([], nil)
@@ -325,7 +325,7 @@ final class SharedLevel: Sendable {
     /// holds no lock.
     ///
     /// - Returns: The bytes stored (`nil` for a removal), or the error.
-    private func apply(_ operation: Operation, forKey key: String) async -> Result<Data?, CacheError> {
+    private func perform(_ operation: Operation, forKey key: String) async -> Result<Data?, CacheError> {
         let levelKey = key.canonicalKey
         do {
             switch operation {

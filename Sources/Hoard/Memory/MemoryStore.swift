@@ -163,12 +163,12 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
     /// Returns the value for `key` and counts the access, or `nil`.
     @inlinable
     func value(forKey key: Key) -> Value? {
-        observedValue(forKey: key).value
+        valueAndObservation(forKey: key).value
     }
 
     /// Returns the value for `key` and counts the access, with whether the owner observes hits.
     @inlinable
-    func observedValue(forKey key: Key) -> (value: Value?, isObserved: Bool) {
+    func valueAndObservation(forKey key: Key) -> (value: Value?, isObserved: Bool) {
         let hash = key.hashValue
         let index = shard(for: hash)
         locks.lock(index)
@@ -178,13 +178,13 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         return (value, shards[index].isObserved)
     }
 
-    /// Takes back the hit that ``observedValue(forKey:)`` counted for `key`: the owner found the
+    /// Takes back the hit that ``valueAndObservation(forKey:)`` counted for `key`: the owner found the
     /// value expired, so the read was a miss.
     func uncountHit(forKey key: Key) {
         withShard(shard(for: key.hashValue)) { $0.hits &-= 1 }
     }
 
-    /// Sets whether the owner observes hits (see ``observedValue(forKey:)``).
+    /// Sets whether the owner observes hits (see ``valueAndObservation(forKey:)``).
     func setObserved(_ observed: Bool) { _ = forEachShard { $0.isObserved = observed } }
 
     /// Sets whether the owner hears of each eviction (see `Shard.reportsEvictions`).
@@ -212,7 +212,7 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         observedSet(value, forKey: key).evicted
     }
 
-    /// ``set(_:forKey:)``, also telling whether the owner observes (see ``observedValue(forKey:)``).
+    /// ``set(_:forKey:)``, also telling whether the owner observes (see ``valueAndObservation(forKey:)``).
     @inlinable
     func observedSet(_ value: Value, forKey key: Key) -> (evicted: (key: Key, value: Value)?, isObserved: Bool) {
         insert(value, forKey: key, hash: key.hashValue, returningEviction: true)

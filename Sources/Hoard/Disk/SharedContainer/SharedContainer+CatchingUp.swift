@@ -100,7 +100,7 @@ extension SharedContainer {
         cursor = Cursor(descriptor: file, identity: FileIdentity(status), offset: snapshot.end)
         cursor.snapshotBytes = snapshot.end
         let applied = bytes.withUnsafeBytes { buffer in
-            apply(
+            replay(
                 UnsafeRawBufferPointer(rebasing: buffer[snapshot.end...]),
                 to: &cursor,
                 isCurrentFile: true,
@@ -141,7 +141,7 @@ extension SharedContainer {
         }
         if bytes.isEmpty { return true }
         let applied = bytes.withUnsafeBytes {
-            apply($0, to: &cursor, isCurrentFile: isCurrentFile, found: &found, lookup: lookup)
+            replay($0, to: &cursor, isCurrentFile: isCurrentFile, found: &found, lookup: lookup)
         }
         if !applied && isCurrentFile {
             log.add(.warning, "The journal of \(directory.path) is damaged; rebuilding the index from the entry files.")
@@ -173,7 +173,7 @@ extension SharedContainer {
     /// of the records in a replaced one.
     ///
     /// - Returns: `false` when a record before the last one is damaged.
-    private func apply(
+    private func replay(
         _ bytes: UnsafeRawBufferPointer,
         to cursor: inout Cursor,
         isCurrentFile: Bool,
