@@ -80,22 +80,18 @@ struct AdmissionState {
     @usableFromInline static var protectedShare: Double { 0.8 }
     /// The window's size at the start, as a share of the capacity.
     ///
-    /// Starting at 20 % or 100 % filled main with the wrong entries on loops (`loop` at 1 000 entries
-    /// fell to 79 % and 0 % on some hash seeds instead of 98 %), and `gli` and `cs` collapsed.
+    /// Small: a large starting window fills main with the wrong entries on loops (Decisions/0011).
     @usableFromInline static var initialWindowShare: Double { 0.01 }
     /// Requests per entry after which a victim that was not requested counts as idle.
     ///
-    /// It must be at least the sketch's longest memory (30 increments per entry): at 10, a loop of 14
-    /// times the capacity (`cs` at 100 entries) lost 4.9 points, its entries judged idle between two
-    /// passes.
+    /// It must be at least the sketch's longest memory (30 increments per entry), or a long loop's
+    /// entries are judged idle between two passes (Decisions/0011).
     @usableFromInline static var idleRequestsPerEntry: Int { 30 }
     /// The fewest words of the index's sketch (32 KiB).
     ///
     /// Small levels see, on loop-shaped traces, up to 30 × the capacity distinct keys per sketch
-    /// period, and collisions then decide the duels: without a floor (and 2 words per entry) `cs` at
-    /// 100 entries fell from 5.7 % to 1.7 %; with 1 024 words `multi2` at 1 000 lost 1.6 points. Since
-    /// a key's counters share one block of the table, 2 048 words were too few: `cs` at 300 lost 1.4
-    /// points.
+    /// period, and collisions then decide the duels; smaller floors lost points on real traces
+    /// (Decisions/0011).
     @usableFromInline static var minimumSketchWords: Int { 4_096 }
 
     /// Creates the state for an index of at most `capacity` entries.
@@ -214,10 +210,8 @@ struct AdmissionState {
     /// victim; a victim that was hit while in main (an *incumbent*) needs it to be used more often
     /// by two. Ties keep the victim.
     ///
-    /// A margin of one for every victim fixed loops but cost 0.1 to 0.5 points on most traces
-    /// (`multi2` at 2 000 entries 1.8); the margin for incumbents keeps the gain on loops (`loop` at
-    /// 256 entries 21.2 % → 25.0 %) nearly for free. Admitting ties when the victim was never hit
-    /// made loops, `cs` and `gli` fall to 0–2 %.
+    /// The margin only for incumbents keeps the gain on loops nearly for free, where a margin for
+    /// every victim cost most traces; admitting ties lets loops collapse (Decisions/0011).
     @inlinable
     static func admits(
         candidateFrequency: Int,
