@@ -10,10 +10,17 @@ extension RedisCacheLevel {
     /// let shared = RedisCacheLevel(configuration, namespace: "users")
     /// ```
     public struct Configuration: Sendable, Equatable {
-        /// The server's host name or numeric address (IPv4, or IPv6 without brackets).
+        /// The server's host name or numeric address (IPv4, or IPv6 without brackets); unused with a
+        /// ``socketPath``.
         public var host: String
-        /// The server's TCP port; 6379 by default.
+        /// The server's TCP port; 6379 by default; unused with a ``socketPath``.
         public var port: Int
+        /// The path of the server's Unix-domain socket (`unixsocket` in `redis.conf`), or `nil` for
+        /// TCP to ``host`` and ``port``.
+        ///
+        /// On one host, a socket saves the TCP stack's work on every command. Everything else (the
+        /// login, the database, the timeouts, tracking for coherence) is as over TCP.
+        public var socketPath: String?
         /// The ACL user to log in as; `nil` logs in as `default` when there is a password.
         public var username: String?
         /// The password, or `nil` when the server asks for none.
@@ -68,6 +75,7 @@ extension RedisCacheLevel {
         ) {
             self.host = host
             self.port = port
+            socketPath = nil
             self.username = username
             self.password = password
             self.database = database
@@ -82,16 +90,34 @@ extension RedisCacheLevel {
             timeoutsBeforeSkipping = 3
         }
 
-        /// A configuration from a `redis://[user:password@]host[:port][/db][?db=N]` URL.
+        /// A configuration for a server's Unix-domain socket.
+        ///
+        /// - Parameters:
+        ///   - socketPath: The socket's path, such as `/run/redis/redis.sock`.
+        ///   - username: The ACL user, if any.
+        ///   - password: The password, if any.
+        ///   - database: The database number.
+        public init(socketPath: String, username: String? = nil, password: String? = nil, database: Int = 0) {
+            self.init(host: "localhost", username: username, password: password, database: database)
+            self.socketPath = socketPath
+        }
+
+        /// A configuration from a `redis://[user:password@]host[:port][/db][?db=N]` URL, or a
+        /// `unix:///path/to/redis.sock[?db=N]` one for a Unix-domain socket.
         ///
         /// The user and password may be percent-encoded. The database is the path's number or the
-        /// `db` parameter's (both: they must agree); any other parameter is an error.
+        /// `db` parameter's (both: they must agree); any other parameter is an error. A `unix://` URL
+        /// names no host, and its path is the socket's; its database comes from `db` only.
         ///
         /// - Throws: `CacheError` with code `invalidConfiguration` when the URL is not of that form.
         public init(url: String) throws {
+            if url.lowercased().hasPrefix("unix:") {
+                try self.init(unixURL: url)
+                return
+            }
             guard let components = URLComponents(string: url), components.scheme?.lowercased() == "redis" else {
                 throw CacheError.invalidConfiguration(
-                    "\"\(url)\" is not a redis:// URL (rediss:// and TLS are not supported)."
+                    "\"\(url)\" is not a redis:// or unix:// URL (rediss:// and TLS are not supported yet)."
                 )
             }
             guard var host = components.host, !host.isEmpty else {
@@ -108,6 +134,46 @@ extension RedisCacheLevel {
                 }
                 database = number
             }
+            database = try Self.database(in: components, url: url, path: path.isEmpty ? nil : database)
+            let user = components.percentEncodedUser.flatMap { $0.removingPercentEncoding }
+            let password = components.percentEncodedPassword.flatMap { $0.removingPercentEncoding }
+            // `redis://:secret@host`: a password alone logs in as the default user.
+            self.init(
+                host: host,
+                port: components.port ?? 6379,
+                username: user?.isEmpty == false ? user : nil,
+                password: password,
+                database: database
+            )
+        }
+
+        /// A configuration from a `unix:///path/to/redis.sock[?db=N]` URL.
+        private init(unixURL url: String) throws {
+            guard let components = URLComponents(string: url), components.scheme?.lowercased() == "unix" else {
+                throw CacheError.invalidConfiguration("\"\(url)\" is not a unix:///path URL.")
+            }
+            guard (components.host ?? "").isEmpty, components.port == nil else {
+                throw CacheError.invalidConfiguration(
+                    "The URL \"\(url)\" names a host; a unix:// URL names a socket's path: unix:///path/to/redis.sock."
+                )
+            }
+            let path = components.path
+            guard path.hasPrefix("/"), path.count > 1 else {
+                throw CacheError.invalidConfiguration("The URL \"\(url)\" names no socket path.")
+            }
+            let user = components.percentEncodedUser.flatMap { $0.removingPercentEncoding }
+            let password = components.percentEncodedPassword.flatMap { $0.removingPercentEncoding }
+            self.init(
+                socketPath: path,
+                username: user?.isEmpty == false ? user : nil,
+                password: password,
+                database: try Self.database(in: components, url: url, path: nil)
+            )
+        }
+
+        /// The database a URL's `db` parameter names, checked against the one its path named (if any).
+        private static func database(in components: URLComponents, url: String, path: Int?) throws -> Int {
+            var database = path ?? 0
             var databaseParameter: Int?
             for item in components.queryItems ?? [] {
                 guard item.name == "db" else {
@@ -121,7 +187,7 @@ extension RedisCacheLevel {
                         "The URL \"\(url)\" has \"db=\(item.value ?? "")\" where a database number goes."
                     )
                 }
-                guard path.isEmpty || number == database, databaseParameter.map({ $0 == number }) ?? true else {
+                guard path.map({ $0 == number }) ?? true, databaseParameter.map({ $0 == number }) ?? true else {
                     throw CacheError.invalidConfiguration(
                         "The URL \"\(url)\" names two databases, \(database) and \(number)."
                     )
@@ -129,25 +195,27 @@ extension RedisCacheLevel {
                 database = number
                 databaseParameter = number
             }
-            let user = components.percentEncodedUser.flatMap { $0.removingPercentEncoding }
-            let password = components.percentEncodedPassword.flatMap { $0.removingPercentEncoding }
-            // `redis://:secret@host`: a password alone logs in as the default user.
-            self.init(
-                host: host,
-                port: components.port ?? 6379,
-                username: user?.isEmpty == false ? user : nil,
-                password: password,
-                database: database
-            )
+            return database
         }
 
-        /// `host:port`, for messages.
-        var server: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        /// `host:port`, or the socket's path, for messages.
+        var server: String {
+            if let socketPath { return socketPath }
+            return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
 
         /// Throws when a field is out of range.
         func validate() throws {
             func invalid(_ message: String) -> CacheError { .invalidConfiguration("Redis: \(message)") }
             guard (1...65_535).contains(port) else { throw invalid("the port \(port) is not between 1 and 65535.") }
+            if let socketPath {
+                guard socketPath.hasPrefix("/"), socketPath.utf8.count <= SocketAddress.longestSocketPath else {
+                    throw invalid(
+                        "the socket path \"\(socketPath)\" is not an absolute path of at most "
+                            + "\(SocketAddress.longestSocketPath) bytes."
+                    )
+                }
+            }
             guard database >= 0 else { throw invalid("the database number \(database) is negative.") }
             guard (1...64).contains(poolSize) else {
                 throw invalid("the pool size \(poolSize) is not between 1 and 64.")

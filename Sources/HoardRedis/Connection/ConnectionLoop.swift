@@ -173,9 +173,10 @@ final class ConnectionLoop {
         return .failure(lastFailure)
     }
 
-    /// The host's addresses; a name is looked up on a thread of its own so that the lookup cannot
-    /// outlast the connect timeout.
+    /// The socket's address, or the host's addresses; a name is looked up on a thread of its own so
+    /// that the lookup cannot outlast the connect timeout.
     private func resolve(until deadline: ContinuousClock.Instant) -> Result<[SocketAddress], RedisFailure> {
+        if let socketPath = configuration.socketPath { return SocketAddress.unix(path: socketPath).map { [$0] } }
         let host = configuration.host
         let port = configuration.port
         if SocketAddress.isNumeric(host) { return SocketAddress.resolve(host: host, port: port) }

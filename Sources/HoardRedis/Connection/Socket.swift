@@ -8,7 +8,7 @@ import Glibc
 import Musl
 #endif
 
-/// A non-blocking TCP socket, closed when the last reference to it goes.
+/// A non-blocking stream socket (TCP or Unix-domain), closed when the last reference to it goes.
 ///
 /// Closing on release, never by hand, is what makes sharing it safe: a caller still writing to a
 /// connection the I/O thread gave up holds the object, so the descriptor cannot be closed and its
@@ -47,7 +47,9 @@ final class Socket: Sendable {
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         var one: Int32 = 1
-        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        if address.family != AF_UNIX {
+            _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         #if canImport(Darwin)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
@@ -115,13 +117,40 @@ final class Socket: Sendable {
     }
 }
 
-/// An address to connect to: IPv4 or IPv6, as the system's `sockaddr` bytes.
+/// An address to connect to: IPv4, IPv6 or a Unix-domain socket's path, as the system's `sockaddr`
+/// bytes.
 struct SocketAddress: Sendable {
     let family: Int32
-    /// The bytes of a `sockaddr_in` or `sockaddr_in6`.
+    /// The bytes of a `sockaddr_in`, `sockaddr_in6` or `sockaddr_un`.
     let storage: [UInt8]
 
     var length: socklen_t { socklen_t(storage.count) }
+
+    /// The longest socket path, in bytes, that a `sockaddr_un` holds with its terminating zero.
+    static var longestSocketPath: Int {
+        MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+    }
+
+    /// The address of the Unix-domain socket at `path`.
+    static func unix(path: String) -> Result<SocketAddress, RedisFailure> {
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count <= longestSocketPath, !bytes.contains(0) else {
+            return .failure(
+                RedisFailure(.connect, "the socket path \(path) is empty, too long or holds a zero byte")
+            )
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        #if canImport(Darwin)
+        address.sun_len = UInt8(MemoryLayout<sockaddr_un>.size)
+        #endif
+        withUnsafeMutableBytes(of: &address.sun_path) { sunPath in
+            sunPath.copyBytes(from: bytes)
+            sunPath[bytes.count] = 0
+        }
+        let storage = withUnsafeBytes(of: &address) { Array($0) }
+        return .success(SocketAddress(family: AF_UNIX, storage: storage))
+    }
 
     /// The addresses of `host`, a numeric address or a name, at `port`.
     ///
