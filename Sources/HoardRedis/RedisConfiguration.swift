@@ -25,6 +25,16 @@ extension RedisCacheLevel {
         public var username: String?
         /// The password, or `nil` when the server asks for none.
         public var password: String?
+        /// Where the user and password come from when they rotate: asked at every connection and
+        /// reconnection, instead of ``username`` and ``password``; `nil` (the default) uses those.
+        ///
+        /// ```swift
+        /// configuration.credentials = .init { try secrets.currentRedisLogin() }
+        /// ```
+        /// It is called on the level's I/O thread, before each login: keep it quick (read what a
+        /// rotation job stored), never waiting on the network. An error it throws fails that
+        /// connection attempt like a refused login; the level retries with a growing backoff.
+        public var credentials: CredentialsProvider?
         /// The database number (`SELECT`); 0 by default.
         public var database: Int
         /// How many connections the level keeps open, shared by every caller (4 by default).
@@ -76,6 +86,7 @@ extension RedisCacheLevel {
             self.host = host
             self.port = port
             socketPath = nil
+            credentials = nil
             self.username = username
             self.password = password
             self.database = database
@@ -228,6 +239,48 @@ extension RedisCacheLevel {
             }
             guard maximumReplySize >= 1024 else { throw invalid("the reply limit must be at least 1 KiB.") }
             if let defaultTTL, defaultTTL <= .zero { throw invalid("the default TTL must be positive.") }
+        }
+    }
+
+    /// A user and a password, as a ``CredentialsProvider`` gives them.
+    public struct Credentials: Sendable, Equatable {
+        /// The ACL user; `nil` logs in as `default`.
+        public var username: String?
+        /// The password or token.
+        public var password: String
+
+        /// Credentials from their parts.
+        public init(username: String? = nil, password: String) {
+            self.username = username
+            self.password = password
+        }
+    }
+
+    /// A function that gives the current credentials, called at each (re)connection.
+    ///
+    /// Two providers are equal only when they are the same value (copies of one provider).
+    public struct CredentialsProvider: Sendable, Equatable {
+        private final class Identity: Sendable {}
+
+        private let identity = Identity()
+        private let provide: @Sendable () throws -> Credentials
+
+        /// A provider from a function, which must be safe to call from any thread.
+        public init(_ provide: @escaping @Sendable () throws -> Credentials) {
+            self.provide = provide
+        }
+
+        /// The current credentials.
+        ///
+        /// - Throws: What the function throws.
+        public func callAsFunction() throws -> Credentials { try provide() }
+
+        /// A name for the provider, distinct from every other's while it lives.
+        var name: String { String(describing: ObjectIdentifier(identity)) }
+
+        /// Whether both are copies of one provider.
+        public static func == (lhs: CredentialsProvider, rhs: CredentialsProvider) -> Bool {
+            lhs.identity === rhs.identity
         }
     }
 }

@@ -51,7 +51,7 @@ final class ConnectionLoop {
     static func stateLog(_ configuration: RedisCacheLevel.Configuration) -> RepeatedFailureLog {
         let key = [
             configuration.server, String(configuration.database), configuration.username ?? "",
-            configuration.clientName ?? "",
+            configuration.clientName ?? "", configuration.credentials?.name ?? "",
         ].joined(separator: "\u{0}")
         return stateLogs.withLock { logs in
             if let log = logs[key] { return log }
@@ -227,9 +227,21 @@ final class ConnectionLoop {
     ///
     /// Then `SELECT` when a database other than 0 is asked for.
     private func handshake(_ socket: Socket, until deadline: ContinuousClock.Instant) -> Result<Void, RedisFailure> {
+        let username: String?
+        let password: String?
+        if let provider = configuration.credentials {
+            do {
+                let credentials = try provider()
+                (username, password) = (credentials.username, credentials.password)
+            } catch {
+                return .failure(RedisFailure(.handshake, "the credentials provider failed: \(error)"))
+            }
+        } else {
+            (username, password) = (configuration.username, configuration.password)
+        }
         var hello = ["3"]
-        if let password = configuration.password {
-            hello += ["AUTH", configuration.username ?? "default", password]
+        if let password {
+            hello += ["AUTH", username ?? "default", password]
         }
         if let name = configuration.clientName { hello += ["SETNAME", name] }
         let helloReply: RESPValue
@@ -250,9 +262,8 @@ final class ConnectionLoop {
                 return .failure(RedisFailure(.handshake, "HELLO 3 was refused: \(message)"))
             }
             isRESP3 = false
-            if let password = configuration.password {
-                let credentials = configuration.username.map { [$0, password] } ?? [password]
-                commands.append(RESPCommand("AUTH", credentials))
+            if let password {
+                commands.append(RESPCommand("AUTH", username.map { [$0, password] } ?? [password]))
             }
             if let name = configuration.clientName { commands.append(RESPCommand("CLIENT", ["SETNAME", name])) }
         } else {

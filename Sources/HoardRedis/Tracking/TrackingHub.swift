@@ -78,7 +78,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
     static func key(_ configuration: RedisCacheLevel.Configuration, namespace: String) -> String {
         [
             configuration.server, String(configuration.database), configuration.username ?? "",
-            configuration.clientName ?? "", namespace.canonicalKey,
+            configuration.clientName ?? "", configuration.credentials?.name ?? "", namespace.canonicalKey,
         ].joined(separator: "\u{0}")
     }
 
