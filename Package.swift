@@ -15,9 +15,26 @@ let package = Package(
         .executable(name: "hoard-demo", targets: ["hoard-demo"]),
         .executable(name: "hoard-bench", targets: ["hoard-bench"]),
     ],
+    // `rediss://` on Linux: the TLS trait links the system's OpenSSL (`libssl-dev` on Debian and
+    // Ubuntu), so that a build without it needs nothing beyond the toolchain. Apple platforms use
+    // their own TLS (Network.framework) with or without the trait.
+    traits: [
+        .trait(name: "TLS", description: "rediss:// on Linux, through the system's OpenSSL (libssl).")
+    ],
     targets: [
         .target(name: "Hoard"),
-        .target(name: "HoardRedis", dependencies: ["Hoard"]),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .yum(["openssl-devel"])]
+        ),
+        .target(
+            name: "HoardRedis",
+            dependencies: [
+                "Hoard",
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux], traits: ["TLS"])),
+            ]
+        ),
         // What the tests, the benchmark and the test worker share: seeded random numbers, the Zipf
         // sampler, thread helpers and the crash workload's format. In no product, and its API is
         // `package`, so it never ships with Hoard.

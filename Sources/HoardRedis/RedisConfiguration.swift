@@ -21,6 +21,12 @@ extension RedisCacheLevel {
         /// On one host, a socket saves the TCP stack's work on every command. Everything else (the
         /// login, the database, the timeouts, tracking for coherence) is as over TCP.
         public var socketPath: String?
+        /// TLS for the connection (`rediss://`), or `nil` (the default) for plain TCP.
+        ///
+        /// On Linux it needs the package trait `TLS`, which links the system's OpenSSL; Apple
+        /// platforms use their own TLS with or without it. A build without TLS refuses a
+        /// configuration that asks for it, at once.
+        public var tls: TLS?
         /// The ACL user to log in as; `nil` logs in as `default` when there is a password.
         public var username: String?
         /// The password, or `nil` when the server asks for none.
@@ -86,6 +92,7 @@ extension RedisCacheLevel {
             self.host = host
             self.port = port
             socketPath = nil
+            tls = nil
             credentials = nil
             self.username = username
             self.password = password
@@ -113,8 +120,10 @@ extension RedisCacheLevel {
             self.socketPath = socketPath
         }
 
-        /// A configuration from a `redis://[user:password@]host[:port][/db][?db=N]` URL, or a
-        /// `unix:///path/to/redis.sock[?db=N]` one for a Unix-domain socket.
+        /// A configuration from a `redis://[user:password@]host[:port][/db][?db=N]` URL, its TLS
+        /// form `rediss://…` (which verifies the server against the system's trust store; see
+        /// ``tls`` for a CA file or a client certificate), or a `unix:///path/to/redis.sock[?db=N]`
+        /// one for a Unix-domain socket.
         ///
         /// The user and password may be percent-encoded. The database is the path's number or the
         /// `db` parameter's (both: they must agree); any other parameter is an error. A `unix://` URL
@@ -126,10 +135,10 @@ extension RedisCacheLevel {
                 try self.init(unixURL: url)
                 return
             }
-            guard let components = URLComponents(string: url), components.scheme?.lowercased() == "redis" else {
-                throw CacheError.invalidConfiguration(
-                    "\"\(url)\" is not a redis:// or unix:// URL (rediss:// and TLS are not supported yet)."
-                )
+            guard let components = URLComponents(string: url),
+                let scheme = components.scheme?.lowercased(), scheme == "redis" || scheme == "rediss"
+            else {
+                throw CacheError.invalidConfiguration("\"\(url)\" is not a redis://, rediss:// or unix:// URL.")
             }
             guard var host = components.host, !host.isEmpty else {
                 throw CacheError.invalidConfiguration("The URL \"\(url)\" names no host.")
@@ -156,6 +165,7 @@ extension RedisCacheLevel {
                 password: password,
                 database: database
             )
+            if scheme == "rediss" { tls = TLS() }
         }
 
         /// A configuration from a `unix:///path/to/redis.sock[?db=N]` URL.
@@ -226,6 +236,12 @@ extension RedisCacheLevel {
                             + "\(SocketAddress.longestSocketPath) bytes."
                     )
                 }
+            }
+            if let tls {
+                if let socketPath {
+                    throw invalid("TLS over a Unix-domain socket is not supported; leave tls nil for \(socketPath).")
+                }
+                try tls.validate()
             }
             guard database >= 0 else { throw invalid("the database number \(database) is negative.") }
             guard (1...64).contains(poolSize) else {

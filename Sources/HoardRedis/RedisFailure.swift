@@ -64,6 +64,9 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
             "unknown command", "without any password configured", "SELECT is not allowed",
             // Redis 5 and older, and protected mode.
             "invalid password", "no password is set", "wrong number of arguments for 'auth'", "DENIED",
+            // TLS: a certificate refused either way, a server that does not speak TLS, a client
+            // certificate that cannot be read.
+            "TLS certificate was not accepted", "TLS handshake failed", "TLS session failed", "TLS set-up failed",
         ]
         let lowered = description.lowercased()
         return permanent.contains { lowered.contains($0.lowercased()) }

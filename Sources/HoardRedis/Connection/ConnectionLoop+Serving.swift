@@ -14,7 +14,7 @@ import Musl
 
 extension ConnectionLoop {
     /// Writes requests and delivers replies until the connection breaks or is stopped.
-    func serve(_ socket: Socket) -> RedisFailure {
+    func serve(_ stream: some ByteStream) -> RedisFailure {
         var output: [UInt8] = []
         var offset = 0
         while true {
@@ -27,13 +27,16 @@ extension ConnectionLoop {
                     output += taken
                 }
             }
-            if offset < output.count, case .failure(let failure) = send(socket, &output, &offset) { return failure }
-            let events = Int16(POLLIN) | (offset < output.count ? Int16(POLLOUT) : 0)
-            switch wait(socket, events, until: nil) {
+            if offset < output.count || stream.hasPendingOutput,
+                case .failure(let failure) = send(stream, &output, &offset)
+            {
+                return failure
+            }
+            switch wait(stream.socket, events(stream, writing: offset < output.count), until: nil) {
             case .failure(let failure): return failure
             case .success(let revents):
                 guard revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
-                switch receive(socket) {
+                switch receive(stream) {
                 case .failure(let failure): return failure
                 case .success(let replies):
                     guard connection.deliver(replies) else {
@@ -44,16 +47,28 @@ extension ConnectionLoop {
         }
     }
 
-    /// Sends what the socket takes of `output` from `offset`.
-    func send(_ socket: Socket, _ output: inout [UInt8], _ offset: inout Int) -> Result<Void, RedisFailure> {
+    /// The events to poll `stream`'s socket for: readable, and writable while `writing` or while
+    /// the stream holds bytes for it.
+    func events(_ stream: some ByteStream, writing: Bool) -> Int16 {
+        Int16(POLLIN) | (writing || stream.hasPendingOutput ? Int16(POLLOUT) : 0)
+    }
+
+    /// Sends what the stream takes of `output` from `offset`, after what it held back.
+    func send(_ stream: some ByteStream, _ output: inout [UInt8], _ offset: inout Int) -> Result<Void, RedisFailure> {
+        if stream.hasPendingOutput {
+            switch stream.flush() {
+            case .done: break
+            case .wouldBlock: return .success(())
+            case let transfer: return .failure(Self.sendFailure(transfer))
+            }
+        }
         while offset < output.count {
             let start = offset
-            let transfer = output.withUnsafeBytes { socket.send(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            let transfer = output.withUnsafeBytes { stream.send(UnsafeRawBufferPointer(rebasing: $0[start...])) }
             switch transfer {
             case .done(let count): offset += count
             case .wouldBlock: return .success(())
-            case .closed: return .failure(RedisFailure(.connectionLost, "the server closed the connection"))
-            case .failed(let error): return .failure(.system(.connectionLost, "send", errno: error))
+            default: return .failure(Self.sendFailure(transfer))
             }
         }
         output.removeAll(keepingCapacity: output.capacity <= 1 << 20)
@@ -61,11 +76,20 @@ extension ConnectionLoop {
         return .success(())
     }
 
+    /// Why a send that neither sent nor would block failed.
+    private static func sendFailure(_ transfer: Socket.Transfer) -> RedisFailure {
+        switch transfer {
+        case .failed(let error): .system(.connectionLost, "send", errno: error)
+        case .refused(let reason): RedisFailure(.handshake, "the TLS session failed: \(reason)")
+        default: RedisFailure(.connectionLost, "the server closed the connection")
+        }
+    }
+
     /// Reads what has arrived and parses it: the whole replies it completes, pushes left out.
-    func receive(_ socket: Socket) -> Result<[RESPValue], RedisFailure> {
+    func receive(_ stream: some ByteStream) -> Result<[RESPValue], RedisFailure> {
         var replies: [RESPValue] = []
         while true {
-            switch socket.receive(into: readBuffer) {
+            switch stream.receive(into: readBuffer) {
             case .done(let count):
                 do {
                     try parser.parse(UnsafeRawBufferPointer(rebasing: readBuffer[..<count])) { value in
@@ -91,6 +115,9 @@ extension ConnectionLoop {
             case .failed(let error):
                 if !replies.isEmpty { return .success(replies) }
                 return .failure(.system(.connectionLost, "recv", errno: error))
+            case .refused(let reason):
+                if !replies.isEmpty { return .success(replies) }
+                return .failure(RedisFailure(.handshake, "the TLS session failed: \(reason)"))
             }
         }
     }

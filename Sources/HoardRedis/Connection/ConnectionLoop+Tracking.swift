@@ -40,7 +40,7 @@ extension ConnectionLoop {
     /// ends the connection. The deadline is judged after reading what has arrived.
     ///
     /// Nothing else is sent on it, so every reply is a ping's.
-    func serveTracking(_ socket: Socket, _ tracking: any TrackingObserver) -> RedisFailure {
+    func serveTracking(_ stream: some ByteStream, _ tracking: any TrackingObserver) -> RedisFailure {
         let ping = RESPCommand("PING", []).bytes
         var output: [UInt8] = []
         var offset = 0
@@ -53,12 +53,18 @@ extension ConnectionLoop {
                 output += ping
                 pingDeadline = now + tracking.pingTimeout
             }
-            if offset < output.count, case .failure(let failure) = send(socket, &output, &offset) { return failure }
-            let events = Int16(POLLIN) | (offset < output.count ? Int16(POLLOUT) : 0)
-            if case .failure(let failure) = wait(socket, events, until: pingDeadline ?? nextPing) { return failure }
+            if offset < output.count || stream.hasPendingOutput,
+                case .failure(let failure) = send(stream, &output, &offset)
+            {
+                return failure
+            }
+            let events = events(stream, writing: offset < output.count)
+            if case .failure(let failure) = wait(stream.socket, events, until: pingDeadline ?? nextPing) {
+                return failure
+            }
             // Read whatever came, then judge the deadline: a handler that held this thread past it
             // (a long clear) must not pass for a silent server when the answer is waiting.
-            switch receive(socket) {
+            switch receive(stream) {
             case .failure(let failure): return failure
             case .success(let replies):
                 for reply in replies {

@@ -85,7 +85,7 @@ final class ConnectionLoop {
                         tracking.trackingWasRefused(trackingRefusal)
                     }
                 }
-            case .success(let socket):
+            case .success(let stream):
                 let servedFrom = ContinuousClock.now
                 Self.stateLog(configuration).succeeded()
                 if connection.setStatus(.ready) {
@@ -93,13 +93,13 @@ final class ConnectionLoop {
                 } else if let tracking = connection.tracking {
                     hasTracked = true
                     tracking.trackingDidConfirm()
-                    failure = serveTracking(socket, tracking)
+                    failure = serveTracking(stream, tracking)
                 } else {
                     // Requests that queued during the handshake: their bytes go first.
-                    failure = serve(socket)
+                    failure = serve(stream)
                     replyStarted = parser.isInsideReply
                 }
-                socket.shutdown()
+                stream.socket.shutdown()
                 attempt = servedFrom.duration(to: .now) >= Self.stableService ? 0 : attempt + 1
             }
             connection.tracking?.trackingDidFail(failure)
@@ -151,10 +151,21 @@ final class ConnectionLoop {
 
     // MARK: - Connecting
 
-    private func establish() -> Result<Socket, RedisFailure> {
+    private func establish() -> Result<any ByteStream, RedisFailure> {
         let deadline = ContinuousClock.now + configuration.connectTimeout
         trackingRefusal = nil
         parser = RESPParser(limits: Self.limits(configuration))
+        switch open(until: deadline) {
+        case .success(let stream): return handshake(stream, until: deadline).map { stream }
+        case .failure(let failure): return .failure(failure)
+        }
+    }
+
+    /// Connects to the first of the server's addresses that answers, over TLS when configured.
+    private func open(until deadline: ContinuousClock.Instant) -> Result<any ByteStream, RedisFailure> {
+        #if canImport(Network)
+        if let tls = configuration.tls { return NetworkTLSBridge.open(configuration, tls, until: deadline) }
+        #endif
         let addresses: [SocketAddress]
         switch resolve(until: deadline) {
         case .success(let found): addresses = found
@@ -164,7 +175,10 @@ final class ConnectionLoop {
         for address in addresses {
             switch connect(to: address, until: deadline) {
             case .success(let socket):
-                return handshake(socket, until: deadline).map { socket }
+                #if TLS && canImport(COpenSSL)
+                if let tls = configuration.tls { return secure(socket, tls, until: deadline) }
+                #endif
+                return .success(socket)
             case .failure(let failure):
                 if failure.kind == .closed { return .failure(failure) }
                 lastFailure = failure
@@ -226,7 +240,10 @@ final class ConnectionLoop {
     /// Logs in: `HELLO 3` with the credentials and name, or RESP2's `AUTH` when `HELLO` is refused.
     ///
     /// Then `SELECT` when a database other than 0 is asked for.
-    private func handshake(_ socket: Socket, until deadline: ContinuousClock.Instant) -> Result<Void, RedisFailure> {
+    private func handshake(
+        _ stream: some ByteStream,
+        until deadline: ContinuousClock.Instant
+    ) -> Result<Void, RedisFailure> {
         let username: String?
         let password: String?
         if let provider = configuration.credentials {
@@ -245,7 +262,7 @@ final class ConnectionLoop {
         }
         if let name = configuration.clientName { hello += ["SETNAME", name] }
         let helloReply: RESPValue
-        switch exchange(socket, [RESPCommand("HELLO", hello)], until: deadline) {
+        switch exchange(stream, [RESPCommand("HELLO", hello)], until: deadline) {
         case .success(let replies): helloReply = replies[0]
         case .failure(let failure): return .failure(failure)
         }
@@ -272,7 +289,7 @@ final class ConnectionLoop {
         if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
         if let tracking = connection.tracking { commands.append(tracking.trackingCommand) }
         guard !commands.isEmpty else { return .success(()) }
-        switch exchange(socket, commands, until: deadline) {
+        switch exchange(stream, commands, until: deadline) {
         case .failure(let failure): return .failure(failure)
         case .success(let replies):
             for (command, reply) in zip(commands, replies) {
@@ -300,7 +317,7 @@ final class ConnectionLoop {
 
     /// Writes `commands` and reads one reply for each, before `deadline`.
     private func exchange(
-        _ socket: Socket,
+        _ stream: some ByteStream,
         _ commands: [RESPCommand],
         until deadline: ContinuousClock.Instant
     ) -> Result<[RESPValue], RedisFailure> {
@@ -313,17 +330,16 @@ final class ConnectionLoop {
                     RedisFailure(.timeout, "no answer to \(commands[0].name) within \(configuration.connectTimeout)")
                 )
             }
-            if offset < output.count {
-                switch send(socket, &output, &offset) {
+            if offset < output.count || stream.hasPendingOutput {
+                switch send(stream, &output, &offset) {
                 case .failure(let failure): return .failure(failure)
                 case .success: break
                 }
             }
-            let events = Int16(POLLIN) | (offset < output.count ? Int16(POLLOUT) : 0)
-            switch wait(socket, events, until: deadline) {
+            switch wait(stream.socket, events(stream, writing: offset < output.count), until: deadline) {
             case .failure(let failure): return .failure(failure)
             case .success(let revents) where revents & Int16(POLLIN | POLLHUP | POLLERR) != 0:
-                switch receive(socket) {
+                switch receive(stream) {
                 case .failure(let failure): return .failure(failure)
                 case .success(let received): replies += received
                 }

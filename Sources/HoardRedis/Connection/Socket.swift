@@ -16,7 +16,8 @@ import Musl
 final class Socket: Sendable {
     let descriptor: Int32
 
-    private init(descriptor: Int32) {
+    /// Takes ownership of an open descriptor, which it closes when the last reference goes.
+    init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
@@ -31,6 +32,8 @@ final class Socket: Sendable {
         /// The peer closed the connection (receive only).
         case closed
         case failed(Int32)
+        /// The TLS session failed (a certificate refused, an alert from the server), and why.
+        case refused(String)
     }
 
     /// Creates a non-blocking, close-on-exec socket for `address` and starts connecting it.
@@ -38,9 +41,15 @@ final class Socket: Sendable {
     /// - Returns: The socket and whether the connection is already established (it rarely is).
     static func startConnecting(to address: SocketAddress) -> Result<(Socket, isConnected: Bool), RedisFailure> {
         #if canImport(Darwin)
-        let descriptor = socket(address.family, SOCK_STREAM, 0)
+        let descriptor = Darwin.socket(address.family, SOCK_STREAM, 0)
+        #elseif canImport(Glibc)
+        let descriptor = Glibc.socket(
+            address.family,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            0
+        )
         #else
-        let descriptor = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let descriptor = Musl.socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #endif
         guard descriptor >= 0 else { return .failure(.system(.connect, "socket", errno: errno)) }
         let socket = Socket(descriptor: descriptor)

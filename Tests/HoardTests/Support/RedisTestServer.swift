@@ -75,7 +75,10 @@ final class RedisTestServer: Sendable {
 
     /// Starts a server of its own with extra `configuration` lines (a config file), on `port` or a
     /// free one, and waits until it accepts connections.
-    static func start(configuration: [String] = [], port: UInt16? = nil) throws -> RedisTestServer {
+    ///
+    /// With `tls`, the port is a TLS port (`tls-port`; the configuration names the certificates)
+    /// and the server has no plain TCP port.
+    static func start(configuration: [String] = [], port: UInt16? = nil, tls: Bool = false) throws -> RedisTestServer {
         guard let executable else { throw TestServerError("redis-server is not on the PATH") }
         let folder = TemporaryDirectory()
         let port = try port ?? LocalHTTPServer.closedPort()
@@ -86,7 +89,8 @@ final class RedisTestServer: Sendable {
         // AddressSanitizer reports when the last entry ends the buffer.
         let process = try WorkerProcess(
             [
-                file.path, "--port", String(port), "--bind", "127.0.0.1", "--dir", folder.url.path, "--save", "",
+                file.path, tls ? "--tls-port" : "--port", String(port), "--port", tls ? "0" : String(port), "--bind",
+                "127.0.0.1", "--dir", folder.url.path, "--save", "",
                 "--appendonly", "no", "--daemonize", "no", "--loglevel", "notice",
             ],
             executable: executable.path

@@ -1,0 +1,28 @@
+// The parts of the system's OpenSSL (1.1.1 or 3.x) that HoardRedis uses for rediss:// on Linux,
+// with the macros Swift cannot call wrapped as functions.
+#ifndef HOARD_COPENSSL_SHIM_H
+#define HOARD_COPENSSL_SHIM_H
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+static inline long hoard_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+
+static inline int hoard_SSL_CTX_set_min_proto_version(SSL_CTX *context, int version) {
+    return (int)SSL_CTX_set_min_proto_version(context, version);
+}
+
+static inline long hoard_BIO_pending(BIO *bio) {
+    return (long)BIO_pending(bio);
+}
+
+static inline void hoard_BIO_set_mem_eof_return(BIO *bio, int value) {
+    BIO_set_mem_eof_return(bio, value);
+}
+
+#endif

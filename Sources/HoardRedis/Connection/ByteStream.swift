@@ -1,0 +1,25 @@
+import Foundation
+
+/// What a connection's I/O thread reads and writes through.
+///
+/// A plain socket, or a TLS session over one. Only that thread uses it.
+protocol ByteStream: AnyObject {
+    /// The socket underneath, which the thread polls.
+    var socket: Socket { get }
+    /// Whether bytes that ``send(_:)`` accepted still wait for the socket: the thread then polls it
+    /// for writing and calls ``flush()``.
+    var hasPendingOutput: Bool { get }
+    /// Sends what it can of `bytes` without blocking; `.done(n)` takes the first `n` bytes.
+    func send(_ bytes: UnsafeRawBufferPointer) -> Socket.Transfer
+    /// Sends what ``send(_:)`` accepted and the socket did not take yet.
+    func flush() -> Socket.Transfer
+    /// Receives what has arrived, without blocking; a count short of `buffer.count` means that
+    /// nothing more is there for now (the thread polls before it reads again).
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> Socket.Transfer
+}
+
+extension Socket: ByteStream {
+    var socket: Socket { self }
+    var hasPendingOutput: Bool { false }
+    func flush() -> Transfer { .done(0) }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Hoard
+
+extension RedisCacheLevel.Configuration {
+    /// How the level secures its connections with TLS: whom it trusts, the name it expects, and
+    /// the certificate it shows when the server asks for one.
+    ///
+    /// ```swift
+    /// var configuration = try RedisCacheLevel.Configuration(url: "rediss://cache.internal:6380")
+    /// configuration.tls?.certificateAuthorityFile = "/etc/redis/ca.pem"
+    /// ```
+    /// The server's certificate is always verified (its chain up to a trusted authority, its dates,
+    /// and its name against ``serverName`` or the host), unless
+    /// ``insecurelySkipsVerification`` says otherwise. TLS 1.2 is the oldest version accepted.
+    /// The files are read at each connection, so certificates renewed in place are picked up at
+    /// the next reconnection.
+    public struct TLS: Sendable, Equatable {
+        /// A PEM file of the authorities to trust, or `nil` (the default) for the system's trust
+        /// store.
+        public var certificateAuthorityFile: String?
+        /// The name the server's certificate must carry, also sent as the server name indication.
+        ///
+        /// `nil` (the default) uses the configuration's host. A numeric address is checked against
+        /// the certificate's IP addresses and sends no server name indication (SNI).
+        public var serverName: String?
+        /// A PEM file with the client's certificate (and its chain), for servers that require
+        /// mutual TLS (`tls-auth-clients yes`); `nil` (the default) shows none.
+        ///
+        /// Supported on Linux; on Apple platforms a configuration with it is refused, for now.
+        public var clientCertificateFile: String?
+        /// The PEM file of the client certificate's private key; `nil` reads it from
+        /// ``clientCertificateFile``.
+        public var clientKeyFile: String?
+        /// Accepts any certificate, from anyone, for any name.
+        ///
+        /// The connection is encrypted, but an attacker on the path can read and change
+        /// everything. `false` by default; for tests against a throwaway server only.
+        public var insecurelySkipsVerification: Bool
+
+        /// TLS settings from their parts; with none, the server is verified against the system's
+        /// trust store and the host name.
+        public init(
+            certificateAuthorityFile: String? = nil,
+            serverName: String? = nil,
+            clientCertificateFile: String? = nil,
+            clientKeyFile: String? = nil
+        ) {
+            self.certificateAuthorityFile = certificateAuthorityFile
+            self.serverName = serverName
+            self.clientCertificateFile = clientCertificateFile
+            self.clientKeyFile = clientKeyFile
+            insecurelySkipsVerification = false
+        }
+
+        /// Whether this build can make TLS connections: always on Apple platforms; on Linux, when
+        /// the package trait `TLS` is enabled.
+        public static var isAvailable: Bool {
+            #if canImport(Network) || (TLS && canImport(COpenSSL))
+            true
+            #else
+            false
+            #endif
+        }
+
+        /// Throws when the settings cannot work in this build.
+        func validate() throws {
+            func invalid(_ message: String) -> CacheError { .invalidConfiguration("Redis: \(message)") }
+            guard Self.isAvailable else {
+                throw invalid(
+                    "this build has no TLS (rediss://). On Linux, enable the package trait TLS "
+                        + "(.package(url: …, traits: [\"TLS\"]), or swift build --traits TLS) and install "
+                        + "the system's OpenSSL headers (libssl-dev)."
+                )
+            }
+            if clientKeyFile != nil, clientCertificateFile == nil {
+                throw invalid("tls.clientKeyFile is set without tls.clientCertificateFile.")
+            }
+            #if canImport(Network)
+            if clientCertificateFile != nil {
+                throw invalid("a client certificate (mutual TLS) is not supported on Apple platforms yet.")
+            }
+            #endif
+            for case let (name, path?) in [
+                ("certificateAuthorityFile", certificateAuthorityFile),
+                ("clientCertificateFile", clientCertificateFile), ("clientKeyFile", clientKeyFile),
+            ] where !FileManager.default.isReadableFile(atPath: path) {
+                throw invalid("tls.\(name) \"\(path)\" is not a readable file.")
+            }
+            if let serverName, serverName.isEmpty || serverName.utf8.contains(0) {
+                throw invalid("tls.serverName must be a host name or an address.")
+            }
+        }
+    }
+}
