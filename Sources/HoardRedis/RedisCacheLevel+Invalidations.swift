@@ -58,9 +58,13 @@ extension RedisCacheLevel: ConfigurationCheckingLevel {
             let failure = (error as? CacheError)?.underlyingError as? RedisFailure,
             failure.isPermanentMisconfiguration
         else { return }
+        let check =
+            failure.description.contains("TLS")
+            ? "TLS settings (the authorities trusted, the server name, the client certificate) and the "
+                + "server's certificate"
+            : "user, the password and the database number of the level's configuration"
         throw .invalidConfiguration(
-            "Redis at \(configuration.server): \(failure.description). This cannot pass by itself: check the "
-                + "user, the password and the database number of the level's configuration."
+            "Redis at \(configuration.server): \(failure.description). This cannot pass by itself: check the \(check)."
         )
     }
 }

@@ -26,10 +26,14 @@ final class BenchServer {
         let description: String
     }
 
-    private init(port: Int, executable: URL?, folder: URL?) {
+    /// More `redis-server` arguments, for a server this starts.
+    private let extraArguments: [String]
+
+    private init(port: Int, executable: URL?, folder: URL?, extraArguments: [String] = []) {
         self.port = port
         self.executable = executable
         self.folder = folder
+        self.extraArguments = extraArguments
     }
 
     /// `HOARD_REDIS_URL`'s server, unless `own`, else a `redis-server` started on a free port.
@@ -38,6 +42,12 @@ final class BenchServer {
     /// - Returns: The running server.
     /// - Throws: ``Unavailable`` when there is no `redis-server` or it does not answer within 5 s.
     static func start(own: Bool = false) async throws -> BenchServer {
+        try await start(own: own, extraArguments: [])
+    }
+
+    /// A `redis-server` started with `extraArguments` in `folder` (TLS ports, a socket), or
+    /// `HOARD_REDIS_URL`'s server unless `own`.
+    static func start(own: Bool, extraArguments: [String], in folder: URL? = nil) async throws -> BenchServer {
         if !own, let url = ProcessInfo.processInfo.environment["HOARD_REDIS_URL"],
             let port = URLComponents(string: url)?.port
         {
@@ -46,9 +56,15 @@ final class BenchServer {
         guard let executable = RedisBench.onPath("redis-server") else {
             throw Unavailable(description: "no redis-server")
         }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hoard-bench-redis-\(UUID())")
+        let folder =
+            folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("hoard-bench-redis-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let server = BenchServer(port: try freePort(), executable: executable, folder: folder)
+        let server = BenchServer(
+            port: try freePort(),
+            executable: executable,
+            folder: folder,
+            extraArguments: extraArguments
+        )
         try await server.restart()
         return server
     }
@@ -61,10 +77,11 @@ final class BenchServer {
         guard let executable, let folder else { return }
         let process = Process()
         process.executableURL = executable
-        process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "no",
-            "--daemonize", "no",
-        ]
+        process.arguments =
+            [
+                "--port", String(port), "--bind", "127.0.0.1", "--dir", folder.path, "--save", "", "--appendonly", "no",
+                "--daemonize", "no",
+            ] + extraArguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -123,7 +140,7 @@ final class BenchServer {
         #endif
     }
 
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         #if canImport(Darwin)
         let descriptor = socket(AF_INET, SOCK_STREAM, 0)
         #else

@@ -73,12 +73,13 @@ enum RedisBench {
     }
 
     /// `callers` tasks, each sending its share of `requests` one after another.
-    private static func measureLevel(
+    static func measureLevel(
         _ level: RedisCacheLevel,
         _ command: String,
         _ value: Data,
         requests: Int,
-        callers: Int
+        callers: Int,
+        label: String = "Hoard"
     ) async throws -> Measurement {
         let each = requests / callers
         let start = ContinuousClock.now
@@ -99,7 +100,7 @@ enum RedisBench {
         }
         let elapsed = ContinuousClock.now - start
         return Measurement(
-            label: "Hoard \(command), \(callers) callers",
+            label: "\(label) \(command), \(callers) callers",
             operations: each * callers,
             durations: [elapsed]
         )
@@ -141,18 +142,21 @@ enum RedisBench {
     }
 
     /// Runs redis-benchmark and returns its requests/s by command.
-    private static func redisBenchmark(
+    ///
+    /// How it reaches the server is `connection`; `-h 127.0.0.1 -p <port>` without one.
+    static func redisBenchmark(
         _ executable: URL,
         _ server: BenchServer,
         requests: Int,
-        clients: Int
+        clients: Int,
+        connection: [String]? = nil
     ) throws -> [String: Double] {
         let process = Process()
         process.executableURL = executable
-        process.arguments = [
-            "-h", "127.0.0.1", "-p", String(server.port), "-t", "get,set", "-d", "1024", "-n", String(requests),
-            "-c", String(clients), "-P", "1", "--csv",
-        ]
+        process.arguments =
+            (connection ?? ["-h", "127.0.0.1", "-p", String(server.port)]) + [
+                "-t", "get,set", "-d", "1024", "-n", String(requests), "-c", String(clients), "-P", "1", "--csv",
+            ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

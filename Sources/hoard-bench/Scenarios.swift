@@ -87,6 +87,12 @@ enum ScenarioRegistry {
             run: RedisBench.run
         ),
         Scenario(
+            name: "redis-transports",
+            help:
+                "RedisCacheLevel over TLS vs plain TCP vs redis-benchmark --tls at 16 and 64 in flight; Unix socket vs TCP",
+            run: RedisTransportBench.run
+        ),
+        Scenario(
             name: "coherence",
             help:
                 "coherence(.invalidations): invalidation latency in one and two processes, fleet throughput vs TTL-only, "

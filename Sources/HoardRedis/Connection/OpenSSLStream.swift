@@ -285,7 +285,10 @@ extension ConnectionLoop {
             case .waiting:
                 if ContinuousClock.now >= deadline {
                     return .failure(
-                        RedisFailure(.timeout, "no TLS handshake within \(configuration.connectTimeout)")
+                        RedisFailure(
+                            .timeout,
+                            "no TLS handshake within \(configuration.connectTimeout) (a port without TLS stays silent)"
+                        )
                     )
                 }
                 if case .failure(let failure) = wait(socket, events(stream, writing: false), until: deadline) {

@@ -129,6 +129,23 @@ struct RedisTLSTests {
         #expect(try await unverified.get("a") == Data("x".utf8))
     }
 
+    /// A plain port reads the client's first TLS message as an unfinished command and says nothing:
+    /// the attempt ends at the connect timeout, and the level fails open like for a server that is down.
+    @Test func aServerThatDoesNotSpeakTLSIsAMissAfterTheConnectTimeout() async throws {
+        #expect(RedisCacheLevel.Configuration.TLS.isAvailable, "this build has no TLS")
+        let plain = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        var configuration = try Self.configuration(port: plain.port, authority: nil)
+        configuration.connectTimeout = .milliseconds(500)
+        configuration.commandTimeout = .seconds(1)
+        let level = try RedisCacheLevel(configuration, namespace: "tls")
+        let error = try await #require(throws: CacheError.self) { try await level.get("a") }
+        #expect(error.code == .network)
+        #expect(error.message.contains("TLS handshake"), "\(error.message)")
+        let cache = try folder.stringBuilder().sharedLevel(level).fetcher { "origin \($0)" }.build()
+        #expect(try await cache.getOrFetch(forKey: "k") == "origin k")
+    }
+
     @Test func aCertificateForAnotherNameIsRefusedUnlessThatNameIsExpected() async throws {
         let folder = TemporaryDirectory()
         let certificates = try await TLSCertificates.make(in: folder.url)
