@@ -21,6 +21,9 @@ extension RedisCacheLevel {
         /// On one host, a socket saves the TCP stack's work on every command. Everything else (the
         /// login, the database, the timeouts, tracking for coherence) is as over TCP.
         public var socketPath: String?
+        /// The Sentinels that say which server is the primary, or `nil` (the default) for the fixed
+        /// ``host`` and ``port``; with them, ``host`` and ``port`` are unused.
+        public var sentinel: Sentinel?
         /// TLS for the connection (`rediss://`), or `nil` (the default) for plain TCP.
         ///
         /// On Linux it needs the package trait `TLS`, which links the system's OpenSSL; Apple
@@ -92,6 +95,7 @@ extension RedisCacheLevel {
             self.host = host
             self.port = port
             socketPath = nil
+            sentinel = nil
             tls = nil
             credentials = nil
             self.username = username
@@ -219,9 +223,13 @@ extension RedisCacheLevel {
             return database
         }
 
-        /// `host:port`, or the socket's path, for messages.
+        /// `host:port`, the socket's path, or the Sentinels' primary, for messages.
         var server: String {
             if let socketPath { return socketPath }
+            if let sentinel {
+                return "the primary \(sentinel.primaryName) of the Sentinels at "
+                    + sentinel.sentinels.map(\.description).joined(separator: ", ")
+            }
             return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         }
 
@@ -235,6 +243,15 @@ extension RedisCacheLevel {
                         "the socket path \"\(socketPath)\" is not an absolute path of at most "
                             + "\(SocketAddress.longestSocketPath) bytes."
                     )
+                }
+            }
+            if let sentinel {
+                guard !sentinel.sentinels.isEmpty, !sentinel.primaryName.isEmpty, socketPath == nil else {
+                    throw invalid("a Sentinel configuration needs Sentinels, a primary name and no socket path.")
+                }
+                for endpoint in sentinel.sentinels where !(1...65_535).contains(endpoint.port) || endpoint.host.isEmpty
+                {
+                    throw invalid("the Sentinel \(endpoint) has no host or a port out of 1...65535.")
                 }
             }
             if let tls {

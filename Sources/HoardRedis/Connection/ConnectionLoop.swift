@@ -30,7 +30,7 @@ final class ConnectionLoop {
 
     deinit { readBuffer.deallocate() }
 
-    private static func limits(_ configuration: RedisCacheLevel.Configuration) -> RESPLimits {
+    static func limits(_ configuration: RedisCacheLevel.Configuration) -> RESPLimits {
         var limits = RESPLimits()
         limits.maximumReplyCost = configuration.maximumReplySize
         return limits
@@ -155,19 +155,32 @@ final class ConnectionLoop {
         let deadline = ContinuousClock.now + configuration.connectTimeout
         trackingRefusal = nil
         parser = RESPParser(limits: Self.limits(configuration))
-        switch open(until: deadline) {
-        case .success(let stream): return handshake(stream, until: deadline).map { stream }
+        var server = RedisCacheLevel.Configuration.Endpoint(host: configuration.host, port: configuration.port)
+        if let sentinel = configuration.sentinel {
+            switch locatePrimary(sentinel, until: deadline) {
+            case .success(let primary): server = primary
+            case .failure(let failure): return .failure(failure)
+            }
+        }
+        switch open(server, until: deadline) {
+        case .success(let stream): return handshake(stream, server, until: deadline).map { stream }
         case .failure(let failure): return .failure(failure)
         }
     }
 
-    /// Connects to the first of the server's addresses that answers, over TLS when configured.
-    private func open(until deadline: ContinuousClock.Instant) -> Result<any ByteStream, RedisFailure> {
+    /// Connects to the first of the server's addresses that answers, over TLS when configured (the
+    /// socket path instead, when there is one).
+    func open(
+        _ server: RedisCacheLevel.Configuration.Endpoint,
+        until deadline: ContinuousClock.Instant
+    ) -> Result<any ByteStream, RedisFailure> {
         #if canImport(Network)
-        if let tls = configuration.tls { return NetworkTLSBridge.open(configuration, tls, until: deadline) }
+        if let tls = configuration.tls {
+            return NetworkTLSBridge.open(configuration, tls, server, until: deadline)
+        }
         #endif
         let addresses: [SocketAddress]
-        switch resolve(until: deadline) {
+        switch resolve(server, until: deadline) {
         case .success(let found): addresses = found
         case .failure(let failure): return .failure(failure)
         }
@@ -176,7 +189,7 @@ final class ConnectionLoop {
             switch connect(to: address, until: deadline) {
             case .success(let socket):
                 #if TLS && canImport(COpenSSL)
-                if let tls = configuration.tls { return secure(socket, tls, until: deadline) }
+                if let tls = configuration.tls { return secure(socket, tls, host: server.host, until: deadline) }
                 #endif
                 return .success(socket)
             case .failure(let failure):
@@ -189,10 +202,13 @@ final class ConnectionLoop {
 
     /// The socket's address, or the host's addresses; a name is looked up on a thread of its own so
     /// that the lookup cannot outlast the connect timeout.
-    private func resolve(until deadline: ContinuousClock.Instant) -> Result<[SocketAddress], RedisFailure> {
+    private func resolve(
+        _ server: RedisCacheLevel.Configuration.Endpoint,
+        until deadline: ContinuousClock.Instant
+    ) -> Result<[SocketAddress], RedisFailure> {
         if let socketPath = configuration.socketPath { return SocketAddress.unix(path: socketPath).map { [$0] } }
-        let host = configuration.host
-        let port = configuration.port
+        let host = server.host
+        let port = server.port
         if SocketAddress.isNumeric(host) { return SocketAddress.resolve(host: host, port: port) }
         let result = Locked<Result<[SocketAddress], RedisFailure>?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -242,6 +258,7 @@ final class ConnectionLoop {
     /// Then `SELECT` when a database other than 0 is asked for.
     private func handshake(
         _ stream: some ByteStream,
+        _ server: RedisCacheLevel.Configuration.Endpoint,
         until deadline: ContinuousClock.Instant
     ) -> Result<Void, RedisFailure> {
         let username: String?
@@ -288,6 +305,7 @@ final class ConnectionLoop {
         }
         if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
         if let tracking = connection.tracking { commands.append(tracking.trackingCommand) }
+        if configuration.sentinel != nil { commands.append(RESPCommand("ROLE", [])) }
         guard !commands.isEmpty else { return .success(()) }
         switch exchange(stream, commands, until: deadline) {
         case .failure(let failure): return .failure(failure)
@@ -301,6 +319,7 @@ final class ConnectionLoop {
                     }
                     return .failure(RedisFailure(.handshake, "\(command.name) was refused: \(message)"))
                 }
+                if command.name == "ROLE", let failure = Self.notPrimary(reply, server) { return .failure(failure) }
             }
             return .success(())
         }
@@ -316,7 +335,7 @@ final class ConnectionLoop {
     }
 
     /// Writes `commands` and reads one reply for each, before `deadline`.
-    private func exchange(
+    func exchange(
         _ stream: some ByteStream,
         _ commands: [RESPCommand],
         until deadline: ContinuousClock.Instant

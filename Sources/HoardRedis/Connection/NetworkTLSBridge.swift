@@ -18,6 +18,7 @@ enum NetworkTLSBridge {
     static func open(
         _ configuration: RedisCacheLevel.Configuration,
         _ settings: RedisCacheLevel.Configuration.TLS,
+        _ server: RedisCacheLevel.Configuration.Endpoint,
         until deadline: ContinuousClock.Instant
     ) -> Result<any ByteStream, RedisFailure> {
         let anchors: [SecCertificate]?
@@ -26,8 +27,8 @@ enum NetworkTLSBridge {
         case .failure(let failure)?: return .failure(failure)
         case nil: anchors = nil
         }
-        guard let port = UInt16(exactly: configuration.port).flatMap(NWEndpoint.Port.init(rawValue:)) else {
-            return .failure(RedisFailure(.connect, "the port \(configuration.port) is out of range"))
+        guard let port = UInt16(exactly: server.port).flatMap(NWEndpoint.Port.init(rawValue:)) else {
+            return .failure(RedisFailure(.connect, "the port \(server.port) is out of range"))
         }
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, SOCK_STREAM, 0, &ends) == 0 else {
@@ -43,7 +44,7 @@ enum NetworkTLSBridge {
         // The I/O thread's end never blocks; the pumps' end does, which is their back pressure.
         _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
 
-        let name = settings.serverName ?? configuration.host
+        let name = settings.serverName ?? server.host
         let refusal = Locked<String?>(nil)
         let queue = DispatchQueue(label: "Hoard Redis TLS \(configuration.server)")
         let options = NWProtocolTLS.Options()
@@ -73,7 +74,7 @@ enum NetworkTLSBridge {
         let tcp = NWProtocolTCP.Options()
         tcp.noDelay = true
         let connection = NWConnection(
-            host: NWEndpoint.Host(configuration.host),
+            host: NWEndpoint.Host(server.host),
             port: port,
             using: NWParameters(tls: options, tcp: tcp)
         )

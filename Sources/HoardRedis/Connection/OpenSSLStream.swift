@@ -270,11 +270,12 @@ extension ConnectionLoop {
     func secure(
         _ socket: Socket,
         _ settings: RedisCacheLevel.Configuration.TLS,
+        host: String,
         until deadline: ContinuousClock.Instant
     ) -> Result<any ByteStream, RedisFailure> {
         let stream: OpenSSLStream
         do {
-            stream = try OpenSSLStream(over: socket, host: configuration.host, settings: settings)
+            stream = try OpenSSLStream(over: socket, host: host, settings: settings)
         } catch {
             return .failure(error)
         }

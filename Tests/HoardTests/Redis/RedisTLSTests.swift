@@ -232,25 +232,11 @@ struct RedisTLSTests {
         server = try Self.server(certificates, port: port)
         #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
         // Each pooled connection comes back on its own schedule (a backoff of at most a second).
-        try await Self.eventually { try await writer.save("after", forKey: "k") }
-        #expect(try await Self.eventually { try await reader.getOrFetch(forKey: "k") } == "after")
+        try await eventually { try await writer.save("after", forKey: "k") }
+        #expect(try await eventually { try await reader.getOrFetch(forKey: "k") } == "after")
         try await RedisCoherenceTests.save("final", forKey: "k", on: writer, heardBy: reader)
         #expect(try await reader.getOrFetch(forKey: "k") == "final")
         withExtendedLifetime(server) {}
-    }
-
-    /// The result of `body` once it stops throwing (a connection that came back), or its last error
-    /// after two minutes.
-    private static func eventually<T>(_ body: () async throws -> T) async throws -> T {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while true {
-            do {
-                return try await body()
-            } catch {
-                if ContinuousClock.now >= deadline { throw error }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
     }
 }
 

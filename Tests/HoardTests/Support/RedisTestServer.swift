@@ -77,8 +77,14 @@ final class RedisTestServer: Sendable {
     /// free one, and waits until it accepts connections.
     ///
     /// With `tls`, the port is a TLS port (`tls-port`; the configuration names the certificates)
-    /// and the server has no plain TCP port.
-    static func start(configuration: [String] = [], port: UInt16? = nil, tls: Bool = false) throws -> RedisTestServer {
+    /// and the server has no plain TCP port. With `sentinel`, it runs as a Sentinel (`--sentinel`;
+    /// the configuration says what it monitors).
+    static func start(
+        configuration: [String] = [],
+        port: UInt16? = nil,
+        tls: Bool = false,
+        sentinel: Bool = false
+    ) throws -> RedisTestServer {
         guard let executable else { throw TestServerError("redis-server is not on the PATH") }
         let folder = TemporaryDirectory()
         let port = try port ?? LocalHTTPServer.closedPort()
@@ -92,14 +98,15 @@ final class RedisTestServer: Sendable {
                 file.path, tls ? "--tls-port" : "--port", String(port), "--port", tls ? "0" : String(port), "--bind",
                 "127.0.0.1", "--dir", folder.url.path, "--save", "",
                 "--appendonly", "no", "--daemonize", "no", "--loglevel", "notice",
-            ],
+            ] + (sentinel ? ["--sentinel"] : []),
             executable: executable.path
         )
         killedAtExit.add(process.pid)
         let server = RedisTestServer(port: port, process: process, folder: folder)
         // Waits on the condition itself: the log line the server prints once it accepts connections.
         var log: [String] = []
-        while !(log.last?.contains("Ready to accept connections") ?? false) {
+        let ready = sentinel ? "Sentinel ID is" : "Ready to accept connections"
+        while !(log.last?.contains(ready) ?? false) {
             guard let line = process.readLine() else {
                 throw TestServerError("redis-server exited: \(log.joined(separator: "\n"))")
             }

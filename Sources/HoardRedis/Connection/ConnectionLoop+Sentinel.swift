@@ -1,0 +1,82 @@
+// A `ConnectionLoop` finding the primary through Sentinels before it connects.
+
+import Foundation
+import Hoard
+
+extension ConnectionLoop {
+    /// Asks the Sentinels, in order, for the address of the primary they watch; the first answer wins.
+    ///
+    /// Each Sentinel gets at most half of the time left, so that one that does not answer leaves
+    /// time for the next.
+    func locatePrimary(
+        _ sentinel: RedisCacheLevel.Configuration.Sentinel,
+        until deadline: ContinuousClock.Instant
+    ) -> Result<RedisCacheLevel.Configuration.Endpoint, RedisFailure> {
+        var reasons: [String] = []
+        for (index, endpoint) in sentinel.sentinels.enumerated() {
+            let isLast = index == sentinel.sentinels.count - 1
+            let share = isLast ? deadline : ContinuousClock.now + ContinuousClock.now.duration(to: deadline) / 2
+            switch askForPrimary(endpoint, sentinel, until: share) {
+            case .success(let primary): return .success(primary)
+            case .failure(let failure):
+                if failure.kind == .closed { return .failure(failure) }
+                reasons.append("\(endpoint): \(failure.description)")
+            }
+        }
+        return .failure(
+            RedisFailure(
+                .connect,
+                "no Sentinel gave the address of the primary \(sentinel.primaryName) (\(reasons.joined(separator: "; ")))"
+            )
+        )
+    }
+
+    /// One Sentinel's answer to `SENTINEL GET-MASTER-ADDR-BY-NAME`, after its login if it needs one.
+    private func askForPrimary(
+        _ endpoint: RedisCacheLevel.Configuration.Endpoint,
+        _ sentinel: RedisCacheLevel.Configuration.Sentinel,
+        until deadline: ContinuousClock.Instant
+    ) -> Result<RedisCacheLevel.Configuration.Endpoint, RedisFailure> {
+        // A Sentinel's reply must not leave the data connection's parser in the middle of one.
+        defer { parser = RESPParser(limits: Self.limits(configuration)) }
+        let stream: any ByteStream
+        switch open(endpoint, until: deadline) {
+        case .success(let opened): stream = opened
+        case .failure(let failure): return .failure(failure)
+        }
+        defer { stream.socket.shutdown() }
+        var commands: [RESPCommand] = []
+        if let password = sentinel.password {
+            commands.append(RESPCommand("AUTH", sentinel.username.map { [$0, password] } ?? [password]))
+        }
+        commands.append(RESPCommand("SENTINEL", ["GET-MASTER-ADDR-BY-NAME", sentinel.primaryName]))
+        let replies: [RESPValue]
+        switch exchange(stream, commands, until: deadline) {
+        case .success(let received): replies = received
+        case .failure(let failure): return .failure(failure)
+        }
+        for reply in replies {
+            if case .error(let message) = reply { return .failure(RedisFailure(.handshake, "it answered \(message)")) }
+        }
+        guard case .array(let parts)? = replies.last, parts.count == 2,
+            let host = parts[0].bytes.map({ String(decoding: $0, as: UTF8.self) }), !host.isEmpty,
+            let port = parts[1].bytes.flatMap({ Int(String(decoding: $0, as: UTF8.self)) })
+        else {
+            return .failure(RedisFailure(.connect, "it does not know a primary named \(sentinel.primaryName)"))
+        }
+        return .success(RedisCacheLevel.Configuration.Endpoint(host: host, port: port))
+    }
+
+    /// Why `server` is not the primary its `ROLE` reply should say it is, or `nil` when it is.
+    static func notPrimary(_ reply: RESPValue, _ server: RedisCacheLevel.Configuration.Endpoint) -> RedisFailure? {
+        guard case .array(let parts) = reply, let first = parts.first?.bytes else {
+            return RedisFailure(.protocolViolation, "ROLE had an unexpected answer")
+        }
+        let role = String(decoding: first, as: UTF8.self)
+        guard role != "master" else { return nil }
+        return RedisFailure(
+            .connect,
+            "\(server), which a Sentinel named the primary, is a \(role) (a failover may be under way)"
+        )
+    }
+}
