@@ -14,6 +14,9 @@ import Musl
 protocol TrackingObserver: AnyObject, Sendable {
     /// Sent at the end of each handshake: `CLIENT TRACKING ON BCAST PREFIX …`.
     var trackingCommand: RESPCommand { get }
+    /// Whether ``trackingCommand`` is answered by a push, not a reply (`SUBSCRIBE` in RESP3): it is
+    /// then sent once the connection serves, and its answer goes to ``trackingDidReceive(_:)``.
+    var isAnsweredByPush: Bool { get }
     /// How long the connection may stay silent before it pings the server.
     var pingInterval: Duration { get }
     /// How long the server has to answer a ping before the connection counts as lost.
@@ -32,6 +35,10 @@ protocol TrackingObserver: AnyObject, Sendable {
     func trackingDidWake()
 }
 
+extension TrackingObserver {
+    var isAnsweredByPush: Bool { false }
+}
+
 extension ConnectionLoop {
     /// Serves a tracking connection: pushes go to `tracking`, and pings keep it honest.
     ///
@@ -42,7 +49,7 @@ extension ConnectionLoop {
     /// Nothing else is sent on it, so every reply is a ping's.
     func serveTracking(_ stream: some ByteStream, _ tracking: any TrackingObserver) -> RedisFailure {
         let ping = RESPCommand("PING", []).bytes
-        var output: [UInt8] = []
+        var output: [UInt8] = tracking.isAnsweredByPush ? tracking.trackingCommand.bytes : []
         var offset = 0
         var nextPing = ContinuousClock.now + tracking.pingInterval
         var pingDeadline: ContinuousClock.Instant?

@@ -141,6 +141,7 @@ final class ConnectionLoop {
         let until = [deadline, next].compactMap { $0 }.min()
         let revents = waitForEvents(on: socket, events, wake: connection.wake, until: until)
         if connection.isStopped { return .failure(RedisFailure(.closed, "the level was released")) }
+        if let reason = connection.takeReconnectRequest() { return .failure(reason) }
         let now = ContinuousClock.now
         let (_, oldest) = connection.expireRequests(now: now)
         if let oldest, now > oldest + configuration.commandTimeout {
@@ -153,6 +154,8 @@ final class ConnectionLoop {
 
     private func establish() -> Result<any ByteStream, RedisFailure> {
         let deadline = ContinuousClock.now + configuration.connectTimeout
+        // A request to reconnect is met by this very attempt.
+        _ = connection.takeReconnectRequest()
         trackingRefusal = nil
         parser = RESPParser(limits: Self.limits(configuration))
         var server = RedisCacheLevel.Configuration.Endpoint(host: configuration.host, port: configuration.port)
@@ -304,7 +307,7 @@ final class ConnectionLoop {
             isRESP3 = true
         }
         if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
-        if let tracking = connection.tracking { commands.append(tracking.trackingCommand) }
+        if let tracking = connection.tracking, !tracking.isAnsweredByPush { commands.append(tracking.trackingCommand) }
         if configuration.sentinel != nil { commands.append(RESPCommand("ROLE", [])) }
         guard !commands.isEmpty else { return .success(()) }
         switch exchange(stream, commands, until: deadline) {

@@ -35,6 +35,8 @@ final class RedisConnection: Sendable {
         var outgoing: [UInt8] = []
         /// Whether a wake-up is on its way to the thread.
         var isWakePending = false
+        /// Why the thread should drop its connection and connect again, when someone asked.
+        var reconnectRequest: RedisFailure?
     }
 
     let configuration: RedisCacheLevel.Configuration
@@ -57,6 +59,7 @@ final class RedisConnection: Sendable {
         self.configuration = configuration
         self.wake = wake
         self.tracking = tracking
+        if let sentinel = configuration.sentinel { SentinelSwitches.register(self, for: sentinel) }
         let thread = Thread { [self] in ConnectionLoop(self).run() }
         thread.name = "Hoard Redis \(configuration.server)"
         thread.start()
@@ -90,6 +93,21 @@ final class RedisConnection: Sendable {
         }
         if wakes { wake.wake() }
         return refusal
+    }
+
+    /// Makes the thread drop its connection, with `reason` for the requests on it, and connect
+    /// again (a Sentinel announced a new primary).
+    func reconnect(_ reason: RedisFailure) {
+        shared.withLock { $0.reconnectRequest = reason }
+        wake.wake()
+    }
+
+    /// The reason given to ``reconnect(_:)`` since the last call, if any.
+    func takeReconnectRequest() -> RedisFailure? {
+        shared.withLock { shared in
+            defer { shared.reconnectRequest = nil }
+            return shared.reconnectRequest
+        }
     }
 
     /// Whether the connection is serving (for choosing one in the pool).

@@ -9,6 +9,8 @@ final class RedisPool: Sendable {
     private let next = Locked(0)
     /// Skips the server while it does not answer.
     let breaker: CircuitBreaker
+    /// With Sentinels: their announcements of a new primary.
+    private let sentinelWatch: SentinelWatch?
 
     /// Opens `configuration.poolSize` connections (in the background).
     ///
@@ -28,6 +30,7 @@ final class RedisPool: Sendable {
             connections.append(connection)
         }
         self.connections = connections
+        sentinelWatch = SentinelWatch(configuration)
     }
 
     deinit {

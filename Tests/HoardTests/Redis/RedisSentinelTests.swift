@@ -180,6 +180,58 @@ struct RedisSentinelTests {
     }
 }
 
+extension RedisSentinelTests {
+    /// A primary the Sentinels replace while this process still holds its connections (stopped
+    /// with `SIGSTOP`, it cannot be told to close them): the `+switch-master` announcement moves
+    /// every connection, data and tracking alike, to the new primary at once, instead of each
+    /// waiting out a command timeout of a minute.
+    @Test func anAnnouncedSwitchMovesConnectionsOffAPrimaryThatCannotBeToldToDropThem() async throws {
+        let group = try Self.group()
+        let folder = TemporaryDirectory()
+        let namespace = "switch-\(UUID().uuidString)"
+        func cache(_ name: String) throws -> Cache<String> {
+            var configuration = try RedisCacheLevel.Configuration(sentinels: group.urls, primaryName: Self.name)
+            configuration.connectTimeout = .seconds(10)
+            configuration.commandTimeout = .seconds(60)
+            configuration.trackingPingTimeout = .seconds(60)
+            return try folder.stringBuilder(name)
+                .sharedLevel(try RedisCacheLevel(configuration, namespace: namespace))
+                .coherence(.invalidations(maxLocalAge: .seconds(86_400)))
+                .build()
+        }
+        let reader = try cache("reader")
+        let writer = try cache("writer")
+        #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
+        try await RedisCoherenceTests.save("before", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "before")
+        _ = try await Self.direct(group.primary, namespace: namespace).send(RESPCommand("WAIT", ["1", "5000"]))
+        let sentinel = try Self.direct(group.sentinels[0])
+        #expect(
+            await waitUntilAsync {
+                guard
+                    case .array(let others)? = try? await sentinel.send(
+                        RESPCommand("SENTINEL", ["SENTINELS", Self.name])
+                    )
+                else { return false }
+                return others.count == 2
+            }
+        )
+
+        group.primary.pause()
+        defer { group.primary.resume() }
+        #expect(await waitUntilAsync { await Self.role(group.replica) == "master" })
+        #expect(
+            await waitUntil { !TestLog.messages(containing: "the Sentinels moved the primary \(Self.name)").isEmpty }
+        )
+        #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
+        try await eventually { try await writer.save("after", forKey: "k") }
+        #expect(try await Self.direct(group.replica, namespace: namespace).get("k").count > 0)
+        #expect(try await eventually { try await reader.getOrFetch(forKey: "k") } == "after")
+        try await RedisCoherenceTests.save("final", forKey: "k", on: writer, heardBy: reader)
+        #expect(try await reader.getOrFetch(forKey: "k") == "final")
+    }
+}
+
 /// The result of `body` once it stops throwing, or its last error after two minutes.
 func eventually<T>(_ body: () async throws -> T) async throws -> T {
     let deadline = ContinuousClock.now + .seconds(120)

@@ -40,7 +40,17 @@ final class RedisTestServer: Sendable {
     }
 
     /// Ends the server and waits until it is gone.
-    func stop() { kill() }
+    func stop() {
+        resume()
+        kill()
+    }
+
+    /// Stops the server (`SIGSTOP`), as a partition would for its clients: connections stay open
+    /// and nothing answers, until ``resume()``.
+    func pause() { process?.pause() }
+
+    /// Continues the server after ``pause()``.
+    func resume() { process?.resume() }
 
     /// Whether tests that need a server should run: one is there, or CI requires one.
     static var isEnabled: Bool { shared != nil || isRequired }

@@ -184,6 +184,16 @@ final class WorkerProcess: @unchecked Sendable {
         _ = sendSignal(pid, SIGKILL)
     }
 
+    /// Stops the worker (`SIGSTOP`) until ``resume()``: its sockets stay open and go silent.
+    func pause() {
+        _ = sendSignal(pid, SIGSTOP)
+    }
+
+    /// Continues the worker after ``pause()`` (`SIGCONT`).
+    func resume() {
+        _ = sendSignal(pid, SIGCONT)
+    }
+
     /// Writes `line` and a newline to the worker's standard input.
     func send(_ line: String) {
         let bytes = Array((line + "\n").utf8)
