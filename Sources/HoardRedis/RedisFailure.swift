@@ -52,6 +52,17 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
         RedisFailure(kind, "\(call) failed: \(String(cString: strerror(number))) (errno \(number))")
     }
 
+    /// An error reply to a command, as a failure; a cluster node's redirection says what it means.
+    static func answered(_ message: String) -> RedisFailure {
+        let isRedirection = message.hasPrefix("MOVED ") || message.hasPrefix("ASK ") || message.hasPrefix("CLUSTERDOWN")
+        guard isRedirection else { return RedisFailure(.server, "the server answered \(message)") }
+        return RedisFailure(
+            .server,
+            "the server answered \(message): it is a node of a Redis Cluster, which RedisCacheLevel does not support "
+                + "yet (it speaks to one server, or to the primary Sentinels watch)"
+        )
+    }
+
     /// Whether this is a login or database refusal that cannot pass by itself.
     ///
     /// A wrong password or user, a missing password, a permission the user lacks, a database the

@@ -209,7 +209,7 @@ final class RedisConnection: Sendable {
         }
         for (request, reply) in zip(requests, replies) {
             if case .error(let message) = reply {
-                request.finish(.failure(RedisFailure(.server, "the server answered \(message)")))
+                request.finish(.failure(RedisFailure.answered(message)))
             } else {
                 request.finish(.success(reply))
             }
