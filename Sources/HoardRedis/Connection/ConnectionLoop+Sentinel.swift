@@ -4,25 +4,38 @@ import Foundation
 import Hoard
 
 extension ConnectionLoop {
-    /// Asks the Sentinels, in order, for the address of the primary they watch; the first answer wins.
+    /// Asks the Sentinels for the address of the primary they watch, the one that answered last
+    /// first; the first answer wins.
     ///
     /// Each Sentinel gets at most half of the time left, so that one that does not answer leaves
-    /// time for the next.
+    /// time for the next. Within a while of an announced move, a Sentinel that still names the old
+    /// primary has not heard of it yet, and the next one is asked. When none answers, the
+    /// announced new primary, else the last primary found, is tried (its role is checked).
     func locatePrimary(
         _ sentinel: RedisCacheLevel.Configuration.Sentinel,
         until deadline: ContinuousClock.Instant
     ) -> Result<RedisCacheLevel.Configuration.Endpoint, RedisFailure> {
+        let recentSwitch = SentinelSwitches.recentSwitch(sentinel)
         var reasons: [String] = []
-        for (index, endpoint) in sentinel.sentinels.enumerated() {
-            let isLast = index == sentinel.sentinels.count - 1
-            let share = isLast ? deadline : ContinuousClock.now + ContinuousClock.now.duration(to: deadline) / 2
+        let count = sentinel.sentinels.count
+        for step in 0..<count {
+            let index = (preferredSentinel + step) % count
+            let endpoint = sentinel.sentinels[index]
+            let share =
+                step == count - 1 ? deadline : ContinuousClock.now + ContinuousClock.now.duration(to: deadline) / 2
             switch askForPrimary(endpoint, sentinel, until: share) {
-            case .success(let primary): return .success(primary)
+            case .success(let primary) where primary == recentSwitch?.old:
+                reasons.append("\(endpoint): still names \(primary), which the Sentinels moved away from")
+            case .success(let primary):
+                preferredSentinel = index
+                lastPrimary = primary
+                return .success(primary)
             case .failure(let failure):
                 if failure.kind == .closed { return .failure(failure) }
                 reasons.append("\(endpoint): \(failure.description)")
             }
         }
+        if let fallback = recentSwitch?.new ?? lastPrimary { return .success(fallback) }
         return .failure(
             RedisFailure(
                 .connect,
@@ -67,16 +80,35 @@ extension ConnectionLoop {
         return .success(RedisCacheLevel.Configuration.Endpoint(host: host, port: port))
     }
 
+    /// Why `server` is not the primary its `HELLO` reply should say it is, or `nil` when it is or
+    /// the reply does not say.
+    static func notPrimary(hello reply: RESPValue, _ server: RedisCacheLevel.Configuration.Endpoint) -> RedisFailure? {
+        guard case .map(let fields) = reply else { return nil }
+        var index = 0
+        while index + 1 < fields.count {
+            if fields[index].bytes.map({ String(decoding: $0, as: UTF8.self) }) == "role",
+                let role = fields[index + 1].bytes.map({ String(decoding: $0, as: UTF8.self) })
+            {
+                return role == "master" ? nil : notPrimary(role: role, server)
+            }
+            index += 2
+        }
+        return nil
+    }
+
+    private static func notPrimary(role: String, _ server: RedisCacheLevel.Configuration.Endpoint) -> RedisFailure {
+        RedisFailure(
+            .connect,
+            "\(server), which a Sentinel named the primary, is a \(role) (a failover may be under way)"
+        )
+    }
+
     /// Why `server` is not the primary its `ROLE` reply should say it is, or `nil` when it is.
     static func notPrimary(_ reply: RESPValue, _ server: RedisCacheLevel.Configuration.Endpoint) -> RedisFailure? {
         guard case .array(let parts) = reply, let first = parts.first?.bytes else {
             return RedisFailure(.protocolViolation, "ROLE had an unexpected answer")
         }
         let role = String(decoding: first, as: UTF8.self)
-        guard role != "master" else { return nil }
-        return RedisFailure(
-            .connect,
-            "\(server), which a Sentinel named the primary, is a \(role) (a failover may be under way)"
-        )
+        return role == "master" ? nil : notPrimary(role: role, server)
     }
 }

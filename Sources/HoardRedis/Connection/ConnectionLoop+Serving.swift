@@ -59,7 +59,7 @@ extension ConnectionLoop {
             switch stream.flush() {
             case .done: break
             case .wouldBlock: return .success(())
-            case let transfer: return .failure(Self.sendFailure(transfer))
+            case let transfer: return .failure(sendFailure(transfer))
             }
         }
         while offset < output.count {
@@ -68,7 +68,7 @@ extension ConnectionLoop {
             switch transfer {
             case .done(let count): offset += count
             case .wouldBlock: return .success(())
-            default: return .failure(Self.sendFailure(transfer))
+            default: return .failure(sendFailure(transfer))
             }
         }
         output.removeAll(keepingCapacity: output.capacity <= 1 << 20)
@@ -77,12 +77,20 @@ extension ConnectionLoop {
     }
 
     /// Why a send that neither sent nor would block failed.
-    private static func sendFailure(_ transfer: Socket.Transfer) -> RedisFailure {
+    private func sendFailure(_ transfer: Socket.Transfer) -> RedisFailure {
         switch transfer {
         case .failed(let error): .system(.connectionLost, "send", errno: error)
-        case .refused(let reason): RedisFailure(.handshake, "the TLS session failed: \(reason)")
+        case .refused(let reason): tlsFailure(reason)
         default: RedisFailure(.connectionLost, "the server closed the connection")
         }
+    }
+
+    /// A failed TLS session: a refusal during the handshake (TLS 1.3 refuses a missing client
+    /// certificate at the first read), a lost connection once it served.
+    func tlsFailure(_ reason: String) -> RedisFailure {
+        isServing
+            ? RedisFailure(.connectionLost, "the TLS connection failed: \(reason)")
+            : RedisFailure(.handshake, "the TLS session failed: \(reason)")
     }
 
     /// Reads what has arrived and parses it: the whole replies it completes, pushes left out.
@@ -117,7 +125,7 @@ extension ConnectionLoop {
                 return .failure(.system(.connectionLost, "recv", errno: error))
             case .refused(let reason):
                 if !replies.isEmpty { return .success(replies) }
-                return .failure(RedisFailure(.handshake, "the TLS session failed: \(reason)"))
+                return .failure(tlsFailure(reason))
             }
         }
     }

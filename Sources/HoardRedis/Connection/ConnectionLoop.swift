@@ -21,6 +21,13 @@ final class ConnectionLoop {
     private var isRESP3 = false
     /// Why the server cannot track keys, when a tracking connection's handshake found out.
     private var trackingRefusal: String?
+    /// Whether the connection got past its handshake: a TLS failure from then on is a lost
+    /// connection, not a refusal.
+    var isServing = false
+    /// With Sentinels: the one that answered last, asked first next time.
+    var preferredSentinel = 0
+    /// With Sentinels: the last primary they named, tried when none of them answers.
+    var lastPrimary: RedisCacheLevel.Configuration.Endpoint?
 
     init(_ connection: RedisConnection) {
         self.connection = connection
@@ -86,6 +93,7 @@ final class ConnectionLoop {
                     }
                 }
             case .success(let stream):
+                isServing = true
                 let servedFrom = ContinuousClock.now
                 Self.stateLog(configuration).succeeded()
                 if connection.setStatus(.ready) {
@@ -115,7 +123,8 @@ final class ConnectionLoop {
             if connection.setStatus(.down(failure)) { break }
             Self.stateLog(configuration).failed("\(failure.description); reconnecting in the background")
             let end = ContinuousClock.now + ReconnectBackoff.delay(beforeAttempt: attempt)
-            while ContinuousClock.now < end && !connection.isStopped {
+            // A request to reconnect (a new primary announced) ends the wait.
+            while ContinuousClock.now < end && !connection.isStopped && !connection.hasReconnectRequest {
                 // Times out the retries waiting for the next connection when their deadline comes.
                 let (next, _) = connection.expireRequests(now: .now)
                 _ = waitForEvents(on: nil, 0, wake: connection.wake, until: [end, next].compactMap { $0 }.min())
@@ -156,6 +165,7 @@ final class ConnectionLoop {
         let deadline = ContinuousClock.now + configuration.connectTimeout
         // A request to reconnect is met by this very attempt.
         _ = connection.takeReconnectRequest()
+        isServing = false
         trackingRefusal = nil
         parser = RESPParser(limits: Self.limits(configuration))
         var server = RedisCacheLevel.Configuration.Endpoint(host: configuration.host, port: configuration.port)
@@ -305,16 +315,22 @@ final class ConnectionLoop {
             if let name = configuration.clientName { commands.append(RESPCommand("CLIENT", ["SETNAME", name])) }
         } else {
             isRESP3 = true
+            // HELLO says the server's role: no ROLE command, which ACLs often deny (`@dangerous`).
+            if configuration.sentinel != nil, let failure = Self.notPrimary(hello: helloReply, server) {
+                return .failure(failure)
+            }
         }
         if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
         if let tracking = connection.tracking, !tracking.isAnsweredByPush { commands.append(tracking.trackingCommand) }
-        if configuration.sentinel != nil { commands.append(RESPCommand("ROLE", [])) }
+        if configuration.sentinel != nil, !isRESP3 { commands.append(RESPCommand("ROLE", [])) }
         guard !commands.isEmpty else { return .success(()) }
         switch exchange(stream, commands, until: deadline) {
         case .failure(let failure): return .failure(failure)
         case .success(let replies):
             for (command, reply) in zip(commands, replies) {
                 if case .error(let message) = reply {
+                    // A user denied ROLE cannot check it: the Sentinels' word stands.
+                    if command.name == "ROLE", message.hasPrefix("NOPERM") { continue }
                     if connection.tracking != nil, command.name == "CLIENT", Self.refusesTracking(message) {
                         trackingRefusal =
                             "the server at \(configuration.server) refused to track keys for client-side caching "

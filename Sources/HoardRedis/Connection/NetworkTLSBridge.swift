@@ -120,7 +120,9 @@ enum NetworkTLSBridge {
         let remaining = ContinuousClock.now.duration(to: deadline)
         let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18
         guard settled.wait(timeout: .now() + max(0, seconds)) == .success, let result = outcome.withLock({ $0 }) else {
-            return .failure(RedisFailure(.timeout, "no TLS connection within \(timeout)"))
+            return .failure(
+                RedisFailure(.timeout, "no TLS handshake within \(timeout) (a port without TLS stays silent)")
+            )
         }
         return result
     }

@@ -26,11 +26,14 @@ final class OpenSSLStream: ByteStream {
     /// Encrypted bytes the socket did not take yet, from `pendingStart` on.
     private var pending: [UInt8] = []
     private var pendingStart = 0
-    private let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 32 << 10, alignment: 8)
+    /// Allocated once nothing can fail before `deinit` runs, which frees it.
+    private let chunk: UnsafeMutableRawBufferPointer
 
     /// Sets up a session for `socket`, connected to `host`, with `settings`; the handshake is
     /// ``continueHandshake()``'s.
     init(over socket: Socket, host: String, settings: RedisCacheLevel.Configuration.TLS) throws(RedisFailure) {
+        // What an earlier failure left on this thread's queue must not be taken for this one's.
+        ERR_clear_error()
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw Self.failure("SSL_CTX_new failed") }
         // A session copies the context's settings when it is made: they come first.
         do {
@@ -57,6 +60,7 @@ final class OpenSSLStream: ByteStream {
         self.session = session
         self.incoming = incoming
         self.outgoing = outgoing
+        chunk = .allocate(byteCount: 32 << 10, alignment: 8)
         // An empty buffer means "wait for more", not the end of the stream.
         hoard_BIO_set_mem_eof_return(incoming, -1)
         SSL_set_bio(session, incoming, outgoing)
@@ -75,6 +79,9 @@ final class OpenSSLStream: ByteStream {
         _ context: OpaquePointer,
         _ settings: RedisCacheLevel.Configuration.TLS
     ) throws(RedisFailure) {
+        // An encrypted key fails to load, with OpenSSL's reason, instead of asking for its pass
+        // phrase on the terminal and blocking the I/O thread.
+        SSL_CTX_set_default_passwd_cb(context) { _, _, _, _ in 0 }
         guard hoard_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1 else {
             throw failure("setting the oldest TLS version failed")
         }
@@ -168,7 +175,13 @@ final class OpenSSLStream: ByteStream {
         if hasPendingOutput { return .wouldBlock }
         ERR_clear_error()
         let written = SSL_write(session, base, Int32(min(bytes.count, 256 << 10)))
-        guard written > 0 else { return transfer(forFailed: written) }
+        guard written > 0 else {
+            // A renegotiation's own bytes still go out.
+            let failed = transfer(forFailed: written)
+            takeOutgoing()
+            if case .failed(let error) = flush() { return .failed(error) }
+            return failed
+        }
         takeOutgoing()
         switch flush() {
         case .failed(let error): return .failed(error)

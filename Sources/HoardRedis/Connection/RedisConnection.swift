@@ -102,6 +102,9 @@ final class RedisConnection: Sendable {
         wake.wake()
     }
 
+    /// Whether ``reconnect(_:)`` was called since the last ``takeReconnectRequest()``.
+    var hasReconnectRequest: Bool { shared.withLock { $0.reconnectRequest != nil } }
+
     /// The reason given to ``reconnect(_:)`` since the last call, if any.
     func takeReconnectRequest() -> RedisFailure? {
         shared.withLock { shared in

@@ -12,9 +12,21 @@ enum SentinelSwitches {
 
     private struct Group {
         var entries: [Entry] = []
-        /// The last announcement acted on: every Sentinel of the group sends the same one.
-        var lastAnnouncement: String?
+        /// The primary the last announcement acted on moved from and to, and when: every Sentinel
+        /// of the group sends the same one.
+        var lastSwitch: Switch?
     }
+
+    /// A move of the primary that the Sentinels announced.
+    struct Switch: Sendable {
+        var old: RedisCacheLevel.Configuration.Endpoint
+        var new: RedisCacheLevel.Configuration.Endpoint
+        var at: ContinuousClock.Instant
+    }
+
+    /// How long an announcement counts: repeats within it are the other Sentinels' copies, and
+    /// Sentinels that still name the old primary within it are taken as not having heard yet.
+    static let announcementWindow = Duration.seconds(30)
 
     private static let groups = Locked<[String: Group]>([:])
 
@@ -33,16 +45,36 @@ enum SentinelSwitches {
         }
     }
 
-    /// Tells every connection of the group to connect again, once per distinct announcement.
-    static func announce(_ announcement: String, to key: String, reason: RedisFailure) {
+    /// Tells every connection of the group to connect again, once per announcement (the copies
+    /// other Sentinels send within ``announcementWindow`` are ignored).
+    static func announce(_ move: Switch, to key: String, reason: RedisFailure) {
         let connections = groups.withLock { groups -> [RedisConnection] in
-            guard var group = groups[key], group.lastAnnouncement != announcement else { return [] }
-            group.lastAnnouncement = announcement
+            guard var group = groups[key] else { return [] }
+            if let last = group.lastSwitch, last.old == move.old, last.new == move.new,
+                last.at.duration(to: move.at) < announcementWindow
+            {
+                return []
+            }
+            group.lastSwitch = move
             group.entries.removeAll { $0.connection == nil }
+            if group.entries.isEmpty {
+                groups[key] = nil
+                return []
+            }
             groups[key] = group
             return group.entries.compactMap(\.connection)
         }
         for connection in connections { connection.reconnect(reason) }
+    }
+
+    /// The group's last announced move, while it is recent (within ``announcementWindow``).
+    static func recentSwitch(_ sentinel: RedisCacheLevel.Configuration.Sentinel) -> Switch? {
+        groups.withLock { groups in
+            guard let move = groups[key(sentinel)]?.lastSwitch,
+                move.at.duration(to: .now) < announcementWindow
+            else { return nil }
+            return move
+        }
     }
 }
 
@@ -102,7 +134,7 @@ final class SentinelWatch: Sendable {
             self.pingTimeout = pingTimeout
         }
 
-        var trackingCommand: RESPCommand { RESPCommand("SUBSCRIBE", ["+switch-master"]) }
+        var trackingCommand: RESPCommand { RESPCommand("SUBSCRIBE", ["+switch-master", "+promoted-slave"]) }
         var isAnsweredByPush: Bool { true }
 
         func trackingDidConfirm() {}
@@ -110,18 +142,36 @@ final class SentinelWatch: Sendable {
         func trackingWasRefused(_ reason: String) {}
         func trackingDidWake() {}
 
-        /// `message +switch-master "<name> <old ip> <old port> <new ip> <new port>"`.
+        /// `message +switch-master "<name> <old ip> <old port> <new ip> <new port>"` at the end of a
+        /// failover, and, earlier, from the Sentinel that leads it, `message +promoted-slave
+        /// "slave <ip>:<port> <ip> <port> @ <name> <old ip> <old port>"` as soon as the replica is
+        /// the primary: acting on the first narrows the time the old primary still takes writes.
         func trackingDidReceive(_ push: [RESPValue]) {
             let parts = push.map { $0.bytes.map { String(decoding: $0, as: UTF8.self) } ?? "" }
-            guard parts.count == 3, parts[0] == "message", parts[1] == "+switch-master" else { return }
-            let fields = parts[2].split(separator: " ")
-            guard fields.count == 5, fields[0] == primaryName else { return }
+            guard parts.count == 3, parts[0] == "message" else { return }
+            let fields = parts[2].split(separator: " ").map(String.init)
+            let name: String
+            let old: (String, String)
+            let new: (String, String)
+            switch parts[1] {
+            case "+switch-master" where fields.count == 5:
+                (name, old, new) = (fields[0], (fields[1], fields[2]), (fields[3], fields[4]))
+            case "+promoted-slave" where fields.count == 8 && fields[0] == "slave" && fields[4] == "@":
+                (name, old, new) = (fields[5], (fields[6], fields[7]), (fields[2], fields[3]))
+            default: return
+            }
+            guard name == primaryName, let oldPort = Int(old.1), let newPort = Int(new.1) else { return }
+            let move = SentinelSwitches.Switch(
+                old: .init(host: old.0, port: oldPort),
+                new: .init(host: new.0, port: newPort),
+                at: .now
+            )
             SentinelSwitches.announce(
-                parts[2],
+                move,
                 to: key,
                 reason: RedisFailure(
                     .connectionLost,
-                    "the Sentinels moved the primary \(primaryName) to \(fields[3]):\(fields[4])"
+                    "the Sentinels moved the primary \(primaryName) to \(new.0):\(new.1)"
                 )
             )
         }

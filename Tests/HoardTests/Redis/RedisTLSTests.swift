@@ -157,7 +157,10 @@ struct RedisTLSTests {
         let error = try #require(throws: CacheError.self) {
             try folder.stringBuilder("address").sharedLevel(byAddress).build()
         }
+        #if !canImport(Network)
+        // OpenSSL's words; Apple's trust evaluation says it its own way.
         #expect(error.message.contains("mismatch"), "\(error.message)")
+        #endif
         var named = try Self.configuration(port: server.port, authority: certificates.authority)
         named.tls?.serverName = "redis.test"
         let byName = try RedisCacheLevel(named, namespace: "tls")
@@ -180,7 +183,8 @@ struct RedisTLSTests {
         #expect(failure.code == .network)
     }
 
-    @Test func mutualTLSNeedsTheClientCertificate() async throws {
+    @Test(.enabled(if: TLSCertificates.clientCertificatesAreSupported, "no client certificate on Apple platforms yet"))
+    func mutualTLSNeedsTheClientCertificate() async throws {
         let folder = TemporaryDirectory()
         let certificates = try await TLSCertificates.make(in: folder.url)
         let server = try Self.server(certificates, clientsMustShowOne: true)

@@ -7,6 +7,15 @@ import HoardRedis
 struct TLSCertificates {
     let folder: URL
 
+    /// Whether this platform's TLS shows a client certificate (not Apple's yet).
+    static var clientCertificatesAreSupported: Bool {
+        #if canImport(Network)
+        false
+        #else
+        true
+        #endif
+    }
+
     /// Whether the TLS tests run: the build has TLS, or `HOARD_REQUIRE_TLS=1` makes them fail.
     static var isEnabled: Bool {
         RedisCacheLevel.Configuration.TLS.isAvailable || ProcessInfo.processInfo.environment["HOARD_REQUIRE_TLS"] == "1"
