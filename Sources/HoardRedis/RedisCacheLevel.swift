@@ -305,7 +305,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         pool.send(command, key: nil, completion: completion)
     }
 
-    private func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {
+    func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {
         RedisFailure(.protocolViolation, "an unexpected reply \(reply)")
             .error(server: configuration.server, command: command, key: key)
     }

@@ -13,8 +13,14 @@ extension CacheEngine {
     }
 
     /// The write that puts `cached` on the shared level: its serialized bytes (`serialized`, or the
-    /// serializer's, run by the level's writer) inside the entry envelope, with its expiry.
-    func sharedWrite(of cached: CachedValue<Value>, forKey key: String, serialized: Data?) -> SharedLevel.Operation {
+    /// serializer's, run by the level's writer) inside the entry envelope, with its expiry; with a
+    /// lease token, only if that lease still holds.
+    func sharedWrite(
+        of cached: CachedValue<Value>,
+        forKey key: String,
+        serialized: Data?,
+        lease: String? = nil
+    ) -> SharedLevel.Operation {
         let serializer = serializer
         let version = schemaVersion
         let value = cached.value
@@ -26,7 +32,8 @@ extension CacheEngine {
                     EntryFormat.encode(key: key, payload: payload, schemaVersion: version, expiresAt: expiresAt)
                 )
             },
-            expiresAt: expiresAt.date
+            expiresAt: expiresAt.date,
+            lease: lease
         )
     }
 
