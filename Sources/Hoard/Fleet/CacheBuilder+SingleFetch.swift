@@ -5,6 +5,9 @@ extension CacheBuilder {
     struct SingleFetch: Sendable {
         var leaseDuration: Duration
         var waitLimit: Duration
+        /// The pauses of a waiter between its reads (the tests lengthen them, to tell a wake-up by an
+        /// invalidation from a read after a pause).
+        var pauses = (first: SharedLeases.firstPause, longest: SharedLeases.longestPause)
     }
 
     /// Makes the instances of a fleet that miss one key at once call the fetcher once between them,
@@ -89,6 +92,11 @@ extension CacheBuilder {
     /// The leases of a cache built with ``fleetSingleFetch(leaseDuration:waitLimit:)``, once checked.
     func makeLeases() -> SharedLeases? {
         guard let singleFetch, let level = sharedLevel as? any LeasingCacheLevel<String, Data> else { return nil }
-        return SharedLeases(level, leaseDuration: singleFetch.leaseDuration, waitLimit: singleFetch.waitLimit)
+        return SharedLeases(
+            level,
+            leaseDuration: singleFetch.leaseDuration,
+            waitLimit: singleFetch.waitLimit,
+            pauses: singleFetch.pauses
+        )
     }
 }

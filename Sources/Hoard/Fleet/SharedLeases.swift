@@ -28,9 +28,11 @@ final class SharedLeases: Sendable {
     let leaseDuration: Duration
     /// The longest a waiter waits for the holder's value before fetching by itself.
     let waitLimit: Duration
-    /// The first pause between two reads of a waiter; each next one doubles, up to ``longestPause``.
+    /// The first pause between two reads of a waiter, and the longest (each next one doubles).
+    let pauses: (first: Duration, longest: Duration)
+    /// The first pause by default.
     static let firstPause = Duration.milliseconds(2)
-    /// The longest pause between two reads of a waiter.
+    /// The longest pause by default.
     static let longestPause = Duration.milliseconds(50)
 
     /// The keys some waiter of this cache waits for.
@@ -50,10 +52,16 @@ final class SharedLeases: Sendable {
 
     private let state = Locked(State())
 
-    init(_ level: any LeasingCacheLevel<String, Data>, leaseDuration: Duration, waitLimit: Duration) {
+    init(
+        _ level: any LeasingCacheLevel<String, Data>,
+        leaseDuration: Duration,
+        waitLimit: Duration,
+        pauses: (first: Duration, longest: Duration) = (firstPause, longestPause)
+    ) {
         self.level = level
         self.leaseDuration = leaseDuration
         self.waitLimit = waitLimit
+        self.pauses = pauses
     }
 
     /// A token no other fetch, in any process, makes.
@@ -73,14 +81,14 @@ final class SharedLeases: Sendable {
         let deadline = ContinuousClock.now + waitLimit
         watch(key)
         defer { unwatch(key) }
-        var pause = Self.firstPause
+        var pause = pauses.first
         while true {
             // Noted before the lease is asked for: a value announced from then on ends the pause.
             let seen = changes(of: key)
             let token = Self.makeToken()
             do {
                 if try await level.takeLease(forKey: key, token: token, duration: leaseDuration) {
-                    return .lease(token: token)
+                    return await confirm(token, forKey: key, lookup: lookup)
                 }
             } catch {
                 HoardLogger.log(.info, "Fleet single fetch: cannot take the lease of \"\(key.prefix(100))\" (\(error)); fetching.")
@@ -98,13 +106,26 @@ final class SharedLeases: Sendable {
                 return .none
             }
             await sleep(forKey: key, unlessChangedSince: seen, for: min(pause, remaining))
-            pause = min(pause * 2, Self.longestPause)
+            pause = min(pause * 2, pauses.longest)
             switch await lookup() {
             case .success(let found?): return .found(found)
             case .success(nil): continue
             case .failure: return .none
             }
         }
+    }
+
+    /// Reads the key once more after its lease was taken: the previous holder may have stored its
+    /// value, and ended its lease, between this instance's last read and its request. A value found
+    /// is served and the lease released.
+    private func confirm<Found: Sendable>(
+        _ token: String,
+        forKey key: String,
+        lookup: () async -> Result<Found?, CacheError>
+    ) async -> Acquired<Found> {
+        guard case .success(let found?) = await lookup() else { return .lease(token: token) }
+        release(forKey: key, token: token)
+        return .found(found)
     }
 
     /// Ends the lease `token` holds on `key`, in the background (a failure is logged: the lease then
