@@ -86,7 +86,12 @@ extension RedisCacheLevel: LeasingCacheLevel {
     /// - Returns: `false` when the lease was gone (expired, or ended by a write of the key).
     /// - Throws: `CacheError` with code `network`, or `serverRefused` (a server that does not allow
     ///   scripts, say).
-    package func set(_ value: Data, forKey key: String, expiresAt: Date?, ifLeasedTo token: String) async throws
+    package func set(
+        _ value: Data,
+        forKey key: String,
+        expiresAt: Date?,
+        ifLeasedTo token: String
+    ) async throws
         -> Bool
     {
         guard let milliseconds = lifetime(until: expiresAt) else {
@@ -131,7 +136,9 @@ extension RedisCacheLevel: LeasingCacheLevel {
     ///
     /// - Throws: `CacheError` with code `network`, or `serverRefused`.
     package func setEndingLease(_ value: Data, forKey key: String, expiresAt: Date?) async throws {
-        guard let milliseconds = lifetime(until: expiresAt) else { return try await removeValueEndingLease(forKey: key) }
+        guard let milliseconds = lifetime(until: expiresAt) else {
+            return try await removeValueEndingLease(forKey: key)
+        }
         var command = RESPCommand("EVAL", arguments: 6, isIdempotent: true)
         command.append(Self.setEndingLeaseScript)
         command.append("2")

@@ -193,7 +193,13 @@ extension Cache {
                     LockOrder.assertNoneHeld("calling the fetcher")
                     let value = try await fetcher(key)
                     let cached = CachedValue(value, expiresAt: engine.defaultExpiry.expiry(storedAt: engine.clock()))
-                    let stored = engine.store(cached, forKey: key, ifUnchangedSince: changes, origin: self, lease: lease)
+                    let stored = engine.store(
+                        cached,
+                        forKey: key,
+                        ifUnchangedSince: changes,
+                        origin: self,
+                        lease: lease
+                    )
                     leaseIsSpent = stored.stored != nil
                     outcome.merge(stored)
                     return Fetched(result: .success(value), outcome: outcome)

@@ -91,7 +91,10 @@ final class SharedLeases: Sendable {
                     return await confirm(token, forKey: key, lookup: lookup)
                 }
             } catch {
-                HoardLogger.log(.info, "Fleet single fetch: cannot take the lease of \"\(key.prefix(100))\" (\(error)); fetching.")
+                HoardLogger.log(
+                    .info,
+                    "Fleet single fetch: cannot take the lease of \"\(key.prefix(100))\" (\(error)); fetching."
+                )
                 return .none
             }
             let remaining = deadline - ContinuousClock.now
@@ -115,9 +118,10 @@ final class SharedLeases: Sendable {
         }
     }
 
-    /// Reads the key once more after its lease was taken: the previous holder may have stored its
-    /// value, and ended its lease, between this instance's last read and its request. A value found
-    /// is served and the lease released.
+    /// Reads the key once more after its lease was taken.
+    ///
+    /// The previous holder may have stored its value, and ended its lease, between this instance's
+    /// last read and its request. A value found is served and the lease released.
     private func confirm<Found: Sendable>(
         _ token: String,
         forKey key: String,
@@ -136,7 +140,10 @@ final class SharedLeases: Sendable {
             do {
                 try await level.releaseLease(forKey: key, token: token)
             } catch {
-                HoardLogger.log(.info, "Fleet single fetch: cannot release the lease of \"\(key.prefix(100))\": \(error)")
+                HoardLogger.log(
+                    .info,
+                    "Fleet single fetch: cannot release the lease of \"\(key.prefix(100))\": \(error)"
+                )
             }
         }
     }
