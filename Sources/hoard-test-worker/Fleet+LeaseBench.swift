@@ -7,8 +7,9 @@ extension Fleet {
     /// One process of `hoard-bench lease`: an instance of a fleet whose callers all miss the same
     /// cold keys at once, with or without `fleetSingleFetch`.
     ///
-    /// Arguments: `<folder> <container> <redis url> <namespace> <origin ms> <callers> <on|off>
-    /// <key count>`. Builds the cache, prints `ready`, waits for a line on standard input (so that
+    /// Arguments: `<folder> <container> <redis url> <namespace> <origin ms> <callers>
+    /// <on|on-coherent|off> <key count>` (`on-coherent` adds `coherence(.invalidations)`, whose
+    /// invalidations wake the waiters). Builds the cache, prints `ready`, waits for a line on standard input (so that
     /// every process starts at once), then has `callers` tasks get the keys `key-0` … in order, each
     /// call timed. Prints `done fetches <origin calls> calls <n> errors <n> p50 <ns> p90 <ns> p99 <ns>
     /// max <ns> mean <ns>`.
@@ -35,8 +36,12 @@ extension Fleet {
                 try await Task.sleep(for: .milliseconds(delay))
                 return "origin \(key)"
             }
-        if argument(arguments, 6) == "on" {
+        let mode = argument(arguments, 6)
+        if mode.hasPrefix("on") {
             builder = builder.fleetSingleFetch(leaseDuration: .seconds(10), waitLimit: .seconds(10))
+        }
+        if mode == "on-coherent" {
+            builder = builder.coherence(.invalidations(maxLocalAge: .seconds(86_400)))
         }
         let cache = try builder.build()
         emit("ready")

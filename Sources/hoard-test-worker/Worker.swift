@@ -27,7 +27,7 @@ import Musl
 /// hoard-test-worker faults-read-only <folder> <container>  # writes a key, prints the store error
 /// hoard-test-worker fleet-get <folder> <container> <redis url> <namespace> <key>…  # see `Fleet`
 /// hoard-test-worker fleet-watch <folder> <container> <redis url> <namespace>  # see `Fleet.watch`
-/// hoard-test-worker fleet-lease-bench <folder> <container> <redis url> <namespace> <ms> <callers> <on|off> <keys>
+/// hoard-test-worker fleet-lease-bench <folder> <container> <redis url> <namespace> <ms> <callers> <on|on-coherent|off> <n>
 /// hoard-test-worker fleet-lease <folder> <container> <redis url> <namespace> <origin folder> <ms> <callers> <key>…
 /// ```
 /// Every line is written with one `write(2)` straight to the descriptor, so that what a killed
