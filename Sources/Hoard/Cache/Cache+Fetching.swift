@@ -201,6 +201,9 @@ extension Cache {
                         lease: lease
                     )
                     leaseIsSpent = stored.stored != nil
+                    if let lease, !leaseIsSpent, stored.storeFailure == nil {
+                        leaseIsSpent = engine.shareUnderLease(cached, forKey: key, lease: lease)
+                    }
                     outcome.merge(stored)
                     return Fetched(result: .success(value), outcome: outcome)
                 } catch {
