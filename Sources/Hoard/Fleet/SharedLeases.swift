@@ -42,7 +42,19 @@ final class SharedLeases: Sendable {
         /// How many times the key was announced changed while watched.
         var changes: UInt64 = 0
         /// The pauses under way, ended by a change of the key.
-        var sleepers: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var sleepers: [UInt64: Sleeper] = [:]
+    }
+
+    /// A pause under way: who waits, and the timer that ends it unless something else does first
+    /// (cancelled then, so that no timer outlives its pause).
+    private struct Sleeper {
+        var continuation: CheckedContinuation<Void, Never>
+        var timer: Task<Void, any Error>?
+
+        func end() {
+            timer?.cancel()
+            continuation.resume()
+        }
     }
 
     private struct State {
@@ -128,7 +140,8 @@ final class SharedLeases: Sendable {
         lookup: () async -> Result<Found?, CacheError>
     ) async -> Acquired<Found> {
         guard case .success(let found?) = await lookup() else { return .lease(token: token) }
-        release(forKey: key, token: token)
+        // Awaited, as this path is rare: once the value is served, no lease of this fetch is left.
+        await Self.release(forKey: key, token: token, level: level)
         return .found(found)
     }
 
@@ -136,15 +149,22 @@ final class SharedLeases: Sendable {
     /// ends by itself).
     func release(forKey key: String, token: String) {
         let level = level
-        FetchTask.run {
-            do {
-                try await level.releaseLease(forKey: key, token: token)
-            } catch {
-                HoardLogger.log(
-                    .info,
-                    "Fleet single fetch: cannot release the lease of \"\(key.prefix(100))\": \(error)"
-                )
-            }
+        FetchTask.run { await Self.release(forKey: key, token: token, level: level) }
+    }
+
+    /// Ends the lease `token` holds on `key`; a failure is logged (the lease then ends by itself).
+    private static func release(
+        forKey key: String,
+        token: String,
+        level: any LeasingCacheLevel<String, Data>
+    ) async {
+        do {
+            try await level.releaseLease(forKey: key, token: token)
+        } catch {
+            HoardLogger.log(
+                .info,
+                "Fleet single fetch: cannot release the lease of \"\(key.prefix(100))\": \(error)"
+            )
         }
     }
 
@@ -154,9 +174,9 @@ final class SharedLeases: Sendable {
     ///
     /// Called on the level's invalidation thread; quick, never blocks.
     func wake(_ keys: [String]) {
-        let sleepers = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let sleepers = state.withLock { state -> [Sleeper] in
             guard !state.watches.isEmpty else { return [] }
-            var woken: [CheckedContinuation<Void, Never>] = []
+            var woken: [Sleeper] = []
             for key in keys where state.watches[key] != nil {
                 state.watches[key]?.changes &+= 1
                 if let sleepers = state.watches[key]?.sleepers { woken += sleepers.values }
@@ -164,7 +184,7 @@ final class SharedLeases: Sendable {
             }
             return woken
         }
-        for sleeper in sleepers { sleeper.resume() }
+        for sleeper in sleepers { sleeper.end() }
     }
 
     /// Ends every waiter's pause: any key may have changed.
@@ -202,15 +222,22 @@ final class SharedLeases: Sendable {
                 let sleeps = state.withLock { state -> Bool in
                     // Checked inside the lock: a change or a cancellation that comes later finds it.
                     guard !Task.isCancelled, let watch = state.watches[key], watch.changes == seen else { return false }
-                    state.watches[key]?.sleepers[id] = continuation
+                    state.watches[key]?.sleepers[id] = Sleeper(continuation: continuation)
                     return true
                 }
                 guard sleeps else { return continuation.resume() }
                 // Unstructured on purpose: the timer must end the pause whoever else does not.
-                FetchTask.run { [self] in
-                    try? await Task.sleep(for: duration)
+                let timer = FetchTask.run { [self] in
+                    try await Task.sleep(for: duration)
                     endSleep(id, forKey: key)
                 }
+                let isPending = state.withLock { state -> Bool in
+                    guard state.watches[key]?.sleepers[id] != nil else { return false }
+                    state.watches[key]?.sleepers[id]?.timer = timer
+                    return true
+                }
+                // Ended already (woken or cancelled): the timer has nothing left to end.
+                if !isPending { timer.cancel() }
             }
         } onCancel: {
             endSleep(id, forKey: key)
@@ -219,6 +246,6 @@ final class SharedLeases: Sendable {
 
     private func endSleep(_ id: UInt64, forKey key: String) {
         let sleeper = state.withLock { $0.watches[key]?.sleepers.removeValue(forKey: id) }
-        sleeper?.resume()
+        sleeper?.end()
     }
 }
