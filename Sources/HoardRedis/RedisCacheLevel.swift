@@ -30,6 +30,10 @@ import Hoard
 /// reply is sent once more on a fresh connection, within its timeout: every command the level sends
 /// is idempotent. A timeout is not retried.
 ///
+/// With `CacheBuilder.fleetSingleFetch(leaseDuration:waitLimit:)`, the level also keeps each key's
+/// lease, beside its value, under `<namespace>:` followed by the byte 0xFF and `lease:` (a name no
+/// value key can have), and writes with small Lua scripts (`EVAL`), which the server must allow.
+///
 /// Releasing the level closes its connections. Out of scope: TLS, Redis Cluster and Sentinel.
 public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// Keys are strings.
@@ -305,7 +309,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         pool.send(command, key: nil, completion: completion)
     }
 
-    private func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {
+    func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {
         RedisFailure(.protocolViolation, "an unexpected reply \(reply)")
             .error(server: configuration.server, command: command, key: key)
     }

@@ -100,6 +100,13 @@ enum ScenarioRegistry {
             run: CoherenceBench.run
         ),
         Scenario(
+            name: "lease",
+            help:
+                "fleetSingleFetch: origin calls per key and miss latency, 4 processes × 32 callers on the same cold keys, "
+                + "leases on and off",
+            run: LeaseBench.run
+        ),
+        Scenario(
             name: "hitrate",
             help: "hit rates of every policy next to Belady's optimum: static Zipf, scans, a moving hot set",
             run: HitRate.run

@@ -27,6 +27,8 @@ import Musl
 /// hoard-test-worker faults-read-only <folder> <container>  # writes a key, prints the store error
 /// hoard-test-worker fleet-get <folder> <container> <redis url> <namespace> <key>…  # see `Fleet`
 /// hoard-test-worker fleet-watch <folder> <container> <redis url> <namespace>  # see `Fleet.watch`
+/// hoard-test-worker fleet-lease-bench <folder> <container> <redis url> <namespace> <ms> <callers> <on|on-coherent|off> <n>
+/// hoard-test-worker fleet-lease <folder> <container> <redis url> <namespace> <origin folder> <ms> <callers> <key>…
 /// ```
 /// Every line is written with one `write(2)` straight to the descriptor, so that what a killed
 /// process reported before it died is exactly what the reader receives.
@@ -50,6 +52,8 @@ enum Worker {
             case "faults-read-only": try await FaultScenarios(arguments: rest).readOnlyStoreError(rest)
             case "fleet-get": try await Fleet.get(arguments: rest)
             case "fleet-watch": try await Fleet.watch(arguments: rest)
+            case "fleet-lease": try await Fleet.lease(arguments: rest)
+            case "fleet-lease-bench": try await Fleet.leaseBench(arguments: rest)
             default: usage()
             }
         } catch {
@@ -61,7 +65,7 @@ enum Worker {
     static func usage() -> Never {
         emit(
             "error usage: hoard-test-worker "
-                + "crash|shared|write|hold|hold-as-earlier-release|try-open|open-data|faults-permissions|faults-descriptors|faults-read-only|fleet-get|fleet-watch …"
+                + "crash|shared|write|hold|hold-as-earlier-release|try-open|open-data|faults-permissions|faults-descriptors|faults-read-only|fleet-get|fleet-watch|fleet-lease|fleet-lease-bench …"
         )
         exit(64)
     }

@@ -149,18 +149,7 @@ extension Cache {
         switch read {
         case .hit(let cached, let serialized):
             // Into disk and memory, not back to the shared level it came from.
-            outcome.merge(
-                engine.store(
-                    cached,
-                    forKey: key,
-                    ifUnchangedSince: changes,
-                    origin: self,
-                    toShared: false,
-                    serialized: serialized
-                )
-            )
-            outcome.stored = nil  // a fill, not a set: no set event
-            outcome.read = .hit(.shared)
+            fill(cached, serialized: serialized, forKey: key, ifUnchangedSince: changes, into: &outcome)
             return Fetched(result: .success(cached.value), outcome: outcome)
         case .miss:
             if engine.shared != nil { reporter.didMissShared(key) }
@@ -168,6 +157,21 @@ extension Cache {
             reporter.didFailOnShared(key, error, isWrite: false)
         }
         guard let fetcher else { return Fetched(result: .failure(CacheError.noFetcher(key: key)), outcome: outcome) }
+        // With fleet single fetch, after a miss (not a failure: a server down is fetched around):
+        // one instance of the fleet fetches, the others wait for its value.
+        var lease: String?
+        if case .miss = read, let leases = engine.shared?.leases {
+            switch await acquireLease(forKey: key, leases, outcome: outcome) {
+            case .found(let found): return found
+            case .lease(let token): lease = token
+            case .none: break
+            }
+        }
+        // Released unless the value went to the shared level under it (stored, or refused there).
+        var leaseIsSpent = false
+        defer {
+            if let lease, !leaseIsSpent { engine.shared?.leases?.release(forKey: key.canonicalKey, token: lease) }
+        }
         let retries = maxRetryCount
         var lastError: any Error = CacheError.notFound(key: key)
         var attempts = 0
@@ -189,7 +193,18 @@ extension Cache {
                     LockOrder.assertNoneHeld("calling the fetcher")
                     let value = try await fetcher(key)
                     let cached = CachedValue(value, expiresAt: engine.defaultExpiry.expiry(storedAt: engine.clock()))
-                    outcome.merge(engine.store(cached, forKey: key, ifUnchangedSince: changes, origin: self))
+                    let stored = engine.store(
+                        cached,
+                        forKey: key,
+                        ifUnchangedSince: changes,
+                        origin: self,
+                        lease: lease
+                    )
+                    leaseIsSpent = stored.stored != nil
+                    if let lease, !leaseIsSpent, stored.storeFailure == nil {
+                        leaseIsSpent = engine.shareUnderLease(cached, forKey: key, lease: lease)
+                    }
+                    outcome.merge(stored)
                     return Fetched(result: .success(value), outcome: outcome)
                 } catch {
                     if error is CancellationError && Task.isCancelled { throw error }

@@ -60,7 +60,8 @@ public final class Cache<Value: Sendable>: Sendable {
             SharedLevel(
                 level,
                 onFailure: { key, error in reporter.didFailOnShared(key, error, isWrite: true) },
-                onSuccess: { reporter.sharedWriteFailures.succeeded() }
+                onSuccess: { reporter.sharedWriteFailures.succeeded() },
+                leases: configuration.makeLeases()
             )
         }
         engine = CacheEngine(configuration: configuration, memory: memory, disk: disk, shared: shared)

@@ -44,6 +44,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     var isExclusiveProcess = false
     var sharedLevel: (any CacheLevel<String, Data>)?
     var coherence: CacheCoherence?
+    var singleFetch: SingleFetch?
 
     /// Starts a builder for `Codable` values, stored as JSON by ``CodableSerializer``.
     public init() where Value: Codable {
@@ -169,7 +170,8 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     ///   login or database can never work (a wrong password) makes `build()` throw instead, with the
     ///   server's words; `build()` waits for its first answer for that.
     /// - Concurrent misses for one key in one process share one shared-level read and at most one
-    ///   fetch. Other processes that miss it meanwhile fetch it too: there is no fleet-wide single fetch.
+    ///   fetch. Other processes that miss it meanwhile fetch it too, unless
+    ///   ``fleetSingleFetch(leaseDuration:waitLimit:)`` is on.
     /// - The subscript and ``Cache/value(forKey:)`` are synchronous: they read memory and disk only.
     public func sharedLevel(_ level: some CacheLevel<String, Data>) -> Self { with { $0.sharedLevel = level } }
 
@@ -356,6 +358,7 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         }
         // Before the disk opens: a level that can never work fails the build, not every read.
         try checkCoherence()
+        try checkSingleFetch()
         if let checking = sharedLevel as? any ConfigurationCheckingLevel { try checking.checkConfiguration() }
         let memory =
             maxRamCount > 0

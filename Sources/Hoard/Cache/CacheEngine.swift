@@ -128,6 +128,8 @@ struct CacheEngine<Value: Sendable>: Sendable {
     ///   - whenShared: For a save: told once the shared level has the value.
     ///   - serialized: The value's serialized bytes when the caller has them (a value read from the
     ///     shared level), so that neither the cost limit nor the disk write serializes it again.
+    ///   - lease: The token of the lease this cache holds on the key (a fetched value, see
+    ///     ``SharedLeases``): the shared level stores the value only if the lease still holds.
     /// - Returns: What happened: the value stored (or the serializer's failure), the memory
     ///   evictions, the other caches to tell.
     func store(
@@ -138,7 +140,8 @@ struct CacheEngine<Value: Sendable>: Sendable {
         whenOnDisk: DiskStore.Completion? = nil,
         toShared: Bool = true,
         whenShared: SharedLevel.Completion? = nil,
-        serialized: Data? = nil
+        serialized: Data? = nil,
+        lease: String? = nil
     ) -> CacheOutcome<Value> {
         let value = cached.value
         let serializer = serializer
@@ -182,7 +185,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
                 memory?.removeValue(forKey: key)
                 if toShared, let shared {
                     shared.enqueue(
-                        sharedWrite(of: cached, forKey: key, serialized: data),
+                        sharedWrite(of: cached, forKey: key, serialized: data, lease: lease),
                         forKey: key,
                         completion: whenShared
                     )
@@ -202,7 +205,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
             // Under the stripe too, so that two sets of one key reach the shared level in order.
             if toShared, let shared {
                 shared.enqueue(
-                    sharedWrite(of: cached, forKey: key, serialized: data),
+                    sharedWrite(of: cached, forKey: key, serialized: data, lease: lease),
                     forKey: key,
                     completion: whenShared
                 )

@@ -10,8 +10,11 @@ extension Cache {
         case .keys(let keys):
             for key in keys { invalidate(key) }
             reporter.didInvalidate(keys.count)
+            // After the invalidation: a waiter that reads the key now installs what it finds.
+            engine.shared?.leases?.wake(keys)
         case .all(let reason):
             engine.shared?.forgetWrittenBytes()
+            defer { engine.shared?.leases?.wakeAll() }
             if engine.coherence?.servesDuringOutage == true, engine.isCoherent {
                 // The copies keep serving; they go once tracking is back (see `.tracking`). Counted
                 // as a change of every key, so that no fill whose read spans the loss is installed.

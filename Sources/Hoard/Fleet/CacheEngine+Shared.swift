@@ -13,8 +13,14 @@ extension CacheEngine {
     }
 
     /// The write that puts `cached` on the shared level: its serialized bytes (`serialized`, or the
-    /// serializer's, run by the level's writer) inside the entry envelope, with its expiry.
-    func sharedWrite(of cached: CachedValue<Value>, forKey key: String, serialized: Data?) -> SharedLevel.Operation {
+    /// serializer's, run by the level's writer) inside the entry envelope, with its expiry; with a
+    /// lease token, only if that lease still holds.
+    func sharedWrite(
+        of cached: CachedValue<Value>,
+        forKey key: String,
+        serialized: Data?,
+        lease: String? = nil
+    ) -> SharedLevel.Operation {
         let serializer = serializer
         let version = schemaVersion
         let value = cached.value
@@ -26,8 +32,29 @@ extension CacheEngine {
                     EntryFormat.encode(key: key, payload: payload, schemaVersion: version, expiresAt: expiresAt)
                 )
             },
-            expiresAt: expiresAt.date
+            expiresAt: expiresAt.date,
+            lease: lease
         )
+    }
+
+    /// Sends a fetched value to the shared level under its lease after the local levels refused it
+    /// (the key, or a key counted with it, changed while it was fetched), so that the fleet's one
+    /// fetch still reaches the others; the server refuses it if a write of the key ended the lease.
+    ///
+    /// Not when this cache's own write of the key is queued or under way: that write is the key's
+    /// latest change, and ends the lease there.
+    ///
+    /// - Returns: Whether the write was queued (the lease is then spent by it).
+    func shareUnderLease(_ cached: CachedValue<Value>, forKey key: String, lease: String) -> Bool {
+        guard let shared else { return false }
+        // Under the key's stripe, as a set's queuing is: a set made after this check is queued after
+        // this write, and replaces it or follows it.
+        let (_, isQueued) = stripes.changes(key.hashValue) { () -> Bool in
+            guard !shared.hasOwnWriteUnderWay(of: key) else { return false }
+            shared.enqueue(sharedWrite(of: cached, forKey: key, serialized: nil, lease: lease), forKey: key)
+            return true
+        }
+        return isQueued
     }
 
     /// Reads `key` from the shared level, and checks and decodes what it finds.

@@ -18,8 +18,10 @@ import Foundation
 final class SharedLevel: Sendable {
     /// One queued change.
     enum Operation: Sendable {
-        /// Store the bytes `encode` makes (the envelope around the serialized value), until `expiresAt`.
-        case set(encode: @Sendable () throws -> Data, expiresAt: Date?)
+        /// Store the bytes `encode` makes (the envelope around the serialized value), until `expiresAt`;
+        /// with a lease token, only if that lease still holds (a fetched value, with
+        /// ``SharedLeases``).
+        case set(encode: @Sendable () throws -> Data, expiresAt: Date?, lease: String? = nil)
         case remove
     }
 
@@ -76,6 +78,10 @@ final class SharedLevel: Sendable {
     }
 
     let level: any CacheLevel<String, Data>
+    /// The leases for one fetch per key across the fleet, with
+    /// ``CacheBuilder/fleetSingleFetch(leaseDuration:waitLimit:)``: every write then ends the key's
+    /// lease, and a fetched value is stored only if its lease still holds.
+    let leases: SharedLeases?
     /// The most writes under way at once.
     static let workerLimit = 8
     let state = Locked(State())
@@ -86,9 +92,11 @@ final class SharedLevel: Sendable {
     init(
         _ level: any CacheLevel<String, Data>,
         onFailure: @escaping FailureHandler,
-        onSuccess: @escaping @Sendable () -> Void = {}
+        onSuccess: @escaping @Sendable () -> Void = {},
+        leases: SharedLeases? = nil
     ) {
         self.level = level
+        self.leases = leases
         self.onFailure = onFailure
         self.onSuccess = onSuccess
     }
@@ -329,22 +337,29 @@ final class SharedLevel: Sendable {
         let levelKey = key.canonicalKey
         do {
             switch operation {
-            case .set(let encode, let expiresAt):
+            case .set(let encode, let expiresAt, let lease):
                 let bytes: Data
                 do {
                     LockOrder.assertNoneHeld("calling the serializer")
                     bytes = try encode()
                 } catch {
+                    if let lease { leases?.release(forKey: levelKey, token: lease) }
                     return .failure(.serializationFailed(key: key, underlying: error))
                 }
-                if let expiring = level as? any ExpiringCacheLevel<String, Data> {
+                if let leases {
+                    return try await leaseWrite(bytes, forKey: levelKey, expiresAt: expiresAt, lease: lease, leases)
+                } else if let expiring = level as? any ExpiringCacheLevel<String, Data> {
                     try await expiring.set(bytes, forKey: levelKey, expiresAt: expiresAt)
                 } else {
                     try await level.set(bytes, forKey: levelKey)
                 }
                 return .success(bytes)
             case .remove:
-                try await level.removeValue(forKey: levelKey)
+                if let leases {
+                    try await leases.level.removeValueEndingLease(forKey: levelKey)
+                } else {
+                    try await level.removeValue(forKey: levelKey)
+                }
                 return .success(nil)
             }
         } catch let error as CacheError {

@@ -77,3 +77,38 @@ package protocol ConfigurationCheckingLevel: Sendable {
     /// - Throws: ``CacheError`` with code `invalidConfiguration`, with the server's words.
     func checkConfiguration() throws(CacheError)
 }
+
+/// A shared level that can lease a key to one instance of a fleet while it fetches the key's value
+/// from the origin, so that the others wait for the value instead of fetching it too (the leases of
+/// memcache at Facebook, NSDI 2013).
+///
+/// It is what ``CacheBuilder/fleetSingleFetch(leaseDuration:waitLimit:)`` needs. A lease is named by
+/// its key and a token the cache makes (unique to the fetch); it ends by itself after its duration.
+/// Every write of a key ends its lease, so that a holder whose fetch outlived another instance's
+/// write cannot overwrite the newer value. `RedisCacheLevel` (in `HoardRedis`) adopts it with
+/// `SET … NX PX` and small Lua scripts.
+///
+/// Every method may fail (a server down, a timeout); the cache then fetches by itself (fail open).
+package protocol LeasingCacheLevel<Key, Value>: CacheLevel {
+    /// Takes the lease of `key` for `duration` with `token`, unless another token holds it.
+    ///
+    /// - Returns: `true` when the lease is now `token`'s, `false` when another holds it.
+    func takeLease(forKey key: Key, token: String, duration: Duration) async throws -> Bool
+
+    /// Stores `value` until `expiresAt` (`nil`: the level's default) only if `token` still holds the
+    /// lease of `key`, and ends that lease, in one atomic step.
+    ///
+    /// - Returns: `false` when the lease was gone (it expired, or a write of the key ended it): then
+    ///   nothing is stored.
+    func set(_ value: Value, forKey key: Key, expiresAt: Date?, ifLeasedTo token: String) async throws -> Bool
+
+    /// Ends the lease of `key` if `token` still holds it (the fetch failed, or was cancelled).
+    func releaseLease(forKey key: Key, token: String) async throws
+
+    /// Stores `value` until `expiresAt` (`nil`: the level's default) and ends any lease of `key`, in
+    /// one atomic step: a write that is not a lease holder's.
+    func setEndingLease(_ value: Value, forKey key: Key, expiresAt: Date?) async throws
+
+    /// Removes the value of `key` and ends any lease of it, in one atomic step.
+    func removeValueEndingLease(forKey key: Key) async throws
+}

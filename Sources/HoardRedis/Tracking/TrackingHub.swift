@@ -242,10 +242,18 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             keys.reserveCapacity(names.count)
             // Each name is the canonical form of a key (see `RedisCacheLevel.storedKey(_:)`): the
             // caches match it with `==`, which finds every spelling of it.
+            // A lease (see `RedisCacheLevel.leaseKey(_:)`) is no value: its changes are not announced.
+            var leases = 0
             for name in names {
                 guard let bytes = name.bytes, bytes.starts(with: prefix) else { continue }
-                keys.append(String(decoding: bytes.dropFirst(prefix.count), as: UTF8.self))
+                let key = bytes.dropFirst(prefix.count)
+                if key.first == RedisCacheLevel.leaseMark {
+                    leases += 1
+                    continue
+                }
+                keys.append(String(decoding: key, as: UTF8.self))
             }
+            if keys.isEmpty && leases > 0 { return }
             event = .keys(keys)
         default:
             return
