@@ -19,9 +19,9 @@ import Musl
 /// Once the list is empty, the queue's thread stays awake for ``linger``, yielding its core to any
 /// other thread that is ready, before it returns to the pool. A caller that awaits each completion
 /// before asking again then finds the thread awake: its hit appends to the list and returns, where
-/// waking the queue's thread cost the caller a system call and the completion a thread wake-up
-/// (about 1 µs and 2–3 µs of some 7 µs a call on a 2-core Linux host; see the Performance
-/// article). The other thread wake-up, back to the caller, is the caller's own.
+/// waking the queue's thread cost the caller a system call (about 1 µs on a 2-core Linux host) and
+/// the completion a wake-up (2.5–3.5 µs). The hand-over back to the caller is the caller's own;
+/// the Performance article breaks a call down.
 @usableFromInline
 enum CallbackQueue {
     private struct Pending {
