@@ -3,27 +3,31 @@ import Foundation
 import Hoard
 
 /// `callstyles`: a memory hit through each way of reading: the subscript, `await getOrFetch` from
-/// the main actor and from a detached task, and `asyncGet` with a callback.
+/// the main actor and from a detached task, and `asyncGet` with a callback, both with every call in
+/// flight at once and with one call awaited after another.
 ///
 /// A memory-only `Cache<Int>` (LRU) holds 100k keys; every read is a hit. The targets: `await
-/// getOrFetch` from the main actor ≥ 0.5× the subscript's rate, from a detached task ≥ 0.7×, and
-/// `asyncGet` ≥ 0.2×.
+/// getOrFetch` from the main actor ≥ 0.5× the subscript's rate, from a detached task ≥ 0.7×,
+/// `asyncGet` ≥ 0.2×, and `asyncGet` awaited one after another ≤ 5 µs a call (≥ 200 k/s).
 enum CallStyles {
     static let subscriptRow = "subscript cache[key]"
     static let mainActorRow = "await getOrFetch, main actor"
     static let detachedRow = "await getOrFetch, detached task"
     static let callbackRow = "asyncGet, callback"
+    static let awaitedRow = "asyncGet, one awaited after another"
 
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
         let keyCount = context.size(100_000)
         let reads = context.size(1_000_000)
         let callbacks = context.size(200_000)
+        let awaited = context.size(20_000)
         let keys = makeKeys(keyCount)
         let indices = uniformIndices(count: reads, below: keyCount, seed: 0x4341_4C4C)
         let cache = try memoryOnlyCache(capacity: keyCount, policy: .lru)
         for (value, key) in keys.enumerated() { cache[key] = value }
         let expected = indices.reduce(UInt64(0)) { $0 &+ UInt64($1) }
         let expectedCallbacks = indices.prefix(callbacks).reduce(UInt64(0)) { $0 &+ UInt64($1) }
+        let expectedAwaited = indices.prefix(awaited).reduce(UInt64(0)) { $0 &+ UInt64($1) }
 
         var report = ScenarioReport(
             name: "callstyles",
@@ -52,15 +56,37 @@ enum CallStyles {
                 sums.record(callbackRow, sum)
                 return elapsed
             },
+            Contender(label: awaitedRow, operations: awaited) {
+                let slice = Array(indices.prefix(awaited))
+                let (elapsed, sum) = try await Task.detached { try await readAwaitingCallbacks(cache, keys, slice) }
+                    .value
+                sums.record(awaitedRow, sum)
+                return elapsed
+            },
         ]
         report.rows = try await measureInterleaved(rows, plan: context.plan)
         report.reference = subscriptRow
         for (label, sum) in sums.all {
-            let wanted = label == callbackRow ? expectedCallbacks : expected
+            let wanted =
+                switch label {
+                case callbackRow: expectedCallbacks
+                case awaitedRow: expectedAwaited
+                default: expected
+                }
             if sum != wanted { report.notes.append("\(label): wrong sum \(sum), expected \(wanted)") }
         }
-        report.comparisons = [mainActorRow, detachedRow, callbackRow].map { ($0, subscriptRow) }
-        report.summary = [(subscriptRow, subscriptRow), (mainActorRow, mainActorRow), (callbackRow, callbackRow)]
+        report.comparisons = [mainActorRow, detachedRow, callbackRow, awaitedRow].map { ($0, subscriptRow) }
+        report.summary = [
+            (subscriptRow, subscriptRow), (mainActorRow, mainActorRow), (callbackRow, callbackRow),
+            (awaitedRow, awaitedRow),
+        ]
+        for label in [callbackRow, awaitedRow] {
+            guard let row = report.row(label) else { continue }
+            report.lines.append(
+                "\(label): \(formatMicroseconds(1 / row.median)) a call (median; \(formatMicroseconds(1 / row.maximum)) – "
+                    + "\(formatMicroseconds(1 / row.minimum)))"
+            )
+        }
         report.targets = [
             TargetCheck.ratio(
                 "await getOrFetch hit, main actor ≥ 0.5× subscript",
@@ -79,6 +105,11 @@ enum CallStyles {
                 report.row(callbackRow),
                 report.row(subscriptRow),
                 atLeast: 0.2
+            ),
+            TargetCheck.rate(
+                "asyncGet hit, one awaited after another ≤ 5 µs a call",
+                report.row(awaitedRow),
+                atLeast: 200_000
             ),
         ]
         report.checksum = expected
@@ -126,6 +157,29 @@ enum CallStyles {
         }
         done.wait()
         return (start.duration(to: clock.now), sum.total)
+    }
+
+    /// Asks for every index with `asyncGet`, awaiting each completion before the next call.
+    static func readAwaitingCallbacks(
+        _ cache: Cache<Int>,
+        _ keys: [String],
+        _ indices: [Int]
+    ) async throws -> (Duration, UInt64) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var sum: UInt64 = 0
+        for index in indices {
+            let value: Int = try await withCheckedThrowingContinuation { continuation in
+                cache.asyncGet(forKey: keys[index]) { continuation.resume(with: $0) }
+            }
+            sum &+= UInt64(value)
+        }
+        return (start.duration(to: clock.now), sum)
+    }
+
+    /// `seconds` in microseconds, as in `4.2 µs`.
+    static func formatMicroseconds(_ seconds: Double) -> String {
+        String(format: "%.1f µs", seconds * 1e6)
     }
 }
 

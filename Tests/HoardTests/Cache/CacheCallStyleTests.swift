@@ -87,6 +87,55 @@ import Testing
         #expect(await signalled(done, within: 120))
     }
 
+    @Test func hitsAwaitedOneAfterAnotherByManyCallersEachArriveOnTheSharedQueue() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().maxDiskCount(0).build()
+        for index in 0..<100 { cache["k\(index)"] = "v\(index)" }
+        let byID = cache.keyed { (id: Int) in "k\(id)" }
+        let correct = try await withThrowingTaskGroup(of: Int.self) { group in
+            for caller in 0..<8 {
+                group.addTask {
+                    var correct = 0
+                    for round in 0..<500 {
+                        let index = (caller * 7 + round) % 100
+                        let (value, onQueue) = try await withCheckedThrowingContinuation { continuation in
+                            let onComplete: @Sendable (Result<String, any Error>) -> Void = { result in
+                                continuation.resume(with: result.map { ($0, CallbackQueue.isCurrent) })
+                            }
+                            if round.isMultiple(of: 2) {
+                                cache.asyncGet(forKey: "k\(index)", onComplete: onComplete)
+                            } else {
+                                byID.asyncGet(forKey: index, onComplete: onComplete)
+                            }
+                        }
+                        if value == "v\(index)" && onQueue { correct += 1 }
+                    }
+                    return correct
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(correct == 8 * 500)
+    }
+
+    @Test func aMissIsDeliveredOffTheSharedQueueWithItsError() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["hit"] = "v"
+        let (outcome, onQueue) = await withCheckedContinuation { continuation in
+            cache.asyncGet(forKey: "missing") { result in
+                continuation.resume(returning: (result, CallbackQueue.isCurrent))
+            }
+        }
+        #expect(throws: CacheError.notFound) { try outcome.get() }
+        #expect(!onQueue)
+        // A hit right after still arrives, on the shared queue.
+        let hit = await withCheckedContinuation { continuation in
+            cache.asyncGet(forKey: "hit") { continuation.resume(returning: ((try? $0.get()), CallbackQueue.isCurrent)) }
+        }
+        #expect(hit == ("v", true))
+    }
+
     @Test func everyCompletionOfABurstOfHitsRunsOnce() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().maxDiskCount(0).build()
