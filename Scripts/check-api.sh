@@ -45,8 +45,19 @@ for module in Hoard HoardRedis; do
     fi
 done
 # With every module's baseline present, the tool compares with it and does not build that commit.
-if ! output=$(swift package diagnose-api-breaking-changes "$commit" "${products[@]}" \
-    --baseline-dir "$baseline" 2>&1); then
+# The tool itself sometimes crashes (seen once in swift-package 6.3.1, a backtrace and no verdict):
+# a crash is not a verdict, and it runs again, at most twice.
+check() {
+    swift package diagnose-api-breaking-changes "$commit" "${products[@]}" --baseline-dir "$baseline" 2>&1
+}
+status=0
+for attempt in 1 2 3; do
+    status=0
+    output=$(check) || status=$?
+    if [ "$status" -eq 0 ] || ! grep -q "Program crashed\|Backtrace took" <<<"$output"; then break; fi
+    echo "check-api: swift package crashed (attempt $attempt); running it again" >&2
+done
+if [ "$status" -ne 0 ]; then
     echo "$output" | grep -v '^\[' >&2
     echo "check-api: the public API changed in a breaking way (see above). If that is intended," \
         "regenerate the baseline and record the change in CHANGELOG.md." >&2

@@ -13,12 +13,18 @@ struct RedisClusterNodeTests {
 
     @Test func aRedirectionSaysTheServerIsAClusterNode() async throws {
         _ = try RedisTestServer.required()
-        let owner = try RedisTestServer.start(configuration: ["cluster-enabled yes"])
-        let other = try RedisTestServer.start(configuration: ["cluster-enabled yes"])
+        // The bus port is a free one of its own: the default, the port + 10 000, may be taken or
+        // past 65 535 for a port the system picked.
+        func node() throws -> (RedisTestServer, bus: UInt16) {
+            let bus = try LocalHTTPServer.closedPort()
+            return (try RedisTestServer.start(configuration: ["cluster-enabled yes", "cluster-port \(bus)"]), bus)
+        }
+        let (owner, ownerBus) = try node()
+        let (other, _) = try node()
         let ownerLevel = try RedisCacheLevel.patient(url: owner.url, namespace: "cluster")
         let level = try RedisCacheLevel.patient(url: other.url, namespace: "cluster")
         _ = try await ownerLevel.send(RESPCommand("CLUSTER", ["ADDSLOTSRANGE", "0", "16383"]))
-        _ = try await level.send(RESPCommand("CLUSTER", ["MEET", "127.0.0.1", String(owner.port)]))
+        _ = try await level.send(RESPCommand("CLUSTER", ["MEET", "127.0.0.1", String(owner.port), String(ownerBus)]))
         // The other node redirects once it has heard, through the cluster bus, who owns the slots.
         var redirection: CacheError?
         #expect(
