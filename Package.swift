@@ -23,10 +23,15 @@ let package = Package(
     ],
     targets: [
         .target(name: "Hoard"),
-        .systemLibrary(
+        // A C target rather than a system library: SwiftPM 6.3's `diagnose-api-breaking-changes`
+        // crashes while planning a system library's pkg-config. Its header is empty without
+        // OpenSSL's headers, and it links libssl only with the trait.
+        .target(
             name: "COpenSSL",
-            pkgConfig: "openssl",
-            providers: [.apt(["libssl-dev"]), .yum(["openssl-devel"])]
+            linkerSettings: [
+                .linkedLibrary("ssl", .when(platforms: [.linux], traits: ["TLS"])),
+                .linkedLibrary("crypto", .when(platforms: [.linux], traits: ["TLS"])),
+            ]
         ),
         .target(
             name: "HoardRedis",

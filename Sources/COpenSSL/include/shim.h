@@ -1,7 +1,10 @@
 // The parts of the system's OpenSSL (1.1.1 or 3.x) that HoardRedis uses for rediss:// on Linux,
-// with the macros Swift cannot call wrapped as functions.
+// with the macros Swift cannot call wrapped as functions. Without OpenSSL's headers (a build
+// without the TLS trait on a machine without libssl-dev, or an Apple platform), it is empty.
 #ifndef HOARD_COPENSSL_SHIM_H
 #define HOARD_COPENSSL_SHIM_H
+
+#if __has_include(<openssl/ssl.h>)
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -24,5 +27,7 @@ static inline long hoard_BIO_pending(BIO *bio) {
 static inline void hoard_BIO_set_mem_eof_return(BIO *bio, int value) {
     BIO_set_mem_eof_return(bio, value);
 }
+
+#endif  // __has_include(<openssl/ssl.h>)
 
 #endif
