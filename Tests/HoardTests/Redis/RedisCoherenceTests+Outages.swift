@@ -93,7 +93,7 @@ extension RedisCoherenceTests {
         #expect(reader.statistics.coherenceFlushes == flushes)
 
         // The restarted server has lost everything; once tracking is back, what was kept goes.
-        server = try RedisTestServer.start(port: port)
+        server = try await eventually { try RedisTestServer.start(port: port) }
         #expect(await waitUntil { reader.statistics.coherenceFlushes == flushes + 1 && reader.isCoherent })
         #expect(reader.entry(forKey: "k") == nil)
         #expect(reader.entry(forKey: "other") == nil)
@@ -172,7 +172,7 @@ extension RedisCoherenceTests {
         server.kill()
         #expect(await waitUntil { reader.statistics.coherenceFlushes == 2 })
         #expect(reader.entry(forKey: "k") == nil)
-        server = try RedisTestServer.start(port: port)
+        server = try await eventually { try RedisTestServer.start(port: port) }
         #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
         // The data connections come back on their own schedule (their backoff); wait for them with
         // reads (a write would send an invalidation that could race the fills below).

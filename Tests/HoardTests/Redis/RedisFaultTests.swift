@@ -157,7 +157,7 @@ struct RedisFaultTests {
         let tens = Int(killed.duration(to: .now).components.seconds / 10)
         #expect(outage.count >= 1 && outage.count <= 1 + tens, "\(outage.map(\.message))")
 
-        let restarted = try RedisTestServer.start(port: server.port)
+        let restarted = try await HoardTests.eventually { try RedisTestServer.start(port: server.port) }
         #expect(await Self.recovers { try await level.ping() })
         // At least one line says so (a connection whose failed attempt is told late, after another
         // one's success, starts and ends an outage of its own).

@@ -233,7 +233,9 @@ struct RedisTLSTests {
 
         server.kill()
         #expect(await waitUntil { !reader.isCoherent })
-        server = try Self.server(certificates, port: port)
+        // The port may still be held for a moment: by the level's own attempts to reconnect (a
+        // connection to a port nobody listens on can be made to itself, from that very port).
+        server = try await eventually { try Self.server(certificates, port: port) }
         #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
         // Each pooled connection comes back on its own schedule (a backoff of at most a second).
         try await eventually { try await writer.save("after", forKey: "k") }
