@@ -95,6 +95,27 @@ final class RedisTestServer: Sendable {
         tls: Bool = false,
         sentinel: Bool = false
     ) throws -> RedisTestServer {
+        guard port == nil else { return try start(configuration, port: port, tls: tls, sentinel: sentinel) }
+        // A free port can be taken between the look and the server's bind (by another test's
+        // server, or a client's ephemeral port): then another port is tried.
+        var attempt = 1
+        while true {
+            do {
+                return try start(configuration, port: nil, tls: tls, sentinel: sentinel)
+            } catch let error as TestServerError
+                where error.description.contains("Address already in use") && attempt < 5
+            {
+                attempt += 1
+            }
+        }
+    }
+
+    private static func start(
+        _ configuration: [String],
+        port: UInt16?,
+        tls: Bool,
+        sentinel: Bool
+    ) throws -> RedisTestServer {
         guard let executable else { throw TestServerError("redis-server is not on the PATH") }
         let folder = TemporaryDirectory()
         let port = try port ?? LocalHTTPServer.closedPort()
