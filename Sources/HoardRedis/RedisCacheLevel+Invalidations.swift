@@ -33,7 +33,10 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     package func subscribeToInvalidations(
         _ handler: @escaping @Sendable (CacheInvalidation) -> Void
     ) throws -> any InvalidationSubscription {
-        try TrackingHub.subscribe(configuration, namespace: namespace, handler: handler)
+        switch nodes {
+        case .server: try TrackingHub.subscribe(configuration, namespace: namespace, handler: handler)
+        case .cluster(let router): try ClusterTracking.subscribe(router, namespace: namespace, handler: handler)
+        }
     }
 }
 

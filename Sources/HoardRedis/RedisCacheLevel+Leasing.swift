@@ -22,11 +22,20 @@ extension RedisCacheLevel: LeasingCacheLevel {
     static let leaseMark: UInt8 = 0xFF
 
     /// The name of the lease of `key` on the server (see the file's comment).
+    ///
+    /// On a cluster, the lease must be in its value's slot, so that one script can touch both: its
+    /// name carries, after `lease:`, the hash tag of that slot in braces (unless the namespace has a
+    /// tag of its own, which puts every key of the level in one slot already).
     func leaseKey(_ key: String) -> [UInt8] {
         var name = Array(namespace.canonicalKey.utf8)
         name.append(UInt8(ascii: ":"))
         name.append(Self.leaseMark)
         name += Array("lease:".utf8)
+        if case .cluster = nodes, !namespaceHasTag {
+            name.append(UInt8(ascii: "{"))
+            name += Array(ClusterSlot.tags[ClusterSlot.of(storedKey(key))].utf8)
+            name.append(UInt8(ascii: "}"))
+        }
         name += Array(key.canonicalKey.utf8)
         return name
     }
@@ -71,7 +80,7 @@ extension RedisCacheLevel: LeasingCacheLevel {
         command.append("NX")
         command.append("PX")
         command.append(Self.milliseconds(duration))
-        switch try await send(command, key: key) {
+        switch try await send(command, key: key, routedBy: storedKey(key)) {
         case .null: return false
         case .simpleString: return true
         case let reply: throw unexpected(reply, "SET NX", key)
@@ -107,7 +116,7 @@ extension RedisCacheLevel: LeasingCacheLevel {
         command.append(token)
         command.append(value)
         command.append(milliseconds)
-        switch try await send(command, key: key) {
+        switch try await send(command, key: key, routedBy: storedKey(key)) {
         case .integer(let stored): return stored == 1
         case let reply: throw unexpected(reply, "EVAL (set if leased)", key)
         }
@@ -125,7 +134,7 @@ extension RedisCacheLevel: LeasingCacheLevel {
         command.append("1")
         command.append(leaseKey(key))
         command.append(token)
-        _ = try await send(command, key: key)
+        _ = try await send(command, key: key, routedBy: storedKey(key))
     }
 
     /// Stores `value` until `expiresAt` (`nil`: the default TTL) and ends any lease of `key`,
@@ -146,7 +155,7 @@ extension RedisCacheLevel: LeasingCacheLevel {
         command.append(leaseKey(key))
         command.append(value)
         command.append(milliseconds)
-        _ = try await send(command, key: key)
+        _ = try await send(command, key: key, routedBy: storedKey(key))
     }
 
     /// Removes the value of `key` and its lease in one `UNLINK`.
@@ -156,7 +165,7 @@ extension RedisCacheLevel: LeasingCacheLevel {
         var command = RESPCommand("UNLINK", arguments: 2, isIdempotent: true)
         command.append(storedKey(key))
         command.append(leaseKey(key))
-        _ = try await send(command, key: key)
+        _ = try await send(command, key: key, routedBy: storedKey(key))
     }
 
     /// The `PX` of a value stored until `expiresAt`: 0 for none (no default TTL), `nil` when it has

@@ -34,7 +34,12 @@ import Hoard
 /// lease, beside its value, under `<namespace>:` followed by the byte 0xFF and `lease:` (a name no
 /// value key can have), and writes with small Lua scripts (`EVAL`), which the server must allow.
 ///
-/// Releasing the level closes its connections. Out of scope: TLS, Redis Cluster and Sentinel.
+/// With ``init(cluster:namespace:)``, the level spreads its keys over the primaries of a Redis
+/// Cluster by hash slot and follows the cluster's redirections and failovers (see
+/// ``Configuration/Cluster``); with ``init(sentinels:primaryName:namespace:)``, it follows the
+/// primary that Sentinels watch.
+///
+/// Releasing the level closes its connections.
 public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// Keys are strings.
     public typealias Key = String
@@ -45,8 +50,17 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     public let configuration: Configuration
     /// The prefix of every key, before a colon.
     public let namespace: String
-    private let pool: RedisPool
+    /// Where the commands go.
+    let nodes: Nodes
     private let prefix: [UInt8]
+    /// On a cluster, whether the namespace holds a hash tag, which puts all its keys in one slot.
+    let namespaceHasTag: Bool
+
+    /// One server's pool of connections, or a cluster's router.
+    enum Nodes: Sendable {
+        case server(RedisPool)
+        case cluster(ClusterRouter)
+    }
 
     /// Connects to the server at `url` (in the background: the first calls wait for the connection,
     /// within their timeout).
@@ -86,7 +100,28 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         self.configuration = configuration
         self.namespace = namespace
         prefix = Self.prefix(namespace)
-        pool = try RedisPool(configuration)
+        let namespaceBytes = Array(namespace.canonicalKey.utf8)
+        if let open = namespaceBytes.firstIndex(of: UInt8(ascii: "{")) {
+            // A key's tag runs from its first `{` to the next `}`: one that starts in the namespace
+            // and ends in the key would put a value and its lease in different slots.
+            guard let close = namespaceBytes[open...].firstIndex(of: UInt8(ascii: "}")), close > open + 1 else {
+                guard configuration.cluster == nil else {
+                    throw CacheError.invalidConfiguration(
+                        "Redis: on a cluster, a namespace with a { must close a hash tag in it ({users}, not "
+                            + "{ alone or {}); \"\(namespace)\" does not."
+                    )
+                }
+                namespaceHasTag = false
+                nodes = .server(try RedisPool(configuration))
+                return
+            }
+            namespaceHasTag = true
+        } else {
+            namespaceHasTag = false
+        }
+        nodes =
+            configuration.cluster == nil
+            ? .server(try RedisPool(configuration)) : .cluster(ClusterRouter(configuration))
     }
 
     /// The bytes that begin every key of `namespace` on the server: its canonical form and a colon.
@@ -106,8 +141,9 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///   `network` when the server cannot be reached or answer in time.
     public func get(_ key: String) async throws -> Data {
         var command = RESPCommand("GET", arguments: 1, isIdempotent: true)
-        command.append(storedKey(key))
-        switch try await pool.send(command, key: key) {
+        let name = storedKey(key)
+        command.append(name)
+        switch try await send(command, key: key, routedBy: name) {
         case .null: throw CacheError.notFound(key: key)
         case let reply:
             guard let bytes = reply.bytes else { throw unexpected(reply, "GET", key) }
@@ -154,13 +190,14 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     private func set(_ value: Data, forKey key: String, milliseconds: Int64?) async throws {
         var command = RESPCommand("SET", arguments: milliseconds == nil ? 2 : 4, isIdempotent: true)
-        command.append(storedKey(key))
+        let name = storedKey(key)
+        command.append(name)
         command.append(value)
         if let milliseconds {
             command.append("PX")
             command.append(milliseconds)
         }
-        _ = try await pool.send(command, key: key)
+        _ = try await send(command, key: key, routedBy: name)
     }
 
     /// Removes the value of `key` (`UNLINK`); removing a missing key does nothing.
@@ -168,8 +205,9 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Throws: `CacheError` with code `network` when the server cannot be reached in time.
     public func removeValue(forKey key: String) async throws {
         var command = RESPCommand("UNLINK", arguments: 1, isIdempotent: true)
-        command.append(storedKey(key))
-        _ = try await pool.send(command, key: key)
+        let name = storedKey(key)
+        command.append(name)
+        _ = try await send(command, key: key, routedBy: name)
     }
 
     /// Removes every key of the namespace and only those (`SCAN … MATCH`, `UNLINK`; never `FLUSHDB`).
@@ -200,6 +238,23 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
             pattern.append(byte)
         }
         pattern += Array(":*".utf8)
+        switch nodes {
+        case .server(let pool):
+            try await removeMatches(of: pattern) { try await pool.send($0, key: nil) }
+        case .cluster(let router):
+            // Every primary holds some of the namespace's keys (all of them, with a hash tag).
+            for primary in try await router.primaries() {
+                try await removeMatches(of: pattern) { try await router.send($0, key: nil, to: primary) }
+            }
+        }
+    }
+
+    /// Removes the keys that match `pattern` on the node that `scan` sends to: a `SCAN` per page,
+    /// then an `UNLINK` of its matches (one per slot on a cluster).
+    private func removeMatches(
+        of pattern: [UInt8],
+        scan send: (RESPCommand) async throws -> RESPValue
+    ) async throws {
         var cursor = Data("0".utf8)
         repeat {
             var scan = RESPCommand("SCAN", arguments: 5, isIdempotent: true)
@@ -208,15 +263,24 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
             scan.append(pattern)
             scan.append("COUNT")
             scan.append(1000)
-            let reply = try await pool.send(scan, key: nil)
+            let reply = try await send(scan)
             guard case .array(let parts) = reply, parts.count == 2, let next = parts[0].bytes,
                 case .array(let keys) = parts[1]
             else { throw unexpected(reply, "SCAN", nil) }
             let names = keys.compactMap(\.bytes)
-            if !names.isEmpty {
-                var unlink = RESPCommand("UNLINK", arguments: names.count, isIdempotent: true)
-                for name in names { unlink.append(name) }
-                _ = try await pool.send(unlink, key: nil)
+            switch nodes {
+            case .server(let pool):
+                if !names.isEmpty {
+                    var unlink = RESPCommand("UNLINK", arguments: names.count, isIdempotent: true)
+                    for name in names { unlink.append(name) }
+                    _ = try await pool.send(unlink, key: nil)
+                }
+            case .cluster(let router):
+                for (slot, names) in Dictionary(grouping: names, by: { ClusterSlot.of($0) }) {
+                    var unlink = RESPCommand("UNLINK", arguments: names.count, isIdempotent: true)
+                    for name in names { unlink.append(name) }
+                    _ = try await router.send(unlink, key: nil, slot: slot)
+                }
             }
             cursor = next
         } while cursor != Data("0".utf8)
@@ -237,11 +301,58 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// Returns the value of each key, `nil` for a miss, in one `MGET`.
     ///
     /// - Throws: `CacheError` with code `network`; `CancellationError`.
+    ///
+    /// On a cluster: one `MGET` per slot, all at once; the keys of a node that fails are misses,
+    /// unless every node fails, which throws.
     public func values(forKeys keys: [String]) async throws -> [Data?] {
         guard !keys.isEmpty else { return [] }
-        var command = RESPCommand("MGET", arguments: keys.count, isIdempotent: true)
-        for key in keys { command.append(storedKey(key)) }
-        let reply = try await pool.send(command, key: keys.count == 1 ? keys[0] : nil)
+        guard case .cluster(let router) = nodes else {
+            return try await values(forKeys: keys, names: keys.map(storedKey)) { command, key in
+                try await self.send(command, key: key)
+            }
+        }
+        let names = keys.map(storedKey)
+        let groups = Dictionary(grouping: keys.indices, by: { ClusterSlot.of(names[$0]) })
+        var values = [Data?](repeating: nil, count: keys.count)
+        var firstFailure: (any Error)?
+        var failures = 0
+        try await withThrowingTaskGroup(of: ([Int], Result<[Data?], any Error>).self) { group in
+            for (slot, indices) in groups {
+                group.addTask {
+                    do {
+                        let found = try await self.values(
+                            forKeys: indices.map { keys[$0] },
+                            names: indices.map { names[$0] }
+                        ) { command, key in try await router.send(command, key: key, slot: slot) }
+                        return (indices, .success(found))
+                    } catch {
+                        return (indices, .failure(error))
+                    }
+                }
+            }
+            for try await (indices, result) in group {
+                switch result {
+                case .success(let found): for (index, value) in zip(indices, found) { values[index] = value }
+                case .failure(let error as CancellationError): throw error
+                case .failure(let error):
+                    failures += 1
+                    if firstFailure == nil { firstFailure = error }
+                }
+            }
+        }
+        if let firstFailure, failures == groups.count { throw firstFailure }
+        return values
+    }
+
+    /// One `MGET` of `names` (the server names of `keys`), sent by `send`.
+    private func values(
+        forKeys keys: [String],
+        names: [[UInt8]],
+        send: (RESPCommand, String?) async throws -> RESPValue
+    ) async throws -> [Data?] {
+        var command = RESPCommand("MGET", arguments: names.count, isIdempotent: true)
+        for name in names { command.append(name) }
+        let reply = try await send(command, keys.count == 1 ? keys[0] : nil)
         guard case .array(let values) = reply, values.count == keys.count else {
             throw unexpected(reply, "MGET", nil)
         }
@@ -274,8 +385,9 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Throws: `CacheError.notFound` when there is no such key; `CacheError` with code `network`.
     public func timeToLive(forKey key: String) async throws -> Duration? {
         var command = RESPCommand("PTTL", arguments: 1, isIdempotent: true)
-        command.append(storedKey(key))
-        let reply = try await pool.send(command, key: key)
+        let name = storedKey(key)
+        command.append(name)
+        let reply = try await send(command, key: key, routedBy: name)
         guard case .integer(let milliseconds) = reply else { throw unexpected(reply, "PTTL", key) }
         switch milliseconds {
         case -2: throw CacheError.notFound(key: key)
@@ -288,16 +400,32 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError` with code `network` when it does not, within the command timeout.
     public func ping() async throws {
-        _ = try await pool.send(RESPCommand("PING", [], isIdempotent: true), key: nil)
+        let ping = RESPCommand("PING", [], isIdempotent: true)
+        switch nodes {
+        case .server(let pool): _ = try await pool.send(ping, key: nil)
+        case .cluster(let router):
+            for primary in try await router.primaries() { _ = try await router.send(ping, key: nil, to: primary) }
+        }
     }
 
     /// Whether the level skips a stalled server (see ``Configuration/timeoutsBeforeSkipping``): calls
     /// fail at once until it answers a probe.
-    public var isSkippingServer: Bool { pool.breaker.isOpen }
+    ///
+    /// On a cluster: whether it skips every primary.
+    public var isSkippingServer: Bool {
+        switch nodes {
+        case .server(let pool): pool.breaker.isOpen
+        case .cluster(let router): router.isSkippingEveryNode
+        }
+    }
 
-    /// Sends any command (for the tests and the benchmark).
-    func send(_ command: RESPCommand, key: String? = nil) async throws -> RESPValue {
-        try await pool.send(command, key: key)
+    /// Sends any command (for the tests and the benchmark); on a cluster, to the primary of the slot
+    /// of `routedBy`, a server key, or to any primary without one.
+    func send(_ command: RESPCommand, key: String? = nil, routedBy name: [UInt8]? = nil) async throws -> RESPValue {
+        switch nodes {
+        case .server(let pool): try await pool.send(command, key: key)
+        case .cluster(let router): try await router.send(command, key: key, slot: name.map { ClusterSlot.of($0) })
+        }
     }
 
     /// Sends any command and tells `completion` on the I/O thread (for the tests that time the
@@ -306,7 +434,10 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         _ command: RESPCommand,
         completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
     ) {
-        pool.send(command, key: nil, completion: completion)
+        switch nodes {
+        case .server(let pool): pool.send(command, key: nil, completion: completion)
+        case .cluster(let router): router.sendToAnyNode(command, completion: completion)
+        }
     }
 
     func unexpected(_ reply: RESPValue, _ command: String, _ key: String?) -> any Error {

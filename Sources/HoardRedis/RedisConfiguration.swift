@@ -24,6 +24,9 @@ extension RedisCacheLevel {
         /// The Sentinels that say which server is the primary, or `nil` (the default) for the fixed
         /// ``host`` and ``port``; with them, ``host`` and ``port`` are unused.
         public var sentinel: Sentinel?
+        /// The Redis Cluster the level spreads its keys over, or `nil` (the default) for one server;
+        /// with it, ``host`` and ``port`` are unused.
+        public var cluster: Cluster?
         /// TLS for the connection (`rediss://`), or `nil` (the default) for plain TCP.
         ///
         /// On Linux it needs the package trait `TLS`, which links the system's OpenSSL; Apple
@@ -96,6 +99,7 @@ extension RedisCacheLevel {
             self.port = port
             socketPath = nil
             sentinel = nil
+            cluster = nil
             tls = nil
             credentials = nil
             self.username = username
@@ -226,6 +230,9 @@ extension RedisCacheLevel {
         /// `host:port`, the socket's path, or the Sentinels' primary, for messages.
         var server: String {
             if let socketPath { return socketPath }
+            if let cluster {
+                return "the Redis Cluster of " + cluster.seeds.map(\.description).joined(separator: ", ")
+            }
             if let sentinel {
                 return "the primary \(sentinel.primaryName) of the Sentinels at "
                     + sentinel.sentinels.map(\.description).joined(separator: ", ")
@@ -252,6 +259,19 @@ extension RedisCacheLevel {
                 for endpoint in sentinel.sentinels where !(1...65_535).contains(endpoint.port) || endpoint.host.isEmpty
                 {
                     throw invalid("the Sentinel \(endpoint) has no host or a port out of 1...65535.")
+                }
+            }
+            if let cluster {
+                guard !cluster.seeds.isEmpty, sentinel == nil, socketPath == nil, database == 0 else {
+                    throw invalid(
+                        "a cluster configuration needs nodes, database 0, and neither Sentinels nor a socket path."
+                    )
+                }
+                for endpoint in cluster.seeds where !(1...65_535).contains(endpoint.port) || endpoint.host.isEmpty {
+                    throw invalid("the cluster node \(endpoint) has no host or a port out of 1...65535.")
+                }
+                guard cluster.topologyRefreshInterval > .zero, cluster.maximumRedirections >= 1 else {
+                    throw invalid("a cluster needs a positive refresh interval and at least one redirection.")
                 }
             }
             if let tls {

@@ -41,10 +41,13 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
 
     let kind: Kind
     let description: String
+    /// The server's error reply, as it came, for a failure of kind ``Kind/server``.
+    let reply: String?
 
-    init(_ kind: Kind, _ description: String) {
+    init(_ kind: Kind, _ description: String, reply: String? = nil) {
         self.kind = kind
         self.description = description
+        self.reply = reply
     }
 
     /// A failed system call: its name and the system's reason.
@@ -52,14 +55,16 @@ struct RedisFailure: Error, Sendable, CustomStringConvertible {
         RedisFailure(kind, "\(call) failed: \(String(cString: strerror(number))) (errno \(number))")
     }
 
-    /// An error reply to a command, as a failure; a cluster node's redirection says what it means.
+    /// An error reply to a command, as a failure; a cluster node's redirection says what it means
+    /// to a level made for one server (a cluster level follows it before any caller sees it).
     static func answered(_ message: String) -> RedisFailure {
         let isRedirection = message.hasPrefix("MOVED ") || message.hasPrefix("ASK ") || message.hasPrefix("CLUSTERDOWN")
-        guard isRedirection else { return RedisFailure(.server, "the server answered \(message)") }
+        guard isRedirection else { return RedisFailure(.server, "the server answered \(message)", reply: message) }
         return RedisFailure(
             .server,
-            "the server answered \(message): it is a node of a Redis Cluster, which RedisCacheLevel does not support "
-                + "yet (it speaks to one server, or to the primary Sentinels watch)"
+            "the server answered \(message): it is a node of a Redis Cluster; make the level with "
+                + "RedisCacheLevel(cluster:namespace:) to use the cluster",
+            reply: message
         )
     }
 

@@ -3,7 +3,7 @@ import Hoard
 
 extension RedisCacheLevel.Configuration {
     /// A server's address: a host name or numeric address, and a TCP port.
-    public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+    public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
         /// The host name or numeric address (IPv6 without brackets).
         public var host: String
         /// The TCP port.

@@ -72,18 +72,26 @@ final class RedisConnection: Sendable {
     ///   - asRetry: Whether a connection that waits to reconnect after it was found closed takes the
     ///     request as its one retry (``RedisRequest/takeRetry()``), to write once it is connected
     ///     again, instead of refusing it.
+    ///   - leading: A request written just before `request`, with nothing between them (`ASKING`
+    ///     before a command a cluster node redirected); never taken as a retry.
     /// - Returns: `nil` when the request was accepted, else why it was refused.
-    func submit(_ request: RedisRequest, asRetry: Bool = false) -> RedisFailure? {
+    func submit(_ request: RedisRequest, asRetry: Bool = false, after leading: RedisRequest? = nil) -> RedisFailure? {
         let (refusal, wakes) = shared.withLock { shared -> (RedisFailure?, Bool) in
             switch shared.status {
             case .down(let failure):
                 // The thread writes what is queued once it is connected again; no wake-up needed.
-                guard asRetry, failure.kind == .connectionLost, request.takeRetry() else { return (failure, false) }
+                guard asRetry, leading == nil, failure.kind == .connectionLost, request.takeRetry() else {
+                    return (failure, false)
+                }
                 shared.queue.append(request)
                 shared.outgoing.append(contentsOf: request.bytes)
                 return (nil, false)
             case .stopped: return (RedisFailure(.closed, "the level was released"), false)
             case .connecting, .ready:
+                if let leading {
+                    shared.queue.append(leading)
+                    shared.outgoing.append(contentsOf: leading.bytes)
+                }
                 shared.queue.append(request)
                 shared.outgoing.append(contentsOf: request.bytes)
                 guard !shared.isWakePending, case .ready = shared.status else { return (nil, false) }

@@ -46,8 +46,30 @@ final class RedisPool: Sendable {
     /// - Throws: `CacheError` with code `network` naming the server and the cause, within the
     ///   command timeout; `CancellationError` when the task is cancelled.
     func send(_ command: RESPCommand, key: String?) async throws -> RESPValue {
+        try await send(command, key: key, deadline: .now + configuration.commandTimeout)
+    }
+
+    /// Sends `command` and returns its reply (an error reply throws), waiting until `deadline` at
+    /// most.
+    ///
+    /// - Parameters:
+    ///   - command: The command.
+    ///   - key: The caller's key, for the error message.
+    ///   - deadline: When the caller stops waiting.
+    ///   - asking: Whether `ASKING` goes just before the command, on the same connection (a cluster
+    ///     node's `ASK` redirection).
+    /// - Returns: The reply.
+    /// - Throws: `CacheError` with code `network` naming the server and the cause; `serverRefused`
+    ///   for an error reply; `CancellationError` when the task is cancelled.
+    func send(
+        _ command: RESPCommand,
+        key: String?,
+        deadline: ContinuousClock.Instant,
+        asking: Bool = false
+    ) async throws -> RESPValue {
         try Task.checkCancellation()
-        let request = RedisRequest(command, key: key, deadline: .now + configuration.commandTimeout)
+        let request = RedisRequest(command, key: key, deadline: deadline)
+        let leading = asking ? RedisRequest(RESPCommand("ASKING", []), key: nil, deadline: deadline) : nil
         let server = configuration.server
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -57,7 +79,7 @@ final class RedisPool: Sendable {
                         with: result.mapError { $0.error(server: server, command: command.name, key: key) }
                     )
                 }
-                dispatch(request)
+                dispatch(request, after: leading)
             }
         } onCancel: {
             request.finish(.failure(RedisFailure(.cancelled, "cancelled")))
@@ -133,7 +155,10 @@ final class RedisPool: Sendable {
     /// Gives `request` to the next connection that accepts it; when every one refuses it, an
     /// idempotent request goes, as its one retry, to a connection that was found closed and waits to
     /// connect again.
-    private func dispatch(_ request: RedisRequest, pastTheBreaker: Bool = false) {
+    ///
+    /// A `leading` request (`ASKING`) goes just before `request` on the same connection, and is
+    /// never retried.
+    private func dispatch(_ request: RedisRequest, after leading: RedisRequest? = nil, pastTheBreaker: Bool = false) {
         if !pastTheBreaker, let refusal = breaker.refusal() {
             request.finish(.failure(refusal))
             return
@@ -144,10 +169,12 @@ final class RedisPool: Sendable {
         }
         let count = connections.count
         var first: RedisFailure?
-        for asRetry in request.isIdempotent ? [false, true] : [false] {
+        for asRetry in request.isIdempotent && leading == nil ? [false, true] : [false] {
             for step in 0..<count {
                 let index = Int((UInt(bitPattern: start) &+ UInt(step)) % UInt(count))
-                guard let refusal = connections[index].submit(request, asRetry: asRetry) else { return }
+                guard let refusal = connections[index].submit(request, asRetry: asRetry, after: leading) else {
+                    return
+                }
                 if first == nil { first = refusal }
             }
         }

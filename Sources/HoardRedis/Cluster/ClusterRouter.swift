@@ -1,0 +1,324 @@
+import Foundation
+import Hoard
+
+/// The connections of a level on a Redis Cluster: a pool per node, the map of which primary owns
+/// each slot, and the following of `MOVED` and `ASK` redirections.
+///
+/// The map is asked of the cluster (``ClusterTopology``) in the background: at the first call, after
+/// a redirection or a failure, and when it is older than the refresh interval. One refresh runs at a
+/// time; a request for another while it runs makes one more run after it. Callers that need a map
+/// before there is one wait for the first refresh, within their command timeout. Pools are made for
+/// nodes as they appear and kept while the router lives (a cluster has few nodes; a node that comes
+/// back finds its pool).
+final class ClusterRouter: Sendable {
+    typealias Endpoint = RedisCacheLevel.Configuration.Endpoint
+
+    private struct State: Sendable {
+        var topology: ClusterTopology?
+        var pools: [Endpoint: RedisPool] = [:]
+        var isRefreshing = false
+        var refreshesAgain = false
+        var lastRefresh: ContinuousClock.Instant?
+        var lastFailure: String?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Told each new map, on the thread that learned it.
+        var observers: [UInt64: @Sendable (ClusterTopology) -> Void] = [:]
+        var nextObserver: UInt64 = 0
+    }
+
+    let configuration: RedisCacheLevel.Configuration
+    private let cluster: RedisCacheLevel.Configuration.Cluster
+    private let state = Locked(State())
+
+    init(_ configuration: RedisCacheLevel.Configuration) {
+        precondition(configuration.cluster != nil, "a cluster router needs a cluster configuration")
+        self.configuration = configuration
+        cluster = configuration.cluster ?? .init(seeds: [])
+        requestRefresh()
+    }
+
+    /// The configuration of a node's pool and tracking connection: the level's, at `endpoint`.
+    func configuration(for endpoint: Endpoint) -> RedisCacheLevel.Configuration {
+        var node = configuration
+        node.cluster = nil
+        node.host = endpoint.host
+        node.port = endpoint.port
+        return node
+    }
+
+    /// The pool of the node at `endpoint`, made when it is the first use of the node.
+    ///
+    /// - Throws: `CacheError` with code `io` when no connection can be opened.
+    func pool(for endpoint: Endpoint) throws -> RedisPool {
+        try state.withLock { state in
+            if let pool = state.pools[endpoint] { return pool }
+            let pool = try RedisPool(configuration(for: endpoint))
+            state.pools[endpoint] = pool
+            return pool
+        }
+    }
+
+    /// The map, once the cluster gave one.
+    var topology: ClusterTopology? { state.withLock { $0.topology } }
+
+    /// Whether every primary the map names is skipped for not answering (or the map is unknown and
+    /// every seed is).
+    var isSkippingEveryNode: Bool {
+        let pools = state.withLock { state in
+            (state.topology?.shards.map(\.primary) ?? cluster.seeds).compactMap { state.pools[$0] }
+        }
+        return !pools.isEmpty && pools.allSatisfy(\.breaker.isOpen)
+    }
+
+    // MARK: - Sending
+
+    /// Sends `command` to the primary that owns `slot` (any primary when `nil`), following the
+    /// cluster's redirections, and returns the reply.
+    ///
+    /// - Parameters:
+    ///   - command: The command; every key it names must be in `slot`.
+    ///   - key: The caller's key, for messages.
+    ///   - slot: The slot of the command's keys.
+    /// - Returns: The reply.
+    /// - Throws: `CacheError` with code `network` when the node cannot answer in time or the map
+    ///   cannot be had; `serverRefused` for an error reply, redirections past the limit included.
+    func send(_ command: RESPCommand, key: String?, slot: Int?) async throws -> RESPValue {
+        let deadline = ContinuousClock.now + configuration.commandTimeout
+        var endpoint = try await owner(of: slot, key: key, command: command.name)
+        var asking = false
+        var redirections = 0
+        while true {
+            let pool = try pool(for: endpoint)
+            do {
+                return try await pool.send(command, key: key, deadline: deadline, asking: asking)
+            } catch let error as CacheError {
+                guard let failure = error.underlyingError as? RedisFailure else { throw error }
+                guard failure.kind == .server, let reply = failure.reply else {
+                    // The node may be down or gone: the cluster may say who serves its slots now.
+                    if failure.kind != .cancelled { requestRefresh() }
+                    throw error
+                }
+                guard redirections < cluster.maximumRedirections else { throw error }
+                redirections += 1
+                if let redirection = ClusterRedirection(reply, from: endpoint) {
+                    if redirection.kind == .moved { learn(redirection) }
+                    endpoint = redirection.endpoint
+                    asking = redirection.kind == .ask
+                } else if reply.hasPrefix("TRYAGAIN") || reply.hasPrefix("CLUSTERDOWN") {
+                    // A slot half migrated for a command of several keys, or a cluster electing a
+                    // new primary: a short pause, then the map as it stands.
+                    requestRefresh()
+                    let pause = Duration.milliseconds(5 << redirections)
+                    guard ContinuousClock.now + pause < deadline else { throw error }
+                    try await Task.sleep(for: pause)
+                    endpoint = try await owner(of: slot, key: key, command: command.name)
+                    asking = false
+                } else {
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Sends `command` to one node and tells `completion` the outcome, on the node's I/O thread:
+    /// the first primary of the map, or the first seed before there is one (a `PING` that checks the
+    /// login).
+    func sendToAnyNode(_ command: RESPCommand, completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void) {
+        let endpoint = state.withLock { $0.topology?.shards.first?.primary } ?? cluster.seeds[0]
+        do {
+            try pool(for: endpoint).send(command, key: nil, completion: completion)
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    /// The primaries of the map, waiting for one if there is none yet.
+    ///
+    /// - Throws: `CacheError` with code `network` when no node gave a map.
+    func primaries() async throws -> [Endpoint] {
+        try await currentTopology(key: nil, command: "CLUSTER SHARDS").shards.map(\.primary)
+    }
+
+    /// The primary that owns `slot` (the first primary for `nil`), waiting for a map if there is none
+    /// yet, and asking for a new one when it is old.
+    private func owner(of slot: Int?, key: String?, command: String) async throws -> Endpoint {
+        let topology = try await currentTopology(key: key, command: command)
+        if let slot {
+            guard let shard = topology.shard(forSlot: slot) else {
+                requestRefresh()
+                throw RedisFailure(.connect, "no primary of the cluster serves the slot \(slot)")
+                    .error(server: configuration.server, command: command, key: key)
+            }
+            return shard.primary
+        }
+        guard let first = topology.shards.first else {
+            throw RedisFailure(.connect, "the cluster has no primary").error(
+                server: configuration.server,
+                command: command,
+                key: key
+            )
+        }
+        return first.primary
+    }
+
+    private func currentTopology(key: String?, command: String) async throws -> ClusterTopology {
+        let (known, isOld) = state.withLock { state in
+            (state.topology, state.lastRefresh.map { $0 + cluster.topologyRefreshInterval < .now } ?? false)
+        }
+        if let known {
+            if isOld { requestRefresh() }
+            return known
+        }
+        await withCheckedContinuation { continuation in
+            let waits = state.withLock { state in
+                guard state.topology == nil else { return false }
+                state.waiters.append(continuation)
+                return true
+            }
+            if waits { requestRefresh() } else { continuation.resume() }
+        }
+        guard let topology = state.withLock({ $0.topology }) else {
+            let reason = state.withLock { $0.lastFailure } ?? "no node answered"
+            throw RedisFailure(.connect, "the cluster's slot map could not be had: \(reason)")
+                .error(server: configuration.server, command: command, key: key)
+        }
+        return topology
+    }
+
+    /// Points `redirection`'s slot at the node it names, until the next map says more.
+    private func learn(_ redirection: ClusterRedirection) {
+        state.withLock { state in state.topology?.assign(redirection.slot...redirection.slot, to: redirection.endpoint)
+        }
+        requestRefresh()
+    }
+
+    // MARK: - The map
+
+    /// Calls `observer` with each new map (on the thread that learned it) until the returned
+    /// cancellation is called; once at once with the current one, if any.
+    func observeTopology(_ observer: @escaping @Sendable (ClusterTopology) -> Void) -> @Sendable () -> Void {
+        let (id, current) = state.withLock { state in
+            defer { state.nextObserver += 1 }
+            state.observers[state.nextObserver] = observer
+            return (state.nextObserver, state.topology)
+        }
+        if let current { observer(current) }
+        return { [weak self] in self?.state.withLock { _ = $0.observers.removeValue(forKey: id) } }
+    }
+
+    /// Asks the cluster for its map, now or right after the refresh that runs.
+    func requestRefresh() {
+        let starts = state.withLock { state in
+            if state.isRefreshing {
+                state.refreshesAgain = true
+                return false
+            }
+            state.isRefreshing = true
+            return true
+        }
+        if starts { refresh() }
+    }
+
+    /// Asks the nodes for the map, one after another.
+    ///
+    /// The primaries it knows come first, then the seeds, then the replicas. The first map that covers every slot wins; when none does, the one that covers
+    /// most.
+    private func refresh() {
+        var candidates: [Endpoint] = []
+        let known = state.withLock { $0.topology }
+        for endpoint in (known?.shards.map(\.primary) ?? []) + cluster.seeds
+            + (known?.shards.flatMap(\.replicas) ?? []) where !candidates.contains(endpoint)
+        {
+            candidates.append(endpoint)
+        }
+        ask(candidates, from: 0, best: nil, failures: [])
+    }
+
+    private func ask(_ candidates: [Endpoint], from index: Int, best: ClusterTopology?, failures: [String]) {
+        guard index < candidates.count else {
+            finishRefresh(best, failure: failures.joined(separator: "; "))
+            return
+        }
+        let endpoint = candidates[index]
+        let next: @Sendable (ClusterTopology?, String?) -> Void = { [weak self] topology, failure in
+            guard let self else { return }
+            var best = best
+            if let topology, topology.ownedSlots > (best?.ownedSlots ?? 0) { best = topology }
+            if let best, best.ownedSlots == ClusterSlot.count {
+                finishRefresh(best, failure: nil)
+            } else {
+                ask(candidates, from: index + 1, best: best, failures: failures + (failure.map { [$0] } ?? []))
+            }
+        }
+        let pool: RedisPool
+        do {
+            pool = try self.pool(for: endpoint)
+        } catch {
+            next(nil, "\(endpoint): \(error)")
+            return
+        }
+        let tls = configuration.tls != nil
+        pool.send(RESPCommand("CLUSTER", ["SHARDS"], isIdempotent: true), key: nil) { result in
+            switch result {
+            case .success(let reply):
+                let topology = ClusterTopology.fromShards(reply, askedNode: endpoint, tls: tls)
+                next(topology, topology == nil ? "\(endpoint): an unexpected CLUSTER SHARDS reply \(reply)" : nil)
+            case .failure(let error):
+                let reply = ((error as? CacheError)?.underlyingError as? RedisFailure)?.reply ?? ""
+                guard reply.lowercased().contains("unknown subcommand") else {
+                    next(nil, "\(endpoint): \((error as? CacheError)?.message ?? "\(error)")")
+                    return
+                }
+                // Before Redis 7.
+                pool.send(RESPCommand("CLUSTER", ["SLOTS"], isIdempotent: true), key: nil) { result in
+                    switch result {
+                    case .success(let reply):
+                        let topology = ClusterTopology.fromSlots(reply, askedNode: endpoint)
+                        next(topology, topology == nil ? "\(endpoint): an unexpected CLUSTER SLOTS reply" : nil)
+                    case .failure(let error):
+                        next(nil, "\(endpoint): \((error as? CacheError)?.message ?? "\(error)")")
+                    }
+                }
+            }
+        }
+    }
+
+    private func finishRefresh(_ topology: ClusterTopology?, failure: String?) {
+        let (waiters, again, observers) = state.withLock { state in
+            if let topology { state.topology = topology }
+            state.lastFailure = topology == nil ? failure : nil
+            state.lastRefresh = .now
+            state.isRefreshing = false
+            defer {
+                state.waiters = []
+                state.refreshesAgain = false
+            }
+            return (state.waiters, state.refreshesAgain, topology == nil ? [] : Array(state.observers.values))
+        }
+        if let topology { for observer in observers { observer(topology) } }
+        for waiter in waiters { waiter.resume() }
+        if again {
+            // A pause, so that a burst of redirections makes a few refreshes, not one per command.
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { [weak self] in self?.requestRefresh() }
+        }
+    }
+}
+
+extension ClusterRouter {
+    /// Sends `command` to the node at `endpoint`, without following redirections (a `SCAN` of one
+    /// primary's keys).
+    ///
+    /// - Throws: As ``send(_:key:slot:)``.
+    func send(_ command: RESPCommand, key: String?, to endpoint: Endpoint) async throws -> RESPValue {
+        let deadline = ContinuousClock.now + configuration.commandTimeout
+        do {
+            return try await pool(for: endpoint).send(command, key: key, deadline: deadline)
+        } catch let error as CacheError {
+            if let failure = error.underlyingError as? RedisFailure, failure.kind != .server, failure.kind != .cancelled
+            {
+                requestRefresh()
+            }
+            throw error
+        }
+    }
+}
