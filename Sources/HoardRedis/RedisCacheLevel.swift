@@ -143,7 +143,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         var command = RESPCommand("GET", arguments: 1, isIdempotent: true)
         let name = storedKey(key)
         command.append(name)
-        switch try await send(command, key: key, routedBy: name) {
+        switch try await send(command, key: key, routedBy: name, isRead: true) {
         case .null: throw CacheError.notFound(key: key)
         case let reply:
             guard let bytes = reply.bytes else { throw unexpected(reply, "GET", key) }
@@ -323,7 +323,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
                         let found = try await self.values(
                             forKeys: indices.map { keys[$0] },
                             names: indices.map { names[$0] }
-                        ) { command, key in try await router.send(command, key: key, slot: slot) }
+                        ) { command, key in try await router.send(command, key: key, slot: slot, isRead: true) }
                         return (indices, .success(found))
                     } catch {
                         return (indices, .failure(error))
@@ -387,7 +387,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         var command = RESPCommand("PTTL", arguments: 1, isIdempotent: true)
         let name = storedKey(key)
         command.append(name)
-        let reply = try await send(command, key: key, routedBy: name)
+        let reply = try await send(command, key: key, routedBy: name, isRead: true)
         guard case .integer(let milliseconds) = reply else { throw unexpected(reply, "PTTL", key) }
         switch milliseconds {
         case -2: throw CacheError.notFound(key: key)
@@ -421,10 +421,18 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Sends any command (for the tests and the benchmark); on a cluster, to the primary of the slot
     /// of `routedBy`, a server key, or to any primary without one.
-    func send(_ command: RESPCommand, key: String? = nil, routedBy name: [UInt8]? = nil) async throws -> RESPValue {
+    ///
+    /// A read (`isRead`) may go to a replica (``Configuration/Cluster/readsFromReplicas``).
+    func send(
+        _ command: RESPCommand,
+        key: String? = nil,
+        routedBy name: [UInt8]? = nil,
+        isRead: Bool = false
+    ) async throws -> RESPValue {
         switch nodes {
         case .server(let pool): try await pool.send(command, key: key)
-        case .cluster(let router): try await router.send(command, key: key, slot: name.map { ClusterSlot.of($0) })
+        case .cluster(let router):
+            try await router.send(command, key: key, slot: name.map { ClusterSlot.of($0) }, isRead: isRead)
         }
     }
 

@@ -25,12 +25,27 @@ extension RedisCacheLevel.Configuration {
         public var topologyRefreshInterval: Duration
         /// How many redirections one command follows before it fails (5 by default).
         public var maximumRedirections: Int
+        /// Whether reads (`GET`, `MGET`, `PTTL`) go to the replicas of their slot's primary, in
+        /// turn, after `READONLY` (`false` by default: every command goes to the primary).
+        ///
+        /// A replica lags its primary: a read may return a value older than one the level stored a
+        /// moment before. Reads go to the primaries anyway once the level is subscribed to for
+        /// `CacheCoherence.invalidations`, whose announcements come from the primaries: a copy read
+        /// from a replica after the announcement of a change it has not applied yet would stay
+        /// stale.
+        public var readsFromReplicas: Bool
 
         /// Cluster settings from their parts.
-        public init(seeds: [Endpoint], topologyRefreshInterval: Duration = .seconds(30), maximumRedirections: Int = 5) {
+        public init(
+            seeds: [Endpoint],
+            topologyRefreshInterval: Duration = .seconds(30),
+            maximumRedirections: Int = 5,
+            readsFromReplicas: Bool = false
+        ) {
             self.seeds = seeds
             self.topologyRefreshInterval = topologyRefreshInterval
             self.maximumRedirections = maximumRedirections
+            self.readsFromReplicas = readsFromReplicas
         }
     }
 

@@ -79,6 +79,9 @@ extension RedisCacheLevel {
         /// miss) instead of waiting the command timeout, while a `PING` probes the server, after 1 s,
         /// then after twice the last pause up to 30 s; the first answer ends it.
         public var timeoutsBeforeSkipping: Int
+        /// Whether the connections send `READONLY` after logging in: a cluster replica's pool, for
+        /// ``Cluster/readsFromReplicas``.
+        var readsAsReplica = false
 
         /// A configuration from its fields.
         ///

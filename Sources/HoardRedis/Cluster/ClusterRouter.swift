@@ -24,6 +24,11 @@ final class ClusterRouter: Sendable {
         /// Told each new map, on the thread that learned it.
         var observers: [UInt64: @Sendable (ClusterTopology) -> Void] = [:]
         var nextObserver: UInt64 = 0
+        /// The pools of replicas, for reads (their connections send `READONLY`).
+        var replicaPools: [Endpoint: RedisPool] = [:]
+        var nextReplica = 0
+        /// Whether reads stay on the primaries: coherence listens to them.
+        var isTracked = false
     }
 
     let configuration: RedisCacheLevel.Configuration
@@ -58,6 +63,32 @@ final class ClusterRouter: Sendable {
         }
     }
 
+    /// The pool for reads from the replica at `endpoint`, made at its first use.
+    private func replicaPool(for endpoint: Endpoint) throws -> RedisPool {
+        try state.withLock { state in
+            if let pool = state.replicaPools[endpoint] { return pool }
+            var node = configuration(for: endpoint)
+            node.readsAsReplica = true
+            let pool = try RedisPool(node)
+            state.replicaPools[endpoint] = pool
+            return pool
+        }
+    }
+
+    /// Keeps reads on the primaries from now on (see ``RedisCacheLevel/Configuration/Cluster/readsFromReplicas``).
+    func readFromPrimaries() { state.withLock { $0.isTracked = true } }
+
+    /// The replica a read of `slot` goes to, in turn among the shard's, or `nil` for the primary.
+    private func replica(forReadOf slot: Int?) -> Endpoint? {
+        guard cluster.readsFromReplicas, let slot else { return nil }
+        return state.withLock { state in
+            guard !state.isTracked, let replicas = state.topology?.shard(forSlot: slot)?.replicas, !replicas.isEmpty
+            else { return nil }
+            state.nextReplica &+= 1
+            return replicas[Int(UInt(bitPattern: state.nextReplica) % UInt(replicas.count))]
+        }
+    }
+
     /// The map, once the cluster gave one.
     var topology: ClusterTopology? { state.withLock { $0.topology } }
 
@@ -79,20 +110,35 @@ final class ClusterRouter: Sendable {
     ///   - command: The command; every key it names must be in `slot`.
     ///   - key: The caller's key, for messages.
     ///   - slot: The slot of the command's keys.
+    ///   - isRead: Whether the command only reads, and may go to a replica when the configuration
+    ///     asks for it.
     /// - Returns: The reply.
     /// - Throws: `CacheError` with code `network` when the node cannot answer in time or the map
     ///   cannot be had; `serverRefused` for an error reply, redirections past the limit included.
-    func send(_ command: RESPCommand, key: String?, slot: Int?) async throws -> RESPValue {
+    func send(_ command: RESPCommand, key: String?, slot: Int?, isRead: Bool = false) async throws -> RESPValue {
         let deadline = ContinuousClock.now + configuration.commandTimeout
         var endpoint = try await owner(of: slot, key: key, command: command.name)
+        // A replica's answer of MOVED points at the primary; the loop follows it from there.
+        let primary = endpoint
+        var replica = isRead ? replica(forReadOf: slot) : nil
         var asking = false
         var redirections = 0
         while true {
-            let pool = try pool(for: endpoint)
+            let readsReplica = replica != nil
+            let pool = try replica.map(replicaPool) ?? pool(for: endpoint)
+            if let read = replica {
+                endpoint = read
+                replica = nil
+            }
             do {
                 return try await pool.send(command, key: key, deadline: deadline, asking: asking)
             } catch let error as CacheError {
                 guard let failure = error.underlyingError as? RedisFailure else { throw error }
+                if readsReplica, failure.kind != .server, failure.kind != .cancelled, failure.kind != .timeout {
+                    // A replica that cannot be reached: the primary answers instead.
+                    endpoint = primary
+                    continue
+                }
                 guard failure.kind == .server, let reply = failure.reply else {
                     // The node may be down or gone: the cluster may say who serves its slots now.
                     if failure.kind != .cancelled { requestRefresh() }

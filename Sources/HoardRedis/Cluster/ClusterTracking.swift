@@ -57,6 +57,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
         namespace: String,
         handler: @escaping @Sendable (CacheInvalidation) -> Void
     ) throws -> ClusterTracking {
+        router.readFromPrimaries()
         let tracking = ClusterTracking(router: router, namespace: namespace, handler: handler)
         let first = DispatchSemaphoreBox()
         let known = Locked<ClusterTopology?>(nil)

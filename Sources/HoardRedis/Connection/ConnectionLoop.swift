@@ -321,6 +321,7 @@ final class ConnectionLoop {
             }
         }
         if configuration.database != 0 { commands.append(RESPCommand("SELECT", [String(configuration.database)])) }
+        if configuration.readsAsReplica { commands.append(RESPCommand("READONLY", [])) }
         if let tracking = connection.tracking, !tracking.isAnsweredByPush { commands.append(tracking.trackingCommand) }
         if configuration.sentinel != nil, !isRESP3 { commands.append(RESPCommand("ROLE", [])) }
         guard !commands.isEmpty else { return .success(()) }
