@@ -302,8 +302,9 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     ///
     /// - Throws: `CacheError` with code `network`; `CancellationError`.
     ///
-    /// On a cluster: one `MGET` per slot, all at once; the keys of a node that fails are misses,
-    /// unless every node fails, which throws.
+    /// On a cluster: one `MGET` per slot, all at once (a `GET` per key of a slot being migrated,
+    /// when the cluster refuses commands of several keys there); the keys of a node that fails are
+    /// misses, unless every node fails, which throws.
     public func values(forKeys keys: [String]) async throws -> [Data?] {
         guard !keys.isEmpty else { return [] }
         guard case .cluster(let router) = nodes else {
@@ -324,6 +325,14 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
                             forKeys: indices.map { keys[$0] },
                             names: indices.map { names[$0] }
                         ) { command, key in try await router.send(command, key: key, slot: slot, isRead: true) }
+                        return (indices, .success(found))
+                    } catch let error as CacheError
+                        where ((error.underlyingError as? RedisFailure)?.reply ?? "").hasPrefix("TRYAGAIN")
+                    {
+                        // The slot is half migrated: a command of several keys cannot run until it
+                        // is done, but each key alone can (the source answers ASK for the moved).
+                        var found: [Data?] = []
+                        for index in indices { found.append(try? await self.get(keys[index])) }
                         return (indices, .success(found))
                     } catch {
                         return (indices, .failure(error))

@@ -117,7 +117,7 @@ final class ClusterRouter: Sendable {
     ///   cannot be had; `serverRefused` for an error reply, redirections past the limit included.
     func send(_ command: RESPCommand, key: String?, slot: Int?, isRead: Bool = false) async throws -> RESPValue {
         let deadline = ContinuousClock.now + configuration.commandTimeout
-        var endpoint = try await owner(of: slot, key: key, command: command.name)
+        var endpoint = try await owner(of: slot, key: key, command: command.name, deadline: deadline)
         // A replica's answer of MOVED points at the primary; the loop follows it from there.
         let primary = endpoint
         var replica = isRead ? replica(forReadOf: slot) : nil
@@ -157,7 +157,7 @@ final class ClusterRouter: Sendable {
                     let pause = Duration.milliseconds(5 << redirections)
                     guard ContinuousClock.now + pause < deadline else { throw error }
                     try await Task.sleep(for: pause)
-                    endpoint = try await owner(of: slot, key: key, command: command.name)
+                    endpoint = try await owner(of: slot, key: key, command: command.name, deadline: deadline)
                     asking = false
                 } else {
                     throw error
@@ -187,15 +187,28 @@ final class ClusterRouter: Sendable {
 
     /// The primary that owns `slot` (the first primary for `nil`), waiting for a map if there is none
     /// yet, and asking for a new one when it is old.
-    private func owner(of slot: Int?, key: String?, command: String) async throws -> Endpoint {
-        let topology = try await currentTopology(key: key, command: command)
+    ///
+    /// A slot without a primary in the map (a failover under way: the failed primary is out, its
+    /// successor not yet in) makes it ask again, every 20 ms, until `deadline`.
+    private func owner(
+        of slot: Int?,
+        key: String?,
+        command: String,
+        deadline: ContinuousClock.Instant
+    ) async throws -> Endpoint {
+        var topology = try await currentTopology(key: key, command: command)
         if let slot {
-            guard let shard = topology.shard(forSlot: slot) else {
-                requestRefresh()
-                throw RedisFailure(.connect, "no primary of the cluster serves the slot \(slot)")
-                    .error(server: configuration.server, command: command, key: key)
+            while true {
+                if let shard = topology.shard(forSlot: slot) { return shard.primary }
+                guard ContinuousClock.now + .milliseconds(20) < deadline else {
+                    requestRefresh()
+                    throw RedisFailure(.connect, "no primary of the cluster serves the slot \(slot)")
+                        .error(server: configuration.server, command: command, key: key)
+                }
+                try await Task.sleep(for: .milliseconds(20))
+                await nextRefresh()
+                topology = try await currentTopology(key: key, command: command)
             }
-            return shard.primary
         }
         guard let first = topology.shards.first else {
             throw RedisFailure(.connect, "the cluster has no primary").error(
@@ -229,6 +242,14 @@ final class ClusterRouter: Sendable {
                 .error(server: configuration.server, command: command, key: key)
         }
         return topology
+    }
+
+    /// Asks for the map and waits until a refresh ends (this one, or the one under way).
+    private func nextRefresh() async {
+        await withCheckedContinuation { continuation in
+            state.withLock { $0.waiters.append(continuation) }
+            requestRefresh()
+        }
     }
 
     /// Points `redirection`'s slot at the node it names, until the next map says more.

@@ -1,0 +1,309 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+@testable import HoardRedis
+
+/// `RedisCacheLevel(cluster:namespace:)` against a real Redis Cluster (three primaries, each with a
+/// replica, started by the test): keys over every slot range, batches split per slot, leases in
+/// their value's slot, `ASK` and `MOVED` during a migration, a resharding under load, failovers by
+/// `CLUSTER FAILOVER` and by kill -9, and coherence through each.
+///
+/// Serialized: six servers per test are plenty for two cores.
+@Suite(
+    .enabled(if: RedisTestCluster.isEnabled, RedisTestCluster.unavailableReason),
+    .serialized,
+    .timeLimit(.minutes(5))
+)
+struct RedisClusterTests {
+    init() { TestLog.install() }
+
+    /// A level on `cluster`, with patient timeouts for a loaded machine.
+    static func level(
+        _ cluster: RedisTestCluster,
+        namespace: String,
+        clientName: String? = nil,
+        commandTimeout: Duration = .seconds(10)
+    ) throws -> RedisCacheLevel {
+        var configuration = try RedisCacheLevel.Configuration(cluster: Array(cluster.seedURLs.prefix(2)))
+        configuration.clientName = clientName
+        configuration.commandTimeout = commandTimeout
+        configuration.connectTimeout = .seconds(10)
+        configuration.trackingPingTimeout = .seconds(30)
+        configuration.poolSize = 2
+        return try RedisCacheLevel(configuration, namespace: namespace)
+    }
+
+    /// A coherent cache on its own level.
+    static func coherentCache(
+        _ folder: TemporaryDirectory,
+        _ container: String,
+        _ cluster: RedisTestCluster,
+        namespace: String,
+        commandTimeout: Duration = .seconds(10)
+    ) throws -> Cache<String> {
+        let level = try level(cluster, namespace: namespace, clientName: container, commandTimeout: commandTimeout)
+        return try folder.stringBuilder(container).sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400), duringOutage: .serveLocalCopies)).build()
+    }
+
+    /// How many keys of `namespace` each primary holds.
+    static func keysPerPrimary(_ cluster: RedisTestCluster, namespace: String) async throws -> [Int] {
+        var counts: [Int] = []
+        for primary in try await cluster.primaries {
+            let reply = try await cluster.send(["KEYS", "\(namespace):*"], to: try cluster.server(primary))
+            guard case .array(let keys) = reply else { throw TestServerError("KEYS answered \(reply)") }
+            counts.append(keys.count)
+        }
+        return counts
+    }
+
+    @Test func keysSpreadOverEveryPrimaryAndBatchesSplitPerSlot() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "spread-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace)
+        let keys = (0..<600).map { "key-\($0)" }
+        for key in keys { try await level.set(Data(key.utf8), forKey: key) }
+        let counts = try await Self.keysPerPrimary(cluster, namespace: namespace)
+        #expect(counts.count == 3 && counts.allSatisfy { $0 > 100 } && counts.reduce(0, +) == 600, "\(counts)")
+        for key in keys.prefix(50) { #expect(try await level.get(key) == Data(key.utf8)) }
+        // One MGET per slot, in the caller's order, misses as nil.
+        let asked = keys.reversed() + ["missing-1", "missing-2"]
+        let values = try await level.values(forKeys: Array(asked))
+        #expect(values == asked.map { $0.hasPrefix("missing") ? nil : Data($0.utf8) })
+        #expect(
+            try await level.batchGetSome(["key-1", "missing", "key-2"]) == [Data("key-1".utf8), Data("key-2".utf8)]
+        )
+        #expect(try await level.timeToLive(forKey: "key-3") == nil)
+        try await level.ping()
+        // Every spelling of a key names one server key, so one slot.
+        try await level.set(Data("composed".utf8), forKey: "caf\u{E9}")
+        #expect(try await level.get("cafe\u{301}") == Data("composed".utf8))
+        // A namespace with a hash tag puts every key on one primary.
+        let tagged = try Self.level(cluster, namespace: "{\(namespace)}")
+        for key in keys.prefix(40) { try await tagged.set(Data(key.utf8), forKey: key) }
+        #expect(try await Self.keysPerPrimary(cluster, namespace: "{\(namespace)}").sorted() == [0, 0, 40])
+        // Removing the namespace reaches every primary, and leaves other namespaces alone.
+        try await level.removeAll()
+        #expect(try await Self.keysPerPrimary(cluster, namespace: namespace) == [0, 0, 0])
+        #expect(try await tagged.get("key-7") == Data("key-7".utf8))
+    }
+
+    @Test func leasesLiveInTheirValuesSlot() async throws {
+        let cluster = try await RedisTestCluster.start()
+        for namespace in ["lease-\(UUID().uuidString.prefix(8))", "{lease-\(UUID().uuidString.prefix(8))}"] {
+            let level = try Self.level(cluster, namespace: namespace)
+            for index in 0..<40 {
+                let key = "k\(index)"
+                #expect(try await level.takeLease(forKey: key, token: "me", duration: .seconds(30)))
+                #expect(try await level.takeLease(forKey: key, token: "other", duration: .seconds(30)) == false)
+                #expect(try await level.set(Data("v".utf8), forKey: key, expiresAt: nil, ifLeasedTo: "me"))
+                #expect(try await level.get(key) == Data("v".utf8))
+                #expect(try await level.takeLease(forKey: key, token: "other", duration: .seconds(30)))
+                try await level.setEndingLease(Data("w".utf8), forKey: key, expiresAt: nil)
+                #expect(
+                    try await level.set(Data("late".utf8), forKey: key, expiresAt: nil, ifLeasedTo: "other") == false
+                )
+                #expect(try await level.get(key) == Data("w".utf8))
+                try await level.removeValueEndingLease(forKey: key)
+                await #expect(throws: CacheError.notFound(key: key)) { try await level.get(key) }
+            }
+        }
+    }
+
+    @Test func askAndMovedAreFollowedThroughAMigration() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "ask-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace)
+        // Forty keys of one slot (found by the test's own CRC16), and one more to write mid-way.
+        let slot = RedisTestCluster.slot(of: Array("\(namespace):seed".utf8))
+        var keys: [String] = []
+        var index = 0
+        while keys.count < 41 {
+            if RedisTestCluster.slot(of: Array("\(namespace):k\(index)".utf8)) == slot { keys.append("k\(index)") }
+            index += 1
+        }
+        let late = keys.removeLast()
+        for key in keys { try await level.set(Data(key.utf8), forKey: key) }
+        let source = try await cluster.node(forSlot: slot)
+        let destination = try await cluster.primaries.map { try cluster.server($0) }.first { $0.port != source.port }!
+        let migration = try await cluster.startMigration(slot: slot, from: source, to: destination)
+        #expect(!migration.movedKeys.isEmpty && migration.movedKeys.count < keys.count)
+        // The source answers ASK for a key it has moved, and for a key it never had.
+        for key in keys { #expect(try await level.get(key) == Data(key.utf8)) }
+        try await level.set(Data(late.utf8), forKey: late)
+        #expect(try await level.get(late) == Data(late.utf8))
+        #expect(try await level.values(forKeys: keys).allSatisfy { $0 != nil })
+        try await cluster.finishMigration(migration)
+        // Now the source answers MOVED, and the level's map learns the new owner.
+        for key in keys + [late] { #expect(try await level.get(key) == Data(key.utf8)) }
+        let owner = level.nodes.router?.topology?.shard(forSlot: ClusterSlot.of(level.storedKey(late)))?.primary
+        #expect(owner?.port == Int(destination.port))
+    }
+
+    @Test func aReshardingUnderLoadLosesNoConfirmedWrite() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "reshard-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace)
+        let keys = (0..<200).map { "k\($0)" }
+        for key in keys { try await level.set(Data("0".utf8), forKey: key) }
+        let primaries = try await cluster.primaries.map { try cluster.server($0) }
+        let confirmed = Locked([String: Int]())
+        let failures = Locked(0)
+        let stop = Locked(false)
+        // Two writers and a reader, each key's versions rising, while 1000 slots move.
+        let load = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<2 {
+                    group.addTask {
+                        var version = 1
+                        while !stop.withLock({ $0 }) {
+                            for key in keys where Int(key.dropFirst())! % 2 == writer {
+                                do {
+                                    try await level.set(Data(String(version).utf8), forKey: key)
+                                    confirmed.withLock { $0[key] = version }
+                                } catch {
+                                    failures.withLock { $0 += 1 }
+                                }
+                            }
+                            version += 1
+                        }
+                    }
+                }
+                group.addTask {
+                    while !stop.withLock({ $0 }) {
+                        for key in keys.prefix(50) { _ = try? await level.get(key) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await cluster.reshard(count: 1000, from: primaries[0], to: primaries[1])
+        try await cluster.reshard(count: 500, from: primaries[2], to: primaries[0])
+        stop.withLock { $0 = true }
+        try await load.value
+        let written = confirmed.withLock { $0 }
+        #expect(written.count == keys.count)
+        for key in keys {
+            let stored = try await level.get(key)
+            #expect(stored == Data(String(written[key] ?? 0).utf8), "\(key)")
+        }
+        print(
+            "Resharding 1500 slots under load: \(failures.withLock { $0 }) failed writes of \(written.values.reduce(0, +))"
+        )
+    }
+
+    @Test func coherenceHoldsThroughAMigrationAndAManualFailover() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let folder = TemporaryDirectory()
+        let namespace = "coherent-\(UUID().uuidString.prefix(8))"
+        let writer = try Self.coherentCache(folder, "a", cluster, namespace: namespace)
+        let reader = try Self.coherentCache(folder, "b", cluster, namespace: namespace)
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        let keys = (0..<30).map { "k\($0)" }
+
+        /// The reader holds `value` for every key in memory; then the writer changes each, and the
+        /// reader's next read is the new value.
+        func roundTrip(_ round: String) async throws {
+            for key in keys {
+                try await RedisCoherenceTests.save("old \(round)", forKey: key, on: writer, heardBy: reader)
+                #expect(try await reader.getOrFetch(forKey: key) == "old \(round)")
+            }
+            #expect(await waitUntil { reader.isCoherent })
+            for key in keys where reader.memory?.peek(key)?.value == "old \(round)" {
+                try await writer.save("new \(round)", forKey: key)
+                #expect(await waitUntil { reader.memory?.peek(key)?.value != "old \(round)" }, "\(key)")
+                #expect(try await reader.getOrFetch(forKey: key) == "new \(round)")
+            }
+        }
+        try await roundTrip("before")
+        // Copies taken, then their slots move: a write on the new owner still reaches the reader.
+        for key in keys { _ = try await reader.getOrFetch(forKey: key) }
+        let primaries = try await cluster.primaries.map { try cluster.server($0) }
+        let level = try Self.level(cluster, namespace: namespace)
+        let slot = ClusterSlot.of(level.storedKey(keys[0]))
+        let source = try await cluster.node(forSlot: slot)
+        try await cluster.migrate(slot: slot, from: source, to: primaries.first { $0.port != source.port }!)
+        try await writer.save("moved", forKey: keys[0])
+        #expect(await waitUntil { reader.memory?.peek(keys[0])?.value != "new before" })
+        #expect(try await reader.getOrFetch(forKey: keys[0]) == "moved")
+        try await roundTrip("migrated")
+
+        // A replica takes over from its primary on request.
+        let replica = try cluster.server(try await cluster.replicas[0])
+        let start = ContinuousClock.now
+        try await cluster.failover(replica: replica)
+        try await roundTrip("failed over")
+        print("Manual failover: a full round of writes and reads done \(ContinuousClock.now - start) after it began")
+    }
+
+    @Test func aKilledPrimaryIsReplacedAndCoherenceComesBack() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let folder = TemporaryDirectory()
+        let namespace = "killed-\(UUID().uuidString.prefix(8))"
+        let writer = try Self.coherentCache(folder, "a", cluster, namespace: namespace, commandTimeout: .seconds(2))
+        let reader = try Self.coherentCache(folder, "b", cluster, namespace: namespace, commandTimeout: .seconds(2))
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        let level = try Self.level(cluster, namespace: namespace)
+        let keys = (0..<60).map { "k\($0)" }
+        for key in keys {
+            try await RedisCoherenceTests.save("old", forKey: key, on: writer, heardBy: reader)
+            #expect(try await reader.getOrFetch(forKey: key) == "old")
+        }
+        // Every write so far is on a replica too, so a takeover keeps it.
+        for primary in try await cluster.primaries {
+            _ = try await cluster.send(["WAIT", "1", "5000"], to: try cluster.server(primary))
+        }
+        // A cache with nothing of its own reads what the cluster holds.
+        let checker = try folder.stringBuilder("check").sharedLevel(level).build()
+        let victim = try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(keys[0])))
+        var victimKeys: [String] = []
+        var others: [String] = []
+        for key in keys {
+            let owner = try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key)))
+            if owner.port == victim.port { victimKeys.append(key) } else { others.append(key) }
+        }
+        let killed = ContinuousClock.now
+        cluster.kill(victim)
+        // The other primaries' keys are served all along.
+        for key in others { #expect(try await checker.getOrFetch(forKey: key) == "old") }
+        // A cache's write fails open (its shared write is logged), so the level's own write tells
+        // when the victim's slots take writes again; its key is left out of the checks below.
+        let probe = victimKeys.removeLast()
+        var failedWrites = 0
+        while true {
+            do {
+                try await level.set(Data("probe".utf8), forKey: probe)
+                break
+            } catch {
+                failedWrites += 1
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let writable = ContinuousClock.now - killed
+        try await cluster.waitForFailover(of: victim.port)
+        #expect(await waitUntil { reader.isCoherent })
+        let coherent = ContinuousClock.now - killed
+        try await writer.save("new", forKey: keys[0])
+        #expect(await waitUntil { reader.memory?.peek(keys[0])?.value != "old" })
+        #expect(try await reader.getOrFetch(forKey: keys[0]) == "new", "\(reader.statistics)")
+        // Nothing confirmed and replicated before the kill is lost.
+        for key in victimKeys.dropFirst() { #expect(try await checker.getOrFetch(forKey: key) == "old", "\(key)") }
+        // And the new primary's changes reach the reader.
+        for key in victimKeys.dropFirst() {
+            try await writer.save("newer", forKey: key)
+            #expect(await waitUntil { reader.memory?.peek(key)?.value != "old" })
+            #expect(try await reader.getOrFetch(forKey: key) == "newer")
+        }
+        print(
+            "Primary killed: writes to its slots failed for \(writable) (\(failedWrites) attempts), "
+                + "coherent again after \(coherent)"
+        )
+    }
+}
+
+extension RedisCacheLevel.Nodes {
+    /// The router of a cluster level.
+    var router: ClusterRouter? { if case .cluster(let router) = self { router } else { nil } }
+}
