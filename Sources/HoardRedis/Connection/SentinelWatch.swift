@@ -8,6 +8,11 @@ import Hoard
 /// Sentinels close the clients of a server they demote, and each connection checks `ROLE`; the
 /// announcement covers what those miss: a primary cut off from the Sentinels but not from this
 /// process, which would otherwise keep taking writes that its demotion discards.
+///
+/// An announcement sent while a subscription is down is lost, so each time one is confirmed (the
+/// first time and after every reconnection) the watch asks that Sentinel for the primary's address
+/// on the same connection: an answer other than the primary the connections reached acts as an
+/// announcement (``SentinelSwitches/check(_:to:reason:)``).
 final class SentinelWatch: Sendable {
     private let connections: [RedisConnection]
 
@@ -45,10 +50,15 @@ final class SentinelWatch: Sendable {
 
     /// What a Sentinel's subscription hears.
     private final class Observer: TrackingObserver {
+        static let channels = ["+switch-master", "+promoted-slave"]
+
         let key: String
         let primaryName: String
         let pingInterval: Duration
         let pingTimeout: Duration
+        /// Whether the subscription was just confirmed, and the Sentinel is to be asked for the
+        /// primary (only the connection's I/O thread uses it, one call at a time).
+        private let isQueryDue = Locked(false)
 
         init(sentinel: RedisCacheLevel.Configuration.Sentinel, pingInterval: Duration, pingTimeout: Duration) {
             key = SentinelSwitches.key(sentinel)
@@ -57,19 +67,54 @@ final class SentinelWatch: Sendable {
             self.pingTimeout = pingTimeout
         }
 
-        var trackingCommand: RESPCommand { RESPCommand("SUBSCRIBE", ["+switch-master", "+promoted-slave"]) }
+        var trackingCommand: RESPCommand { RESPCommand("SUBSCRIBE", Self.channels) }
         var isAnsweredByPush: Bool { true }
 
-        func trackingDidConfirm() {}
-        func trackingDidFail(_ failure: RedisFailure) {}
+        func trackingDidConfirm() { isQueryDue.withLock { $0 = false } }
+        func trackingDidFail(_ failure: RedisFailure) { isQueryDue.withLock { $0 = false } }
         func trackingWasRefused(_ reason: String) {}
         func trackingDidWake() {}
 
-        /// `message +switch-master "<name> <old ip> <old port> <new ip> <new port>"` at the end of a
+        /// `SENTINEL GET-MASTER-ADDR-BY-NAME`, once the subscription to every channel is confirmed:
+        /// a move announced before it was is covered by the answer, one after by a message.
+        func nextQuery() -> RESPCommand? {
+            let isDue = isQueryDue.withLock { isDue in
+                defer { isDue = false }
+                return isDue
+            }
+            return isDue ? RESPCommand("SENTINEL", ["GET-MASTER-ADDR-BY-NAME", primaryName]) : nil
+        }
+
+        /// The Sentinel's primary, `[host, port]`; an error or a name it does not know changes
+        /// nothing (the connections ask the Sentinels again at each connection).
+        func trackingDidAnswer(_ reply: RESPValue) {
+            guard case .array(let parts) = reply, parts.count == 2,
+                let host = parts[0].bytes.map({ String(decoding: $0, as: UTF8.self) }), !host.isEmpty,
+                let port = parts[1].bytes.flatMap({ Int(String(decoding: $0, as: UTF8.self)) })
+            else { return }
+            SentinelSwitches.check(
+                .init(host: host, port: port),
+                to: key,
+                reason: RedisFailure(
+                    .connectionLost,
+                    "the Sentinels moved the primary \(primaryName) to \(host):\(port) "
+                        + "(a Sentinel's answer when the level subscribed to it)"
+                )
+            )
+        }
+
+        /// `subscribe <channel> <count>` as each channel's subscription is confirmed; `message
+        /// +switch-master "<name> <old ip> <old port> <new ip> <new port>"` at the end of a
         /// failover, and, earlier, from the Sentinel that leads it, `message +promoted-slave
         /// "slave <ip>:<port> <ip> <port> @ <name> <old ip> <old port>"` as soon as the replica is
         /// the primary: acting on the first narrows the time the old primary still takes writes.
         func trackingDidReceive(_ push: [RESPValue]) {
+            if push.count == 3, push[0].bytes == Data("subscribe".utf8), case .integer(let count) = push[2],
+                count == Self.channels.count
+            {
+                isQueryDue.withLock { $0 = true }
+                return
+            }
             let parts = push.map { $0.bytes.map { String(decoding: $0, as: UTF8.self) } ?? "" }
             guard parts.count == 3, parts[0] == "message" else { return }
             let fields = parts[2].split(separator: " ").map(String.init)
