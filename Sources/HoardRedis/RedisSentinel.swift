@@ -33,7 +33,10 @@ extension RedisCacheLevel.Configuration {
     /// even from a primary cut off from the Sentinels that never closed its clients. Each time a
     /// subscription is made (again, after a lost connection), the level asks that Sentinel for the
     /// primary, and an answer other than the primary its connections use counts as an
-    /// announcement: a move announced while the subscription was down is not missed.
+    /// announcement: a move announced while the subscription was down is not missed. Levels of a
+    /// process with the same Sentinels, primary name, Sentinel login and TLS settings share one
+    /// subscription to each Sentinel, opened with the first level's timeouts and client name
+    /// (`<clientName>-sentinel`) and closed with the last level.
     public struct Sentinel: Sendable, Equatable {
         /// The Sentinels, asked in order until one knows the primary.
         public var sentinels: [Endpoint]

@@ -13,11 +13,15 @@ import Hoard
 /// first time and after every reconnection) the watch asks that Sentinel for the primary's address
 /// on the same connection: an answer other than the primary the connections reached acts as an
 /// announcement (``SentinelSwitches/check(_:to:reason:)``).
+///
+/// Levels with the same Sentinels, primary name, Sentinel login and TLS settings share one watch
+/// (``share(_:)``), so a process opens one subscription to each Sentinel however many levels it
+/// makes; the first level's timeouts and client name serve it.
 final class SentinelWatch: Sendable {
     private let connections: [RedisConnection]
 
     /// Opens one connection to each Sentinel of `configuration.sentinel` (in the background).
-    init?(_ configuration: RedisCacheLevel.Configuration) {
+    private init?(_ configuration: RedisCacheLevel.Configuration) {
         guard let sentinel = configuration.sentinel else { return nil }
         var connections: [RedisConnection] = []
         for endpoint in sentinel.sentinels {
@@ -47,6 +51,67 @@ final class SentinelWatch: Sendable {
     deinit {
         for connection in connections { connection.stop() }
     }
+
+    // MARK: - Sharing
+
+    /// What makes two levels' watches the same: the Sentinels, the primary's name and the login
+    /// (all in `sentinel`), and TLS.
+    fileprivate struct Key: Equatable {
+        var sentinel: RedisCacheLevel.Configuration.Sentinel
+        var tls: RedisCacheLevel.Configuration.TLS?
+    }
+
+    /// A watch of this process and how many shares hold it.
+    private struct Shared {
+        var key: Key
+        var watch: SentinelWatch
+        var count: Int
+    }
+
+    /// The watches of this process; a handful at most, so a list.
+    private static let watches = Locked<[Shared]>([])
+
+    /// A level's hold on the watch of its Sentinel group: the watch stops when the last share of it
+    /// is released.
+    final class Share: Sendable {
+        fileprivate let key: Key
+
+        fileprivate init(_ key: Key) { self.key = key }
+
+        deinit { SentinelWatch.release(key) }
+    }
+
+    /// A share of the watch for `configuration`'s Sentinels, opening it when the process has none;
+    /// `nil` without Sentinels.
+    ///
+    /// - Complexity: O(*w*), where *w* is the number of watches in the process.
+    static func share(_ configuration: RedisCacheLevel.Configuration) -> Share? {
+        guard let sentinel = configuration.sentinel else { return nil }
+        let key = Key(sentinel: sentinel, tls: configuration.tls)
+        let isOpen = watches.withLock { watches -> Bool in
+            if let index = watches.firstIndex(where: { $0.key == key }) {
+                watches[index].count += 1
+                return true
+            }
+            guard let watch = SentinelWatch(configuration) else { return false }
+            watches.append(Shared(key: key, watch: watch, count: 1))
+            return true
+        }
+        return isOpen ? Share(key) : nil
+    }
+
+    private static func release(_ key: Key) {
+        let released = watches.withLock { watches -> SentinelWatch? in
+            guard let index = watches.firstIndex(where: { $0.key == key }) else { return nil }
+            watches[index].count -= 1
+            guard watches[index].count == 0 else { return nil }
+            return watches.remove(at: index).watch
+        }
+        // Stops its connections here, after unlocking.
+        withExtendedLifetime(released) {}
+    }
+
+    // MARK: - A Sentinel's subscription
 
     /// What a Sentinel's subscription hears.
     private final class Observer: TrackingObserver {

@@ -5,8 +5,8 @@ import Testing
 @testable import Hoard
 @testable import HoardRedis
 
-/// The watch on the Sentinels: an announcement it missed while its subscription was down, and none
-/// made up when nothing moved.
+/// The watch on the Sentinels: an announcement it missed while its subscription was down, and one
+/// watch for every level of a process on the same Sentinels.
 extension RedisSentinelTests {
     /// The clients of `server` (a Sentinel) named `name`, as `CLIENT LIST` shows them.
     static func clients(of server: RedisTestServer, named name: String) async -> [String]? {
@@ -67,6 +67,43 @@ extension RedisSentinelTests {
         #expect(moved, "the level did not move to the new primary within 20 s")
         if !moved { write.cancel() }
         _ = await write.result
+    }
+
+    /// Three levels on the same Sentinels share one watch: one subscription to each Sentinel, which
+    /// outlives the level that opened it, comes back when cut, and goes with the last level.
+    @Test func levelsOnTheSameSentinelsShareOneWatch() async throws {
+        let group = try Self.group()
+        let name = "shared-\(UUID().uuidString.prefix(8))"
+        let watchName = "\(name)-sentinel"
+        var configuration = try RedisCacheLevel.Configuration(sentinels: group.urls, primaryName: Self.name)
+        configuration.clientName = name
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(10)
+        var levels = try (0..<3).map { try RedisCacheLevel(configuration, namespace: "shared-\($0)") }
+        for level in levels { try await level.set(Data("v".utf8), forKey: "k") }
+        for sentinel in group.sentinels {
+            #expect(await waitUntilAsync { await Self.clients(of: sentinel, named: watchName)?.isEmpty == false })
+            let watches = await Self.clients(of: sentinel, named: watchName)
+            #expect(watches?.count == 1, "\(watches ?? [])")
+        }
+
+        // The level that opened the watch goes, and another: the watch stays for the third.
+        levels.removeFirst(2)
+        let sentinel = group.sentinels[0]
+        let line = try #require(await Self.clients(of: sentinel, named: watchName)?.first)
+        let id = try #require(line.split(separator: " ").first { $0.hasPrefix("id=") }?.dropFirst(3))
+        _ = try await Self.direct(sentinel).send(RESPCommand("CLIENT", ["KILL", "ID", String(id)]))
+        #expect(
+            await waitUntilAsync {
+                guard let watches = await Self.clients(of: sentinel, named: watchName) else { return false }
+                return watches.count == 1 && !watches[0].hasPrefix("id=\(id) ")
+            }
+        )
+
+        levels.removeAll()
+        for sentinel in group.sentinels {
+            #expect(await waitUntilAsync { await Self.clients(of: sentinel, named: watchName)?.isEmpty == true })
+        }
     }
 
     /// A watch that subscribes again to a Sentinel that names the primary the connections are on
