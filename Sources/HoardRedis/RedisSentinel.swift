@@ -27,6 +27,16 @@ extension RedisCacheLevel.Configuration {
     /// already old) fails the attempt, which is retried with the reconnection backoff. Sentinels
     /// close the clients of a server they demote, so after a failover every connection, the
     /// tracking one included, comes back on the new primary.
+    ///
+    /// The level also subscribes to `+promoted-slave` and `+switch-master` on every Sentinel, and
+    /// when they announce a new primary every connection to the old one connects again at once,
+    /// even from a primary cut off from the Sentinels that never closed its clients. Each time a
+    /// subscription is made (again, after a lost connection), the level asks that Sentinel for the
+    /// primary, and an answer other than the primary its connections use counts as an
+    /// announcement: a move announced while the subscription was down is not missed. Levels of a
+    /// process with the same Sentinels, primary name, Sentinel login and TLS settings share one
+    /// subscription to each Sentinel, opened with the first level's timeouts and client name
+    /// (`<clientName>-sentinel`) and closed with the last level.
     public struct Sentinel: Sendable, Equatable {
         /// The Sentinels, asked in order until one knows the primary.
         public var sentinels: [Endpoint]

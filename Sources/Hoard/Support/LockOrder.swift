@@ -28,6 +28,7 @@ import Musl
 /// | a folder's opening (`Directory`) | the folder's descriptor | the container-lock table, when a deleted folder is opened again |
 /// | the container-lock table (`ContainerLock`) | this process's container locks | nothing (an `openat` and an `fcntl`) |
 /// | HoardRedis's tracking hubs (`TrackingHub.hubs`) | which tracking connections are open | one hub's state lock (a `Locked`); making a hub's connection (a pipe, a thread) |
+/// | HoardRedis's Sentinel watches (`SentinelWatch.watches`) | which Sentinel watches are open, and how many levels share each | making a watch's connections (a pipe, a thread) |
 /// | event hub, fetches in flight, logger output, retry count, and every other `Locked` | their own state | nothing |
 ///
 /// A lock further down the table is never held while taking one further up. Locks of one family

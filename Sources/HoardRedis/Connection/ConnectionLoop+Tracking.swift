@@ -33,31 +33,48 @@ protocol TrackingObserver: AnyObject, Sendable {
     func trackingDidReceive(_ push: [RESPValue])
     /// The connection was woken (``RedisConnection/wake``) or pinged: a chance to tell newcomers.
     func trackingDidWake()
+    /// A command to send now, asked before each wait while the connection serves, or `nil`: its
+    /// reply goes to ``trackingDidAnswer(_:)``.
+    func nextQuery() -> RESPCommand?
+    /// The reply to the last command ``nextQuery()`` gave, error replies included.
+    func trackingDidAnswer(_ reply: RESPValue)
 }
 
 extension TrackingObserver {
     var isAnsweredByPush: Bool { false }
+    func nextQuery() -> RESPCommand? { nil }
+    func trackingDidAnswer(_ reply: RESPValue) {}
 }
 
 extension ConnectionLoop {
+    /// What a reply on its way to a tracking connection answers.
+    private enum AwaitedReply { case ping, query }
+
     /// Serves a tracking connection: pushes go to `tracking`, and pings keep it honest.
     ///
     /// A `PING` goes out ``TrackingObserver/pingInterval`` after the last ping's answer (pushes do
     /// not delay it), and a server that does not answer within ``TrackingObserver/pingTimeout``
     /// ends the connection. The deadline is judged after reading what has arrived.
     ///
-    /// Nothing else is sent on it, so every reply is a ping's.
+    /// Besides the pings, only the observer's queries (``TrackingObserver/nextQuery()``) are sent:
+    /// replies come in the order of the commands, so each goes to the one it answers.
     func serveTracking(_ stream: some ByteStream, _ tracking: any TrackingObserver) -> RedisFailure {
         let ping = RESPCommand("PING", []).bytes
         var output: [UInt8] = tracking.isAnsweredByPush ? tracking.trackingCommand.bytes : []
         var offset = 0
         var nextPing = ContinuousClock.now + tracking.pingInterval
         var pingDeadline: ContinuousClock.Instant?
+        var awaited: [AwaitedReply] = []
         while true {
             tracking.trackingDidWake()
+            if let query = tracking.nextQuery() {
+                output += query.bytes
+                awaited.append(.query)
+            }
             let now = ContinuousClock.now
             if pingDeadline == nil, now >= nextPing {
                 output += ping
+                awaited.append(.ping)
                 pingDeadline = now + tracking.pingTimeout
             }
             if offset < output.count || stream.hasPendingOutput,
@@ -75,12 +92,16 @@ extension ConnectionLoop {
             case .failure(let failure): return failure
             case .success(let replies):
                 for reply in replies {
+                    if awaited.first == .query {
+                        awaited.removeFirst()
+                        tracking.trackingDidAnswer(reply)
+                        continue
+                    }
                     if case .error(let message) = reply {
                         return RedisFailure(.server, "the tracking connection's PING was answered \(message)")
                     }
-                }
-                // Pushes count as signs of life too, but only a ping's answer settles it.
-                if !replies.isEmpty {
+                    // Pushes count as signs of life too, but only a ping's answer settles it.
+                    if !awaited.isEmpty { awaited.removeFirst() }
                     pingDeadline = nil
                     nextPing = .now + tracking.pingInterval
                 }

@@ -176,7 +176,12 @@ final class ConnectionLoop {
             }
         }
         switch open(server, until: deadline) {
-        case .success(let stream): return handshake(stream, server, until: deadline).map { stream }
+        case .success(let stream):
+            return handshake(stream, server, until: deadline).map {
+                // What a Sentinel names when the watch subscribes again is compared with this.
+                if let sentinel = configuration.sentinel { SentinelSwitches.reached(server, for: sentinel) }
+                return stream
+            }
         case .failure(let failure): return .failure(failure)
         }
     }

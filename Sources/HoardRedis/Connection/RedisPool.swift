@@ -9,8 +9,8 @@ final class RedisPool: Sendable {
     private let next = Locked(0)
     /// Skips the server while it does not answer.
     let breaker: CircuitBreaker
-    /// With Sentinels: their announcements of a new primary.
-    private let sentinelWatch: SentinelWatch?
+    /// With Sentinels: the level's share of the process's watch for a new primary.
+    private let sentinelWatch: SentinelWatch.Share?
 
     /// Opens `configuration.poolSize` connections (in the background).
     ///
@@ -30,7 +30,7 @@ final class RedisPool: Sendable {
             connections.append(connection)
         }
         self.connections = connections
-        sentinelWatch = SentinelWatch(configuration)
+        sentinelWatch = SentinelWatch.share(configuration)
     }
 
     deinit {

@@ -275,9 +275,10 @@ func eventually<T>(_ body: () async throws -> T) async throws -> T {
     }
 }
 
-/// Suspends until the asynchronous `condition` holds, asking every 20 ms; `false` after two minutes.
-func waitUntilAsync(_ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(120)
+/// Suspends until the asynchronous `condition` holds, asking every 20 ms; `false` after `seconds`
+/// (two minutes unless told).
+func waitUntilAsync(seconds: Int = 120, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         if await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))

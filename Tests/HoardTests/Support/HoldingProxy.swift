@@ -9,13 +9,14 @@ import Musl
 #endif
 
 /// A TCP proxy on 127.0.0.1 in front of a server on another local port, that can hold back the
-/// replies on the connection that sends a given request, until the test lets them go.
+/// replies on the connection that sends a given request, until the test lets them go, and can make
+/// the server look unreachable.
 ///
 /// For the tests of a read whose reply is in flight while something else happens. Each connection
 /// is served by two plain threads, one per direction, with blocking sockets.
 final class HoldingProxy: @unchecked Sendable {
-    // Safe because `pattern`, `pairs`, `heldCount` and `isStopped` are only touched while holding
-    // `lock`; `listener` and `upstreamPort` never change.
+    // Safe because `pattern`, `blocked`, `pairs`, `heldCount`, `isRefusing` and `isStopped` are only
+    // touched while holding `lock`; `listener` and `upstreamPort` never change.
     let port: UInt16
     private let upstreamPort: UInt16
     private let listener: Int32
@@ -24,6 +25,7 @@ final class HoldingProxy: @unchecked Sendable {
     private var blocked: [UInt8]?
     private var pairs: [Pair] = []
     private var heldCount = 0
+    private var isRefusing = false
     private var isStopped = false
 
     /// One client connection and its connection to the server.
@@ -68,6 +70,19 @@ final class HoldingProxy: @unchecked Sendable {
     /// Cuts every connection that sends a request containing `text` (`nil`: none), as it sends it.
     func cut(connectionsSending text: String?) { lock.withLock { blocked = text.map { Array($0.utf8) } } }
 
+    /// Closes every connection, and each new one as soon as it is accepted, until called with `false`:
+    /// to its clients, the server is down.
+    func refuse(_ refusing: Bool) {
+        let closing = lock.withLock { () -> [Pair] in
+            isRefusing = refusing
+            return refusing ? pairs : []
+        }
+        for pair in closing {
+            shutdown(pair.client, Int32(SHUT_RDWR))
+            shutdown(pair.server, Int32(SHUT_RDWR))
+        }
+    }
+
     /// How many chunks of replies are held now.
     var held: Int { lock.withLock { heldCount } }
 
@@ -91,6 +106,10 @@ final class HoldingProxy: @unchecked Sendable {
         while true {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }
+            if lock.withLock({ isRefusing }) {
+                close(client)
+                continue
+            }
             guard let server = try? connectUpstream() else {
                 close(client)
                 continue
