@@ -9,12 +9,12 @@ import Hoard
 /// a primary whose tracking connection is lost, and a primary the map names for the first time (a
 /// replica promoted in a failover, a node given slots), make ``CacheInvalidation/all(reason:)``
 /// first, since a change on it may have gone unannounced, and ``CacheInvalidation/tracking`` comes
-/// once it tracks. While tracking is down, the map is asked for every second, so that a failed
-/// primary's successor is found without waiting for the refresh interval.
+/// once it tracks. The map is asked for every second, so that a failed or demoted primary's
+/// successor is found without waiting for the refresh interval.
 ///
 /// A key moved to another primary (a resharding) is announced by both: its removal from the source
-/// and its arrival on the target. A primary demoted to replica keeps announcing the changes it
-/// replicates until it leaves the map.
+/// and its arrival on the target. A primary demoted to replica announces nothing of what it
+/// replicates: the map, asked every second, moves tracking to its successor.
 ///
 /// Events reach the subscriber one at a time (under one lock, whichever primary's thread brings
 /// them), in each primary's order.
@@ -77,7 +77,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
         if let topology = known.withLock({ $0 }) {
             try tracking.queue.sync { try tracking.follow(topology, throwing: true) }
         }
-        tracking.askForTheMapWhileDown()
+        tracking.askForTheMapEverySecond()
         return tracking
     }
 
@@ -183,15 +183,19 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
         handler(.tracking)
     }
 
-    /// Asks for the map every second while some primary does not track, for as long as the
-    /// subscription lives.
-    private func askForTheMapWhileDown() {
+    /// Asks for the map every second, for as long as the subscription lives.
+    ///
+    /// A primary demoted by a manual failover keeps its clients, the tracking connection included,
+    /// and announces nothing of what it then replicates: only the map says that another node took
+    /// its slots. Asking every second bounds how long a copy of one of them may outlive a change
+    /// there (one `CLUSTER SHARDS` a second per level; the data commands' redirections usually
+    /// tell sooner).
+    private func askForTheMapEverySecond() {
         queue.asyncAfter(deadline: .now() + 1) { [weak self] in
             guard let self else { return }
-            let (isCancelled, isTracking) = lock.withLock { (self.isCancelled, self.isTracking) }
-            guard !isCancelled else { return }
-            if !isTracking { router.requestRefresh() }
-            askForTheMapWhileDown()
+            guard !lock.withLock({ isCancelled }) else { return }
+            router.requestRefresh()
+            askForTheMapEverySecond()
         }
     }
 }

@@ -307,3 +307,43 @@ extension RedisCacheLevel.Nodes {
     /// The router of a cluster level.
     var router: ClusterRouter? { if case .cluster(let router) = self { router } else { nil } }
 }
+
+extension RedisClusterTests {
+    /// After `CLUSTER FAILOVER`, the demoted primary keeps its connections and announces nothing
+    /// more (a replica does not announce what it replicates): a reader that only reads its own
+    /// copies must still hear of the new primary's changes.
+    @Test func aReaderOfLocalCopiesHearsTheNewPrimaryAfterAManualFailover() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let folder = TemporaryDirectory()
+        let namespace = "manual-\(UUID().uuidString.prefix(8))"
+        let writer = try Self.coherentCache(folder, "a", cluster, namespace: namespace)
+        let reader = try Self.coherentCache(folder, "b", cluster, namespace: namespace)
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        let level = try Self.level(cluster, namespace: namespace)
+        let keys = (0..<40).map { "k\($0)" }
+        for key in keys {
+            try await RedisCoherenceTests.save("old", forKey: key, on: writer, heardBy: reader)
+            #expect(try await reader.getOrFetch(forKey: key) == "old")
+        }
+        let replica = try cluster.server(try await cluster.replicas[0])
+        let view = try await cluster.currentView()
+        let primaryID = try #require(view.node(port: replica.port)?.primaryID)
+        let primaryPort = try #require(view.node(id: primaryID)?.port)
+        var moved: [String] = []
+        for key in keys {
+            if try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port == primaryPort {
+                moved.append(key)
+            }
+        }
+        try #require(!moved.isEmpty)
+        try await cluster.failover(replica: replica)
+        let start = ContinuousClock.now
+        for key in moved {
+            try await writer.save("new", forKey: key)
+            // The reader reads nothing from the cluster here: only its memory.
+            #expect(await waitUntil(seconds: 30) { reader.memory?.peek(key)?.value != "old" }, "\(key)")
+        }
+        print("After CLUSTER FAILOVER, the reader dropped its copies within \(ContinuousClock.now - start)")
+        for key in moved { #expect(try await reader.getOrFetch(forKey: key) == "new") }
+    }
+}
