@@ -155,6 +155,28 @@ extension RedisCacheLevel: LeasingCacheLevel {
         command.append(leaseKey(key))
         command.append(value)
         command.append(milliseconds)
+        do {
+            _ = try await send(command, key: key, routedBy: storedKey(key))
+        } catch  where Self.isTryAgain(error) {
+            // A cluster slot half migrated refuses a command of two keys when one of them is
+            // missing (a lease usually is). Ending the lease first, then storing, leaves the same
+            // outcome: a holder that stores before the first step is overwritten by the second,
+            // one after it finds its lease gone.
+            try await endLease(forKey: key)
+            try await set(value, forKey: key, expiresAt: expiresAt)
+        }
+    }
+
+    /// Whether `error` is a cluster's `TRYAGAIN`: a command of several keys in a slot being
+    /// migrated, some of them missing.
+    static func isTryAgain(_ error: any Error) -> Bool {
+        ((error as? CacheError)?.underlyingError as? RedisFailure)?.reply?.hasPrefix("TRYAGAIN") == true
+    }
+
+    /// Removes the lease of `key`, whoever holds it (one key: `UNLINK`).
+    private func endLease(forKey key: String) async throws {
+        var command = RESPCommand("UNLINK", arguments: 1, isIdempotent: true)
+        command.append(leaseKey(key))
         _ = try await send(command, key: key, routedBy: storedKey(key))
     }
 
@@ -165,7 +187,13 @@ extension RedisCacheLevel: LeasingCacheLevel {
         var command = RESPCommand("UNLINK", arguments: 2, isIdempotent: true)
         command.append(storedKey(key))
         command.append(leaseKey(key))
-        _ = try await send(command, key: key, routedBy: storedKey(key))
+        do {
+            _ = try await send(command, key: key, routedBy: storedKey(key))
+        } catch  where Self.isTryAgain(error) {
+            // As in `setEndingLease`: the lease first, then the value.
+            try await endLease(forKey: key)
+            try await removeValue(forKey: key)
+        }
     }
 
     /// The `PX` of a value stored until `expiresAt`: 0 for none (no default TTL), `nil` when it has

@@ -20,7 +20,10 @@ final class ClusterRouter: Sendable {
         var refreshesAgain = false
         var lastRefresh: ContinuousClock.Instant?
         var lastFailure: String?
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Callers waiting for the end of a refresh, each resumed once: by the refresh, its deadline
+        /// or its cancellation, whichever comes first.
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
         /// Told each new map, on the thread that learned it.
         var observers: [UInt64: @Sendable (ClusterTopology) -> Void] = [:]
         var nextObserver: UInt64 = 0
@@ -182,7 +185,8 @@ final class ClusterRouter: Sendable {
     ///
     /// - Throws: `CacheError` with code `network` when no node gave a map.
     func primaries() async throws -> [Endpoint] {
-        try await currentTopology(key: nil, command: "CLUSTER SHARDS").shards.map(\.primary)
+        try await currentTopology(key: nil, command: "CLUSTER SHARDS", deadline: .now + configuration.commandTimeout)
+            .primaries
     }
 
     /// The primary that owns `slot` (the first primary for `nil`), waiting for a map if there is none
@@ -196,7 +200,7 @@ final class ClusterRouter: Sendable {
         command: String,
         deadline: ContinuousClock.Instant
     ) async throws -> Endpoint {
-        var topology = try await currentTopology(key: key, command: command)
+        var topology = try await currentTopology(key: key, command: command, deadline: deadline)
         if let slot {
             while true {
                 if let shard = topology.shard(forSlot: slot) { return shard.primary }
@@ -206,21 +210,26 @@ final class ClusterRouter: Sendable {
                         .error(server: configuration.server, command: command, key: key)
                 }
                 try await Task.sleep(for: .milliseconds(20))
-                await nextRefresh()
-                topology = try await currentTopology(key: key, command: command)
+                await nextRefresh(until: deadline)
+                topology = try await currentTopology(key: key, command: command, deadline: deadline)
             }
         }
-        guard let first = topology.shards.first else {
+        guard let first = topology.primaries.first else {
             throw RedisFailure(.connect, "the cluster has no primary").error(
                 server: configuration.server,
                 command: command,
                 key: key
             )
         }
-        return first.primary
+        return first
     }
 
-    private func currentTopology(key: String?, command: String) async throws -> ClusterTopology {
+    /// The map; when there is none yet, waits for a refresh that gives one, until `deadline`.
+    private func currentTopology(
+        key: String?,
+        command: String,
+        deadline: ContinuousClock.Instant
+    ) async throws -> ClusterTopology {
         let (known, isOld) = state.withLock { state in
             (state.topology, state.lastRefresh.map { $0 + cluster.topologyRefreshInterval < .now } ?? false)
         }
@@ -228,28 +237,45 @@ final class ClusterRouter: Sendable {
             if isOld { requestRefresh() }
             return known
         }
-        await withCheckedContinuation { continuation in
-            let waits = state.withLock { state in
-                guard state.topology == nil else { return false }
-                state.waiters.append(continuation)
-                return true
-            }
-            if waits { requestRefresh() } else { continuation.resume() }
+        while state.withLock({ $0.topology }) == nil, ContinuousClock.now < deadline {
+            try Task.checkCancellation()
+            await nextRefresh(until: deadline)
         }
+        try Task.checkCancellation()
         guard let topology = state.withLock({ $0.topology }) else {
-            let reason = state.withLock { $0.lastFailure } ?? "no node answered"
+            let reason = state.withLock { $0.lastFailure } ?? "no node answered in time"
             throw RedisFailure(.connect, "the cluster's slot map could not be had: \(reason)")
                 .error(server: configuration.server, command: command, key: key)
         }
         return topology
     }
 
-    /// Asks for the map and waits until a refresh ends (this one, or the one under way).
-    private func nextRefresh() async {
-        await withCheckedContinuation { continuation in
-            state.withLock { $0.waiters.append(continuation) }
-            requestRefresh()
+    /// Asks for the map and waits until a refresh ends (this one, or the one under way), the
+    /// deadline passes or the task is cancelled, whichever comes first.
+    private func nextRefresh(until deadline: ContinuousClock.Instant) async {
+        let id = state.withLock { state in
+            defer { state.nextWaiter &+= 1 }
+            return state.nextWaiter
         }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { $0.waiters[id] = continuation }
+                requestRefresh()
+                let left = ContinuousClock.now.duration(to: deadline)
+                let seconds = max(0, Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18)
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
+                    self?.resumeWaiter(id)
+                }
+                if Task.isCancelled { resumeWaiter(id) }
+            }
+        } onCancel: {
+            resumeWaiter(id)
+        }
+    }
+
+    /// Resumes the waiter `id` if it still waits.
+    private func resumeWaiter(_ id: UInt64) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
     }
 
     /// Points `redirection`'s slot at the node it names, until the next map says more.
@@ -357,10 +383,12 @@ final class ClusterRouter: Sendable {
             state.lastRefresh = .now
             state.isRefreshing = false
             defer {
-                state.waiters = []
+                state.waiters = [:]
                 state.refreshesAgain = false
             }
-            return (state.waiters, state.refreshesAgain, topology == nil ? [] : Array(state.observers.values))
+            return (
+                Array(state.waiters.values), state.refreshesAgain, topology == nil ? [] : Array(state.observers.values)
+            )
         }
         if let topology { for observer in observers { observer(topology) } }
         for waiter in waiters { waiter.resume() }

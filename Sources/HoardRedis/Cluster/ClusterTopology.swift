@@ -14,6 +14,17 @@ struct ClusterTopology: Sendable, Equatable {
 
     /// The shards that own slots.
     private(set) var shards: [Shard] = []
+    /// The healthy primaries `CLUSTER SHARDS` named, with slots or not yet (a node just added,
+    /// about to receive slots).
+    private(set) var unassignedPrimaries: [Endpoint] = []
+
+    /// Every primary: those that own slots, then those that own none yet. Tracking and `removeAll`
+    /// go to all of them: a primary without slots takes keys through `ASK` while slots move to it.
+    var primaries: [Endpoint] {
+        let owners = Set(owners.lazy.filter { $0 != Self.unowned }.map { Int($0) })
+        let owning = shards.indices.filter(owners.contains).map { shards[$0].primary }
+        return owning + unassignedPrimaries.filter { !owning.contains($0) }
+    }
     /// For each slot, the index of its shard in ``shards``, or ``unowned``.
     private(set) var owners = [UInt16](repeating: unowned, count: ClusterSlot.count)
 
@@ -68,6 +79,9 @@ struct ClusterTopology: Sendable, Equatable {
                 if described["role"]?.text == "master" { primary = endpoint } else { replicas.append(endpoint) }
             }
             guard let primary else { continue }
+            if bounds.isEmpty, !topology.unassignedPrimaries.contains(primary) {
+                topology.unassignedPrimaries.append(primary)
+            }
             var index = 0
             while index + 1 < bounds.count {
                 guard case .integer(let start) = bounds[index], case .integer(let end) = bounds[index + 1],

@@ -16,8 +16,13 @@ import Hoard
 /// and its arrival on the target. A primary demoted to replica announces nothing of what it
 /// replicates: the map, asked every second, moves tracking to its successor.
 ///
-/// Events reach the subscriber one at a time (under one lock, whichever primary's thread brings
-/// them), in each primary's order.
+/// Events reach the subscriber one at a time, in each primary's order: they are queued under a
+/// lock and told, outside it, by whichever thread finds nobody telling them (so a subscriber may
+/// cancel, or be released, from its handler).
+///
+/// `tracking` is told only when the latest map has an owner for every slot and every primary it
+/// names (slot owners and primaries without slots yet alike: a node added to the cluster and
+/// about to receive slots is tracked before they move) has a tracking connection that tracks.
 final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
     // Safe because the mutable state is only touched while holding `lock`, and the rest is set in
     // `init`.
@@ -26,18 +31,25 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
     private struct Node {
         var subscription: (any InvalidationSubscription)?
         var isTracking = false
+        /// Which subscription of this primary's this is: events of an earlier one, cancelled when the
+        /// primary left the map, do not count for this one.
+        let generation: UInt64
     }
 
     private let router: ClusterRouter
     private let namespace: String
     private let handler: @Sendable (CacheInvalidation) -> Void
-    /// Serializes the subscriber's events and guards the fields below.
+    /// Guards the fields below.
     private let lock = NSLock()
     private var nodes: [Endpoint: Node] = [:]
+    private var nextGeneration: UInt64 = 0
     /// Whether the subscriber was last told `tracking`.
     private var isTracking = false
     private var isCancelled = false
     private var stopObserving: (@Sendable () -> Void)?
+    /// Events not told yet, oldest first, and whether a thread is telling them.
+    private var pending: [CacheInvalidation] = []
+    private var isTelling = false
     /// Where subscriptions for new primaries are made, one at a time, off the I/O threads.
     private let queue = DispatchQueue(label: "Hoard Redis cluster tracking")
 
@@ -48,7 +60,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
     }
 
     /// Subscribes `handler` to the namespace's invalidations on every primary of the cluster,
-    /// waiting (at most the connect and command timeouts) for the map and for each primary's first
+    /// waiting (at most the connect and command timeouts) for the map, then for each primary's first
     /// answer.
     ///
     /// - Throws: `CacheError` with code `invalidConfiguration` when a primary cannot track.
@@ -60,12 +72,10 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
         router.readFromPrimaries()
         let tracking = ClusterTracking(router: router, namespace: namespace, handler: handler)
         let first = DispatchSemaphoreBox()
-        let known = Locked<ClusterTopology?>(nil)
-        let stop = router.observeTopology { [weak tracking] topology in
-            known.withLock { $0 = topology }
+        let stop = router.observeTopology { [weak tracking] _ in
             first.semaphore.signal()
             guard let tracking else { return }
-            tracking.queue.async { tracking.follow(topology) }
+            tracking.queue.async { tracking.follow() }
         }
         tracking.lock.withLock { tracking.stopObserving = stop }
         let wait = router.configuration.connectTimeout + router.configuration.commandTimeout
@@ -74,8 +84,8 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
         // A cluster that cannot be reached yet is no error: the subscriber hears `tracking` once it
         // can, as for one server. One that can is tracked before this returns, and a primary that
         // refuses to track throws.
-        if let topology = known.withLock({ $0 }) {
-            try tracking.queue.sync { try tracking.follow(topology, throwing: true) }
+        if router.topology != nil {
+            try tracking.queue.sync { try tracking.follow(throwing: true) }
         }
         tracking.askForTheMapEverySecond()
         return tracking
@@ -84,6 +94,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
     func cancel() {
         let (subscriptions, stop) = lock.withLock { () -> ([any InvalidationSubscription], (@Sendable () -> Void)?) in
             isCancelled = true
+            pending = []
             defer {
                 nodes = [:]
                 stopObserving = nil
@@ -96,18 +107,22 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
 
     deinit { cancel() }
 
-    /// Tracks the primaries of `topology` and no others (on ``queue``).
-    private func follow(_ topology: ClusterTopology) {
+    /// Tracks the primaries of the router's latest map and no others (on ``queue``).
+    ///
+    /// The latest map, not the one an observer was told: two refreshes may tell their maps out of
+    /// order, and a later call must never go back to an older map.
+    private func follow() {
         do {
-            try follow(topology, throwing: false)
+            try follow(throwing: false)
         } catch {
             HoardLogger.log(.warning, "Redis: tracking a primary of \(router.configuration.server) failed: \(error)")
         }
     }
 
-    private func follow(_ topology: ClusterTopology, throwing: Bool) throws {
-        let primaries = Set(topology.shards.map(\.primary))
-        let (added, removed) = lock.withLock { () -> ([Endpoint], [any InvalidationSubscription]) in
+    private func follow(throwing: Bool) throws {
+        guard let topology = router.topology else { return }
+        let primaries = Set(topology.primaries)
+        let (added, removed) = lock.withLock { () -> ([(Endpoint, UInt64)], [any InvalidationSubscription]) in
             guard !isCancelled else { return ([], []) }
             var removed: [any InvalidationSubscription] = []
             for endpoint in nodes.keys where !primaries.contains(endpoint) {
@@ -115,23 +130,31 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
                     removed.append(subscription)
                 }
             }
-            let added = primaries.filter { nodes[$0]?.subscription == nil }.sorted { $0.description < $1.description }
-            for endpoint in added where nodes[endpoint] == nil { nodes[endpoint] = Node() }
+            var added: [(Endpoint, UInt64)] = []
+            for endpoint in primaries.sorted(by: { $0.description < $1.description })
+            where nodes[endpoint]?.subscription == nil {
+                if nodes[endpoint] == nil {
+                    nextGeneration += 1
+                    nodes[endpoint] = Node(generation: nextGeneration)
+                }
+                added.append((endpoint, nodes[endpoint]?.generation ?? 0))
+            }
             if !added.isEmpty {
-                let names = added.map(\.description).joined(separator: ", ")
+                let names = added.map(\.0.description).joined(separator: ", ")
                 lose("the cluster has primaries that were not tracked yet: \(names)")
             } else {
-                confirmIfEveryNodeTracks()
+                confirmIfEveryNodeTracks(topology)
             }
             return (added, removed)
         }
+        tellPending()
         for subscription in removed { subscription.cancel() }
-        for endpoint in added {
+        for (endpoint, generation) in added {
             let subscription: any InvalidationSubscription
             do {
                 subscription = try TrackingHub.subscribe(router.configuration(for: endpoint), namespace: namespace) {
                     [weak self] event in
-                    self?.receive(event, from: endpoint)
+                    self?.receive(event, from: endpoint, generation: generation)
                 }
             } catch {
                 if throwing { throw error }
@@ -139,7 +162,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
                 continue
             }
             let kept = lock.withLock { () -> Bool in
-                guard !isCancelled, nodes[endpoint] != nil else { return false }
+                guard !isCancelled, nodes[endpoint]?.generation == generation else { return false }
                 nodes[endpoint]?.subscription = subscription
                 return true
             }
@@ -148,12 +171,20 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
     }
 
     /// One primary's event, told on as the cluster's.
-    private func receive(_ event: CacheInvalidation, from endpoint: Endpoint) {
+    ///
+    /// Keys are told whoever announced them, even a primary that just left the map (its last
+    /// changes are still changes); only the current subscription of a primary in the map moves
+    /// whether the cluster tracks.
+    private func receive(_ event: CacheInvalidation, from endpoint: Endpoint, generation: UInt64) {
         let lost = lock.withLock { () -> Bool in
-            guard !isCancelled, nodes[endpoint] != nil else { return false }
+            guard !isCancelled else { return false }
+            if case .keys = event {
+                pending.append(event)
+                return false
+            }
+            guard nodes[endpoint]?.generation == generation else { return false }
             switch event {
             case .keys:
-                handler(event)
                 return false
             case .all(let reason):
                 nodes[endpoint]?.isTracking = false
@@ -161,26 +192,51 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
                 return true
             case .tracking:
                 nodes[endpoint]?.isTracking = true
-                confirmIfEveryNodeTracks()
+                if let topology = router.topology { confirmIfEveryNodeTracks(topology) }
                 return false
             }
         }
+        tellPending()
         if lost { router.requestRefresh() }
     }
 
-    /// Tells the subscriber that copies may be stale, unless it was told so last (holding `lock`).
+    /// Queues `all` for the subscriber, unless it was told so last (holding `lock`).
     private func lose(_ reason: String) {
         guard isTracking else { return }
         isTracking = false
-        handler(.all(reason: reason))
+        pending.append(.all(reason: reason))
     }
 
-    /// Tells the subscriber `tracking` when every primary tracks and it was not told so last
-    /// (holding `lock`).
-    private func confirmIfEveryNodeTracks() {
-        guard !isTracking, !nodes.isEmpty, nodes.values.allSatisfy(\.isTracking) else { return }
+    /// Queues `tracking` when `topology` has an owner for every slot and every primary of it
+    /// tracks, unless the subscriber was told so last (holding `lock`).
+    private func confirmIfEveryNodeTracks(_ topology: ClusterTopology) {
+        guard !isTracking, topology.ownedSlots == ClusterSlot.count, !nodes.isEmpty,
+            topology.primaries.allSatisfy({ nodes[$0]?.isTracking == true })
+        else { return }
         isTracking = true
-        handler(.tracking)
+        pending.append(.tracking)
+    }
+
+    /// Tells the queued events, one at a time, outside the lock, unless another thread is telling
+    /// them already (it tells these too).
+    private func tellPending() {
+        let tells = lock.withLock { () -> Bool in
+            guard !isTelling, !pending.isEmpty else { return false }
+            isTelling = true
+            return true
+        }
+        guard tells else { return }
+        while true {
+            let next = lock.withLock { () -> CacheInvalidation? in
+                guard !isCancelled, !pending.isEmpty else {
+                    isTelling = false
+                    return nil
+                }
+                return pending.removeFirst()
+            }
+            guard let next else { return }
+            handler(next)
+        }
     }
 
     /// Asks for the map every second, for as long as the subscription lives.

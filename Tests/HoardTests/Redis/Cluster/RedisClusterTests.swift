@@ -347,3 +347,130 @@ extension RedisClusterTests {
         for key in moved { #expect(try await reader.getOrFetch(forKey: key) == "new") }
     }
 }
+
+extension RedisClusterTests {
+    /// A node added to the cluster is tracked as soon as the map names it, before any slot moves to
+    /// it: a write that reaches it through `ASK` mid-migration drops another cache's copy.
+    @Test func aPrimaryAddedToTheClusterIsTrackedBeforeSlotsMoveToIt() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let folder = TemporaryDirectory()
+        let namespace = "grow-\(UUID().uuidString.prefix(8))"
+        let writer = try Self.coherentCache(folder, "a", cluster, namespace: namespace)
+        let readerLevel = try Self.level(cluster, namespace: namespace, clientName: "b")
+        let reader = try folder.stringBuilder("b").sharedLevel(readerLevel)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400), duringOutage: .serveLocalCopies)).build()
+        #expect(await waitUntil { writer.isCoherent && reader.isCoherent })
+        let level = try Self.level(cluster, namespace: namespace)
+
+        let added = try RedisTestCluster.startNode()
+        let admin = try RedisCacheLevel.patient(url: added.url, namespace: "admin", poolSize: 1)
+        let portReply = try await admin.send(RESPCommand("CONFIG", ["GET", "cluster-port"]))
+        guard case .map(let pair) = portReply, let busPort = pair.last?.text else {
+            throw TestServerError("CONFIG GET cluster-port answered \(portReply)")
+        }
+        let addedID = try #require(try await admin.send(RESPCommand("CLUSTER", ["MYID"])).text)
+        _ = try await cluster.send(["CLUSTER", "MEET", "127.0.0.1", String(added.port), busPort], to: cluster.nodes[0])
+        let endpoint = RedisCacheLevel.Configuration.Endpoint(host: "127.0.0.1", port: Int(added.port))
+        // The new primary joins the map with no slots; the reader tracks it (dropping its copies
+        // once, as for any primary it did not track).
+        #expect(
+            await waitUntilAsync {
+                let info = try? await admin.send(RESPCommand("CLUSTER", ["INFO"])).text
+                return info?.contains("cluster_state:ok") == true
+                    && readerLevel.nodes.router?.topology?.primaries.contains(endpoint) == true
+            }
+        )
+        // A copy taken once the reader tracks the new primary too (the drop that its arrival makes
+        // may come after a first read).
+        let key = "k0"
+        try await RedisCoherenceTests.save("old", forKey: key, on: writer, heardBy: reader)
+        #expect(
+            await waitUntilAsync {
+                _ = try? await reader.getOrFetch(forKey: key)
+                return reader.memory?.peek(key)?.value == "old" && reader.isCoherent
+            }
+        )
+
+        // Its slot starts moving to the new node, and the key moves first.
+        let name = level.storedKey(key)
+        let slot = ClusterSlot.of(name)
+        let source = try await cluster.node(forSlot: slot)
+        let sourceID = try await cluster.id(of: source)
+        _ = try await admin.send(RESPCommand("CLUSTER", ["SETSLOT", String(slot), "IMPORTING", sourceID]))
+        _ = try await cluster.send(["CLUSTER", "SETSLOT", String(slot), "MIGRATING", addedID], to: source)
+        var migrate = RESPCommand("MIGRATE", arguments: 7)
+        for argument in ["127.0.0.1", String(added.port), "", "0", "5000", "KEYS"] { migrate.append(argument) }
+        migrate.append(name)
+        _ = try await cluster.send(migrate, to: source)
+        // The move's removal from the source drops the reader's copy; it reads the key again, from
+        // the new node (through ASK).
+        #expect(
+            await waitUntilAsync {
+                _ = try? await reader.getOrFetch(forKey: key)
+                return reader.memory?.peek(key)?.value == "old"
+            }
+        )
+
+        // The writer's save reaches the new node through ASK; the reader hears of it from there
+        // only.
+        try await writer.save("new", forKey: key)
+        #expect(await waitUntil(seconds: 30) { reader.memory?.peek(key)?.value != "old" })
+        #expect(try await reader.getOrFetch(forKey: key) == "new")
+        withExtendedLifetime(added) {}
+    }
+
+    /// A value stored with its lease ended, and a removal with it, go through while their slot is
+    /// half migrated, although the server refuses a command of two keys there when one is missing.
+    @Test func writesThatEndALeaseGoThroughAHalfMigratedSlot() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "lease-move-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace)
+        let slot = ClusterSlot.of(level.storedKey("seed"))
+        var keys: [String] = []
+        var index = 0
+        while keys.count < 20 {
+            if ClusterSlot.of(level.storedKey("k\(index)")) == slot { keys.append("k\(index)") }
+            index += 1
+        }
+        for key in keys.prefix(10) { try await level.set(Data("old".utf8), forKey: key) }
+        let source = try await cluster.node(forSlot: slot)
+        let destination = try await cluster.primaries.map { try cluster.server($0) }.first { $0.port != source.port }!
+        let migration = try await cluster.startMigration(slot: slot, from: source, to: destination)
+        for key in keys {
+            try await level.setEndingLease(Data("new".utf8), forKey: key, expiresAt: nil)
+            #expect(try await level.get(key) == Data("new".utf8))
+            #expect(try await level.takeLease(forKey: key, token: "t", duration: .seconds(30)))
+            try await level.removeValueEndingLease(forKey: key)
+            await #expect(throws: CacheError.notFound(key: key)) { try await level.get(key) }
+            #expect(try await level.takeLease(forKey: key, token: "u", duration: .seconds(30)))
+        }
+        try await cluster.finishMigration(migration)
+    }
+
+    /// A subscriber may cancel its subscription from its own handler (a cache released while it
+    /// hears an event does): nothing waits on itself, and the cluster's tracking goes on for others.
+    @Test func aSubscriberMayCancelFromItsHandler() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "cancel-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace, clientName: "cancel")
+        let subscription = Locked<(any InvalidationSubscription)?>(nil)
+        let heard = Locked(0)
+        let made = try level.subscribeToInvalidations { event in
+            guard case .keys = event else { return }
+            heard.withLock { $0 += 1 }
+            subscription.withLock { $0 }?.cancel()
+        }
+        subscription.withLock { $0 = made }
+        try await level.set(Data("v".utf8), forKey: "k")
+        #expect(await waitUntil { heard.withLock { $0 } == 1 })
+        // Another subscriber of the same connections still hears every change.
+        let others = Locked(0)
+        let other = try level.subscribeToInvalidations { event in
+            if case .keys = event { others.withLock { $0 += 1 } }
+        }
+        for index in 0..<20 { try await level.set(Data("v".utf8), forKey: "k\(index)") }
+        #expect(await waitUntil { others.withLock { $0 } >= 20 })
+        #expect(heard.withLock { $0 } == 1)
+        other.cancel()
+    }
+}
