@@ -156,7 +156,10 @@ extension RedisTestCluster {
             guard case .array(let items) = reply else { throw TestServerError("GETKEYSINSLOT answered \(reply)") }
             let keys = items.compactMap { $0.bytes.map { [UInt8]($0) } }
             if keys.isEmpty { break }
-            let arguments = ["127.0.0.1", String(destination.port), "", "0", "10000", "KEYS"].map { Array($0.utf8) }
+            // The source logs in to the destination as a client would; with `tls-cluster`, over TLS.
+            let login = password.map { ["AUTH", $0] } ?? []
+            let arguments = (["127.0.0.1", String(destination.port), "", "0", "10000"] + login + ["KEYS"])
+                .map { Array($0.utf8) }
             _ = try await send("MIGRATE", arguments + keys, to: source)
             moved += keys
         }

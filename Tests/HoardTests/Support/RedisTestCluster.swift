@@ -5,10 +5,10 @@ import Testing
 @testable import HoardRedis
 
 /// A Redis Cluster for the tests: primaries and their replicas, each a ``RedisTestServer`` of its own
-/// on 127.0.0.1, joined by `redis-cli --cluster create`.
+/// on 127.0.0.1, joined by `redis-cli --cluster create`; with TLS only and with a password when asked.
 ///
 /// Every operation waits on the condition it causes, never for a set time:
-/// ``start(primaries:replicasPerPrimary:)`` returns once the cluster has *settled* (see
+/// ``start(primaries:replicasPerPrimary:tls:password:)`` returns once the cluster has *settled* (see
 /// ``waitUntilSettled(_:)``), ``failover(replica:)`` once every live node sees the replica as a
 /// primary, ``migrate(slot:from:to:)`` once every live node sees the slot's new owner.
 ///
@@ -30,8 +30,14 @@ final class RedisTestCluster: Sendable {
     /// Every node started, primaries and replicas alike, in the order `redis-cli` was given them;
     /// killed ones included.
     let nodes: [RedisTestServer]
-    /// `redis://127.0.0.1:<port>` for each node, killed ones included.
-    var seedURLs: [String] { nodes.map(\.url) }
+    /// The certificates of a cluster reached only over TLS (``start(primaries:replicasPerPrimary:tls:password:)``);
+    /// `nil` for one reached over plain TCP.
+    let certificates: TLSCertificates?
+    /// The password every node asks of its clients and of the others (`requirepass`, `masterauth`).
+    let password: String?
+    /// `redis://127.0.0.1:<port>` for each node, killed ones included: `rediss://` for a TLS cluster,
+    /// with `:<password>@` before the host for one with a password.
+    var seedURLs: [String] { nodes.map { url(of: $0) } }
     /// The nodes not killed through ``kill(_:)``.
     var liveNodes: [RedisTestServer] {
         let killed = killedPorts.withLock { $0 }
@@ -50,15 +56,30 @@ final class RedisTestCluster: Sendable {
     /// healthy node.
     static let nodeTimeout = 1_000
 
-    private init(nodes: [RedisTestServer]) throws {
+    private init(nodes: [RedisTestServer], certificates: TLSCertificates?, password: String?) throws {
         self.nodes = nodes
-        levels = Locked(
-            Dictionary(
-                uniqueKeysWithValues: try nodes.map {
-                    ($0.port, try RedisCacheLevel.patient(url: $0.url, namespace: "cluster", poolSize: 1))
-                }
-            )
-        )
+        self.certificates = certificates
+        self.password = password
+        levels = Locked([:])
+        let levels = try nodes.map { ($0.port, try nodeLevel($0)) }
+        self.levels.withLock { $0 = Dictionary(uniqueKeysWithValues: levels) }
+    }
+
+    /// The URL of one node, with the cluster's scheme and login.
+    func url(of node: RedisTestServer) -> String {
+        let login = password.map { ":\($0)@" } ?? ""
+        return "\(certificates == nil ? "redis" : "rediss")://\(login)127.0.0.1:\(node.port)"
+    }
+
+    /// A level on one node alone, for the `send` methods: the cluster's TLS and login, one
+    /// connection, and the patient timeouts of ``RedisCacheLevel/patient(url:namespace:poolSize:defaultTTL:)``.
+    private func nodeLevel(_ node: RedisTestServer) throws -> RedisCacheLevel {
+        var configuration = try RedisCacheLevel.Configuration(url: url(of: node))
+        configuration.tls?.certificateAuthorityFile = certificates?.authority
+        configuration.poolSize = 1
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(10)
+        return try RedisCacheLevel(configuration, namespace: "cluster")
     }
 
     deinit {
@@ -78,13 +99,27 @@ final class RedisTestCluster: Sendable {
     /// - Parameters:
     ///   - primaries: How many primaries share the 16 384 slots; at least 3, as `redis-cli` asks.
     ///   - replicasPerPrimary: How many replicas each primary has.
+    ///   - tls: With certificates, every node listens only on a TLS port (`--port 0`) presenting
+    ///     ``TLSCertificates/Server/good``, and the nodes speak TLS to each other too
+    ///     (`tls-cluster`, `tls-replication`).
+    ///   - password: With one, every node asks it of clients (`requirepass`) and gives it to its
+    ///     primary (`masterauth`).
     /// - Returns: The cluster, settled.
     /// - Throws: `TestServerError` when a node does not start, `redis-cli` fails, or the cluster does
     ///   not settle within two minutes (saying what was still missing).
-    static func start(primaries: Int = 3, replicasPerPrimary: Int = 1) async throws -> RedisTestCluster {
+    static func start(
+        primaries: Int = 3,
+        replicasPerPrimary: Int = 1,
+        tls: TLSCertificates? = nil,
+        password: String? = nil
+    ) async throws -> RedisTestCluster {
         guard primaries >= 3 else { throw TestServerError("redis-cli --cluster create needs 3 primaries or more") }
         let count = primaries * (1 + replicasPerPrimary)
-        let cluster = try RedisTestCluster(nodes: (0..<count).map { _ in try startNode() })
+        let cluster = try RedisTestCluster(
+            nodes: (0..<count).map { _ in try startNode(tls: tls, password: password) },
+            certificates: tls,
+            password: password
+        )
         try await cluster.runCLI(
             ["--cluster", "create"] + cluster.nodes.map { "127.0.0.1:\($0.port)" }
                 + ["--cluster-replicas", String(replicasPerPrimary), "--cluster-yes"]
@@ -100,16 +135,23 @@ final class RedisTestCluster: Sendable {
         return cluster
     }
 
-    /// Starts one node with cluster mode on, outside any cluster (enough for `CLUSTER KEYSLOT`).
+    /// Starts one node with cluster mode on, outside any cluster (enough for `CLUSTER KEYSLOT`);
+    /// TLS only and with a password as for ``start(primaries:replicasPerPrimary:tls:password:)``.
     ///
     /// Its cluster bus port is a free one of its own: the default, the port + 10 000, may be taken or
     /// past 65 535 for a port the system picked.
-    static func startNode() throws -> RedisTestServer {
+    static func startNode(tls: TLSCertificates? = nil, password: String? = nil) throws -> RedisTestServer {
+        var lines: [String] = []
+        if let tls { lines += tls.serverConfiguration() + ["tls-cluster yes", "tls-replication yes"] }
+        if let password { lines += ["requirepass \(password)", "masterauth \(password)"] }
         var attempt = 1
         while true {
             let busPort = try LocalHTTPServer.closedPort()
             do {
-                return try RedisTestServer.start(configuration: configuration(busPort: busPort))
+                return try RedisTestServer.start(
+                    configuration: configuration(busPort: busPort) + lines,
+                    tls: tls != nil
+                )
             } catch let error as TestServerError
                 where error.description.contains("Address already in use") && attempt < 5
             {
@@ -164,17 +206,21 @@ final class RedisTestCluster: Sendable {
     static let unavailableReason: Comment =
         "no Redis Cluster: put redis-server and redis-cli on the PATH (HOARD_REQUIRE_REDIS=1 fails instead)"
 
-    /// Runs `redis-cli` with `arguments` to its end; its output lines.
+    /// Runs `redis-cli` with `arguments`, after the options that reach this cluster's nodes (TLS and
+    /// the authority, the password), to its end; its output lines.
     ///
     /// - Throws: `TestServerError` with its output when it fails.
     @discardableResult
     func runCLI(_ arguments: [String]) async throws -> [String] {
         guard let cli = Self.cliExecutable else { throw TestServerError("redis-cli is not on the PATH") }
+        var access: [String] = []
+        if let certificates { access += ["--tls", "--cacert", certificates.authority] }
+        if let password { access += ["-a", password, "--no-auth-warning"] }
         // Spawned as the servers are (`posix_spawn`), not by Foundation's `Process` (see
         // `RedisTestServer.start`).
-        let (lines, ending) = try await WorkerProcess.run(arguments, executable: cli.path)
+        let (lines, ending) = try await WorkerProcess.run(access + arguments, executable: cli.path)
         guard ending == .exited(0) else {
-            let command = (["redis-cli"] + arguments).joined(separator: " ")
+            let command = (["redis-cli"] + access + arguments).joined(separator: " ")
             throw TestServerError("\(command) \(ending):\n\(lines.joined(separator: "\n"))")
         }
         return lines

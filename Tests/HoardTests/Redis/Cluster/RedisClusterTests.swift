@@ -19,7 +19,8 @@ import Testing
 struct RedisClusterTests {
     init() { TestLog.install() }
 
-    /// A level on `cluster`, with patient timeouts for a loaded machine.
+    /// A level on `cluster` (over TLS trusting its authority, and with its password, when it has
+    /// them), with patient timeouts for a loaded machine.
     static func level(
         _ cluster: RedisTestCluster,
         namespace: String,
@@ -27,6 +28,7 @@ struct RedisClusterTests {
         commandTimeout: Duration = .seconds(10)
     ) throws -> RedisCacheLevel {
         var configuration = try RedisCacheLevel.Configuration(cluster: Array(cluster.seedURLs.prefix(2)))
+        configuration.tls?.certificateAuthorityFile = cluster.certificates?.authority
         configuration.clientName = clientName
         configuration.commandTimeout = commandTimeout
         configuration.connectTimeout = .seconds(10)
