@@ -18,8 +18,10 @@ struct ClusterTopology: Sendable, Equatable {
     /// about to receive slots).
     private(set) var unassignedPrimaries: [Endpoint] = []
 
-    /// Every primary: those that own slots, then those that own none yet. Tracking and `removeAll`
-    /// go to all of them: a primary without slots takes keys through `ASK` while slots move to it.
+    /// Every primary: those that own slots, then those that own none yet.
+    ///
+    /// Tracking and `removeAll` go to all of them: a primary without slots takes keys through `ASK`
+    /// while slots move to it.
     var primaries: [Endpoint] {
         let owners = Set(owners.lazy.filter { $0 != Self.unowned }.map { Int($0) })
         let owning = shards.indices.filter(owners.contains).map { shards[$0].primary }
