@@ -66,8 +66,11 @@ extension RedisCacheLevel: ConfigurationCheckingLevel {
             ? "TLS settings (the authorities trusted, the server name, the client certificate) and the "
                 + "server's certificate"
             : "user, the password and the database number of the level's configuration"
+        // The server's words may end a sentence already.
+        var reason = failure.description
+        while reason.hasSuffix(".") { reason.removeLast() }
         throw .invalidConfiguration(
-            "Redis at \(configuration.server): \(failure.description). This cannot pass by itself: check the \(check)."
+            "Redis at \(configuration.server): \(reason). This cannot pass by itself: check the \(check)."
         )
     }
 }

@@ -23,7 +23,8 @@ extension RedisCacheLevel.Configuration {
         public var seeds: [Endpoint]
         /// How often the level asks for the map when nothing made it ask sooner (30 s by default).
         public var topologyRefreshInterval: Duration
-        /// How many redirections one command follows before it fails (5 by default).
+        /// How many redirections (`MOVED`, `ASK`) and retries (`TRYAGAIN`, `CLUSTERDOWN`) one
+        /// command goes through before it fails (5 by default), within its command timeout.
         public var maximumRedirections: Int
         /// Whether reads (`GET`, `MGET`, `PTTL`) go to the replicas of their slot's primary, in
         /// turn, after `READONLY` (`false` by default: every command goes to the primary).
@@ -32,7 +33,8 @@ extension RedisCacheLevel.Configuration {
         /// moment before. Reads go to the primaries anyway once the level is subscribed to for
         /// `CacheCoherence.invalidations`, whose announcements come from the primaries: a copy read
         /// from a replica after the announcement of a change it has not applied yet would stay
-        /// stale.
+        /// stale; they stay on the primaries for the rest of the level's life once a cache has
+        /// subscribed.
         public var readsFromReplicas: Bool
 
         /// Cluster settings from their parts.
@@ -52,12 +54,13 @@ extension RedisCacheLevel.Configuration {
     /// A configuration for the Redis Cluster that `seeds` belong to.
     ///
     /// Each URL is a node's, `redis://[user:password@]host:port` or `rediss://…` for TLS; any node
-    /// of the cluster will do. The first URL's login and scheme are used for every node (change
+    /// of the cluster will do. The URLs' login and the first URL's scheme are used for every node (change
     /// ``username``, ``password``, ``tls`` and the rest afterwards when needed). A cluster has only
     /// database 0.
     ///
     /// - Throws: `CacheError` with code `invalidConfiguration` when there is no URL, a URL is not of
-    ///   that form or names a database other than 0, or the URLs disagree on TLS.
+    ///   that form or names a database other than 0, or the URLs disagree on TLS or on the login
+    ///   (a URL without one agrees with any).
     public init(cluster seeds: [String]) throws {
         guard !seeds.isEmpty else {
             throw CacheError.invalidConfiguration("Redis: a cluster configuration needs at least one node URL.")
@@ -78,7 +81,15 @@ extension RedisCacheLevel.Configuration {
                 )
             }
         }
+        let logins = parsed.filter { $0.username != nil || $0.password != nil }
+        guard logins.allSatisfy({ $0.username == logins[0].username && $0.password == logins[0].password }) else {
+            throw CacheError.invalidConfiguration(
+                "Redis: the cluster URLs name different logins; one serves every node."
+            )
+        }
         self = parsed[0]
+        username = logins.first?.username
+        password = logins.first?.password
         cluster = Cluster(seeds: parsed.map { Endpoint(host: $0.host, port: $0.port) })
     }
 }

@@ -132,7 +132,12 @@ struct ClusterRoutingTests {
         )
         #expect(configuration.username == "user" && configuration.password == "secret")
         #expect(configuration.server.contains("10.0.0.2:7002"))
-        for urls in [[], ["redis://a:1/2"], ["redis://a:1", "rediss://b:2"], ["unix:///tmp/redis.sock"]] {
+        // A login given once serves every node; two different ones are an error.
+        #expect(try RedisCacheLevel.Configuration(cluster: ["redis://a:1", "redis://:pw@b:2"]).password == "pw")
+        for urls in [
+            [], ["redis://a:1/2"], ["redis://a:1", "rediss://b:2"], ["unix:///tmp/redis.sock"],
+            ["redis://:one@a:1", "redis://:two@b:2"], ["redis://u:pw@a:1", "redis://v:pw@b:2"],
+        ] {
             #expect(throws: CacheError.self, "\(urls)") { try RedisCacheLevel.Configuration(cluster: urls) }
         }
         var bad = configuration
