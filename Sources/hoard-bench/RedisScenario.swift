@@ -73,21 +73,26 @@ enum RedisBench {
     }
 
     /// `callers` tasks, each sending its share of `requests` one after another.
+    ///
+    /// Each caller uses one key of its own (`key:<caller>`), or, given `keys`, request n uses
+    /// `keys[n % keys.count]`: on a cluster, keys spread over the slots and so over every primary.
     static func measureLevel(
         _ level: RedisCacheLevel,
         _ command: String,
         _ value: Data,
         requests: Int,
         callers: Int,
-        label: String = "Hoard"
+        label: String = "Hoard",
+        keys: [String]? = nil
     ) async throws -> Measurement {
         let each = requests / callers
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for caller in 0..<callers {
                 group.addTask {
-                    let key = "key:\(caller)"
-                    for _ in 0..<each {
+                    let own = "key:\(caller)"
+                    for request in 0..<each {
+                        let key = keys.map { $0[(caller + request * callers) % $0.count] } ?? own
                         if command == "SET" {
                             try await level.set(value, forKey: key)
                         } else {

@@ -93,6 +93,13 @@ enum ScenarioRegistry {
             run: RedisTransportBench.run
         ),
         Scenario(
+            name: "redis-cluster",
+            help:
+                "RedisCacheLevel on clusters of 1, 2 and 3 primaries it starts vs redis-benchmark --cluster, "
+                + "GET/SET of 1 KiB at 16 and 64 in flight",
+            run: RedisClusterBench.run
+        ),
+        Scenario(
             name: "coherence",
             help:
                 "coherence(.invalidations): invalidation latency in one and two processes, fleet throughput vs TTL-only, "
