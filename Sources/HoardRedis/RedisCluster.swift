@@ -56,7 +56,7 @@ extension RedisCacheLevel.Configuration {
     /// Each URL is a node's, `redis://[user:password@]host:port` or `rediss://…` for TLS; any node
     /// of the cluster will do. The URLs' login and the first URL's scheme are used for every node (change
     /// ``username``, ``password``, ``tls`` and the rest afterwards when needed). A cluster has only
-    /// database 0.
+    /// database 0. ``poolSize`` counts each node's connections, 2 by default here.
     ///
     /// - Throws: `CacheError` with code `invalidConfiguration` when there is no URL, a URL is not of
     ///   that form or names a database other than 0, or the URLs disagree on TLS or on the login
@@ -88,6 +88,10 @@ extension RedisCacheLevel.Configuration {
             )
         }
         self = parsed[0]
+        // Per node. Each connection has an I/O thread, and every caller's commands are pipelined
+        // on it: on a 2-core host three primaries were 1.3 to 1.9 times as fast with 2 connections
+        // each as with 4.
+        poolSize = 2
         username = logins.first?.username
         password = logins.first?.password
         cluster = Cluster(seeds: parsed.map { Endpoint(host: $0.host, port: $0.port) })

@@ -49,7 +49,8 @@ extension RedisCacheLevel {
         public var credentials: CredentialsProvider?
         /// The database number (`SELECT`); 0 by default.
         public var database: Int
-        /// How many connections the level keeps open, shared by every caller (4 by default).
+        /// How many connections the level keeps open, shared by every caller (4 by default); on a
+        /// cluster, how many it keeps to each node (2 by default there).
         public var poolSize: Int
         /// How long connecting and the handshake may take; 1 s by default.
         public var connectTimeout: Duration

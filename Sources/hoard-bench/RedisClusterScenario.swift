@@ -71,7 +71,7 @@ enum RedisClusterBench {
         report.notes += [
             "redis-benchmark --cluster -h 127.0.0.1 -p <first node> -t get,set -d 1024 -n \(2 * requests) -c 16|64 "
                 + "-P 1 --csv (on 1 primary: without --cluster, which refuses one node, and -n \(requests)); Hoard: "
-                + "RedisCacheLevel(cluster:namespace:), a pool of 4 per primary, \(grouped(requests)) requests per "
+                + "RedisCacheLevel(cluster:namespace:), a pool of 2 per primary (the cluster default), \(grouped(requests)) requests per "
                 + "run over keys key-0 … key-9999; \(context.plan.runs) measured rounds, after a warm-up of Hoard at "
                 + "\(grouped(requests / 10)) requests",
             "redis-benchmark --cluster gives each primary one key, hash-tagged to a slot it owns, and never "
