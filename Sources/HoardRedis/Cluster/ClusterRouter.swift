@@ -92,6 +92,15 @@ final class ClusterRouter: Sendable {
         }
     }
 
+    /// Whether a refresh runs, and how long ago the last one ended, for a test's failure message.
+    var refreshDescription: String {
+        state.withLock { state in
+            "refreshing \(state.isRefreshing), again \(state.refreshesAgain), last refresh "
+                + "\(state.lastRefresh.map { "\($0.duration(to: .now)) ago" } ?? "never"), "
+                + "last failure \(state.lastFailure ?? "none")"
+        }
+    }
+
     /// The map, once the cluster gave one.
     var topology: ClusterTopology? { state.withLock { $0.topology } }
 

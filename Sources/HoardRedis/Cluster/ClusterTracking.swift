@@ -91,6 +91,20 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
         return tracking
     }
 
+    /// What each primary's tracking is doing, and the map's, for a test's failure message.
+    var stateDescription: String {
+        let (nodes, isTracking, pending, isTelling) = lock.withLock {
+            (self.nodes, self.isTracking, self.pending.count, self.isTelling)
+        }
+        let map = router.topology
+        let described = nodes.sorted { $0.key.description < $1.key.description }.map { endpoint, node in
+            "\(endpoint) tracks \(node.isTracking), subscribed \(node.subscription != nil), generation \(node.generation)"
+        }
+        return "tracking \(isTracking), \(pending) pending, telling \(isTelling); nodes: "
+            + described.joined(separator: "; ") + "; map: \(map?.primaries.map(\.description) ?? []), owned slots "
+            + "\(map?.ownedSlots ?? 0); \(router.refreshDescription)"
+    }
+
     func cancel() {
         let (subscriptions, stop) = lock.withLock { () -> ([any InvalidationSubscription], (@Sendable () -> Void)?) in
             isCancelled = true

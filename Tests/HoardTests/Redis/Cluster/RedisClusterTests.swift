@@ -50,6 +50,28 @@ struct RedisClusterTests {
             .coherence(.invalidations(maxLocalAge: .seconds(86_400), duringOutage: .serveLocalCopies)).build()
     }
 
+    /// Saves `value` on `writer` and waits until `reader` has heard of it, or dropped every copy
+    /// for coherence (a write that lands on a primary the reader does not track yet, just after a
+    /// failover, is covered by the drop that tracking it begins with); says what the reader's
+    /// tracking was doing when neither comes.
+    static func save(
+        _ value: String,
+        forKey key: String,
+        on writer: Cache<String>,
+        heardBy reader: Cache<String>
+    ) async throws {
+        let heard = reader.statistics.invalidations
+        let flushes = reader.statistics.coherenceFlushes
+        try await writer.save(value, forKey: key)
+        let tracking = reader.invalidations.withLock { $0 } as? ClusterTracking
+        #expect(
+            await waitUntil {
+                reader.statistics.invalidations > heard || reader.statistics.coherenceFlushes > flushes
+            },
+            "\(key): \(tracking?.stateDescription ?? "no cluster tracking")"
+        )
+    }
+
     /// How many keys of `namespace` each primary holds.
     static func keysPerPrimary(_ cluster: RedisTestCluster, namespace: String) async throws -> [Int] {
         var counts: [Int] = []
@@ -209,7 +231,7 @@ struct RedisClusterTests {
         /// reader's next read is the new value.
         func roundTrip(_ round: String) async throws {
             for key in keys {
-                try await RedisCoherenceTests.save("old \(round)", forKey: key, on: writer, heardBy: reader)
+                try await Self.save("old \(round)", forKey: key, on: writer, heardBy: reader)
                 #expect(try await reader.getOrFetch(forKey: key) == "old \(round)")
             }
             #expect(await waitUntil { reader.isCoherent })
@@ -250,7 +272,7 @@ struct RedisClusterTests {
         let level = try Self.level(cluster, namespace: namespace)
         let keys = (0..<60).map { "k\($0)" }
         for key in keys {
-            try await RedisCoherenceTests.save("old", forKey: key, on: writer, heardBy: reader)
+            try await Self.save("old", forKey: key, on: writer, heardBy: reader)
             #expect(try await reader.getOrFetch(forKey: key) == "old")
         }
         // Every write so far is on a replica too, so a takeover keeps it.
@@ -324,7 +346,7 @@ extension RedisClusterTests {
         let level = try Self.level(cluster, namespace: namespace)
         let keys = (0..<40).map { "k\($0)" }
         for key in keys {
-            try await RedisCoherenceTests.save("old", forKey: key, on: writer, heardBy: reader)
+            try await Self.save("old", forKey: key, on: writer, heardBy: reader)
             #expect(try await reader.getOrFetch(forKey: key) == "old")
         }
         let replica = try cluster.server(try await cluster.replicas[0])
@@ -385,7 +407,7 @@ extension RedisClusterTests {
         // A copy taken once the reader tracks the new primary too (the drop that its arrival makes
         // may come after a first read).
         let key = "k0"
-        try await RedisCoherenceTests.save("old", forKey: key, on: writer, heardBy: reader)
+        try await Self.save("old", forKey: key, on: writer, heardBy: reader)
         #expect(
             await waitUntilAsync {
                 _ = try? await reader.getOrFetch(forKey: key)
