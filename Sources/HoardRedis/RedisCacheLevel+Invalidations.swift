@@ -25,7 +25,7 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     /// `NOPERM`, count as refusals, and only before the server has tracked once: afterwards they are
     /// logged and retried.
     ///
-    /// On a cluster, there is such a connection to every primary (see ``ClusterTracking``), and
+    /// On a cluster, there is such a connection to every primary (see `ClusterTracking`), and
     /// `tracking` means that every primary tracks.
     ///
     /// - Parameter handler: Told each event, on the tracking connection's I/O thread.
