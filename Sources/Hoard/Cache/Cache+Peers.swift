@@ -4,22 +4,26 @@
 /// The store holds its caches weakly and calls these outside its locks, from its background writer
 /// or from the thread of the cache that made the change.
 extension Cache: DiskStoreObserver {
+    @usableFromInline
     func diskStore(willEvictKey key: String, reason: EvictionReason) {
         var outcome = CacheOutcome<Value>(key: key)
         outcome.diskEvictions = [(key, reason)]
         reporter.deliver(outcome, from: self)
     }
 
+    @usableFromInline
     func diskStore(didFailToStoreKey key: String, error: CacheError) {
         var outcome = CacheOutcome<Value>(key: key)
         outcome.storeFailure = error
         reporter.deliver(outcome, from: self)
     }
 
+    @usableFromInline
     func diskStoreDidChange(key: String) {
         engine.forget(key)
     }
 
+    @usableFromInline
     func diskStoreDidClear() {
         engine.forgetAll()
     }

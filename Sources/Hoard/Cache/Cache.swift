@@ -180,7 +180,7 @@ public final class Cache<Value: Sendable>: Sendable {
     }
 
     /// The disk half of ``value(forKey:)``: pending writes, then the entry file.
-    @usableFromInline
+    @inlinable
     func valueFromDisk(forKey key: String) -> Value? {
         let (value, outcome) = engine.valueFromDisk(
             forKey: key,

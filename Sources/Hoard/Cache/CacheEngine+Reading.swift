@@ -10,6 +10,7 @@ extension CacheEngine {
     ///     callback: the copy would evict another entry, whose callback could read it back, and so on).
     ///   - origin: The cache reading, which removing an expired pending write is reported to.
     /// - Returns: The live value, and what happened: a disk hit or a miss, the evictions.
+    @inlinable
     func valueFromDisk(
         forKey key: String,
         copiesIntoMemory: Bool,
@@ -43,6 +44,7 @@ extension CacheEngine {
     ///   - copiesIntoMemory: Whether a live value read as an access goes into memory.
     ///   - origin: The cache reading.
     /// - Returns: The value, live or, with `keepingExpired`, expired; and what happened.
+    @inlinable
     func readFromDisk(
         forKey key: String,
         keepingExpired: Bool,
@@ -82,8 +84,7 @@ extension CacheEngine {
             }
             return (nil, outcome)
         case .expired(.stored(let payload, let expiresAt)):
-            if disk.removeIfUnchanged(diskKey, payload: payload, expiresAt: expiresAt) {
-                HoardLogger.log(.debug, "Removed the expired entry for \"\(key.prefix(100))\" from disk.")
+            if disk.removeExpired(diskKey, payload: payload, expiresAt: expiresAt) {
                 outcome.diskEvictions = [(key, .expired)]
             }
             return (nil, outcome)

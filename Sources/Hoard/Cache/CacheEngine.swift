@@ -17,13 +17,13 @@ struct CacheEngine<Value: Sendable>: Sendable {
     @usableFromInline let memory: MemoryStore<String, CachedValue<Value>>?
     @usableFromInline let disk: DiskStore?
     @usableFromInline let stripes = KeyStripes()
-    let serializer: any CacheSerializer<Value>
+    @usableFromInline let serializer: any CacheSerializer<Value>
     /// Where "now" comes from.
     @usableFromInline let clock: @Sendable () -> Date
     /// The expiry of values set without one.
     @usableFromInline let defaultExpiry: CacheExpiry
     /// Whether a failed fetch returns the expired value, which reads then keep instead of removing.
-    let servesStaleOnFetchFailure: Bool
+    @usableFromInline let servesStaleOnFetchFailure: Bool
     /// The memory cost budget and the most one entry may cost, when `maxRamCost` is set.
     @usableFromInline let ramCost: (limit: Int, entryLimit: Int)?
     /// The shared level under disk (a Redis server several instances use), if there is one.
@@ -32,7 +32,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
     let schemaVersion: UInt32
     /// How the local levels keep in step with the shared level, when ``CacheBuilder/coherence(_:)``
     /// is set.
-    let coherence: CoherenceGate?
+    @usableFromInline let coherence: CoherenceGate?
 
     init(
         configuration: CacheBuilder<Value>,
@@ -81,6 +81,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
     /// Call it under the key's stripe. A value whose cost is above the per-entry limit is not kept
     /// (the older value of its key is dropped).
     /// - Returns: The entries evicted to make room, and whether the value was kept.
+    @usableFromInline
     func insertIntoMemory(
         _ cached: CachedValue<Value>,
         forKey key: String,
@@ -102,6 +103,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
     }
 
     /// Logs that a value was too costly to keep in memory; call it outside the stripe.
+    @usableFromInline
     func logNotKept(_ key: String, cost: Int?) {
         guard let ramCost else { return }
         HoardLogger.log(

@@ -22,21 +22,29 @@ struct CacheOutcome<Value: Sendable>: Sendable {
     /// What the read found, when the call was a read.
     @usableFromInline var read: Read?
     /// The value the call stored, when it stored one (a set event).
-    var stored: Value?
+    @usableFromInline var stored: Value?
     /// Whether the call removed the key on request (a removal event).
-    var isRemoval = false
+    @usableFromInline var isRemoval = false
     /// Values memory removed on its own, to make room or because they expired.
     @usableFromInline var memoryEvictions: [Eviction] = []
     /// Entries disk removed on its own (expired entries a read met).
-    var diskEvictions: [(key: String, reason: EvictionReason)] = []
+    @usableFromInline var diskEvictions: [(key: String, reason: EvictionReason)] = []
     /// A value that could not be kept (the serializer failed).
-    var storeFailure: CacheError?
+    @usableFromInline var storeFailure: CacheError?
     /// What the other caches on the container must hear, and which they are.
-    var peerNews = PeerNews()
+    @usableFromInline var peerNews = PeerNews()
 
     @inlinable
     init(key: String) {
         self.key = key
+    }
+
+    /// Whether the call did nothing but read: no value stored, removed or evicted, nothing failed,
+    /// and no other cache must hear of it.
+    @inlinable
+    var isOnlyARead: Bool {
+        diskEvictions.isEmpty && memoryEvictions.isEmpty && stored == nil && !isRemoval && storeFailure == nil
+            && peerNews.peers.isEmpty
     }
 
     /// Takes in what a later step of the same call did.
@@ -52,6 +60,7 @@ struct CacheOutcome<Value: Sendable>: Sendable {
 
     /// Notes what the other caches on the container must hear of a change to ``key`` (as the disk
     /// store returned it when the change was queued).
+    @usableFromInline
     mutating func tell(_ news: PeerNews) {
         guard !news.peers.isEmpty else { return }
         peerNews = news

@@ -13,17 +13,18 @@ struct CacheReporter<Value: Sendable>: Sendable {
     @usableFromInline typealias Eviction = CacheOutcome<Value>.Eviction
 
     /// The counters, the delegate and who listens, under one lock.
+    @usableFromInline
     struct State: Sendable {
         /// Every count of ``CacheStatistics`` but memory hits and the memory-only set's evictions
         /// (counted by the memory store) and the disk level's sizes (read from the store).
-        var statistics = CacheStatistics()
+        @usableFromInline var statistics = CacheStatistics()
         /// Evictions by reason, indexed by `EvictionReason.index`.
         var evictionsByReason = [Int](repeating: 0, count: EvictionReason.allCases.count)
         weak var delegate: (any CacheDelegate<Value>)?
         /// The delegate held strongly when the cache owns it: a forwarder to a main-actor delegate.
         var retainedDelegate: (any CacheDelegate<Value>)?
         /// Whether ``Cache/events`` has a subscriber: the hub's count, as of its last change.
-        var isObserved = false
+        @usableFromInline var isObserved = false
 
         /// Counts `times` evictions for `reason` from memory or disk.
         mutating func countEvictions(_ reason: EvictionReason, fromMemory: Bool, times: Int = 1) {
@@ -33,7 +34,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
     }
 
     let hub: EventHub<CacheEvent<Value>>
-    let state: Locked<State>
+    @usableFromInline let state: Locked<State>
     /// The shared level's failed reads and failed writes, each logged as an outage's start, a count
     /// now and then, and its end (apart: reads that work must not end an outage of writes).
     let sharedReadFailures = RepeatedFailureLog("The shared level's reads")
@@ -136,13 +137,37 @@ struct CacheReporter<Value: Sendable>: Sendable {
     /// Call it with no lock held. The order is fixed: disk evictions, the set, memory evictions, the
     /// read's hit or miss, the removal; then the delegate hears of the evictions and of a store
     /// failure; the other caches hear last.
-    @usableFromInline
+    ///
+    /// An outcome that is only a read (a disk hit, a miss) is counted here, specialised for the
+    /// cache's value type; anything more goes through ``deliverInFull(_:from:)``.
+    @inlinable
     func deliver(_ outcome: CacheOutcome<Value>, from cache: Cache<Value>) {
-        if outcome.diskEvictions.isEmpty, outcome.memoryEvictions.isEmpty, outcome.read == nil,
-            outcome.stored == nil, !outcome.isRemoval, outcome.storeFailure == nil, outcome.peerNews.peers.isEmpty
-        {
+        guard outcome.isOnlyARead else {
+            deliverInFull(outcome, from: cache)
             return
         }
+        guard let read = outcome.read else { return }
+        let isObserved = state.withLock { state in
+            switch read {
+            case .hit(let level) where level == .disk: state.statistics.diskHits += 1
+            case .hit(let level) where level == .shared: state.statistics.sharedHits += 1
+            case .miss: state.statistics.misses += 1
+            case .hit: break
+            }
+            return state.isObserved
+        }
+        if isObserved { emitEvents(of: outcome) }
+    }
+
+    /// Sends the events of `outcome` to the subscribers.
+    @usableFromInline
+    func emitEvents(of outcome: CacheOutcome<Value>) {
+        hub.emit(events(of: outcome))
+    }
+
+    /// ``deliver(_:from:)`` for an outcome that is more than a read.
+    @usableFromInline
+    func deliverInFull(_ outcome: CacheOutcome<Value>, from cache: Cache<Value>) {
         let (delegate, isObserved) = state.withLock { state in
             for eviction in outcome.diskEvictions { state.countEvictions(eviction.reason, fromMemory: false) }
             for eviction in outcome.memoryEvictions { state.countEvictions(eviction.reason, fromMemory: true) }
@@ -281,10 +306,11 @@ struct CacheReporter<Value: Sendable>: Sendable {
 }
 
 /// Whether the current task is inside a memory-eviction callback.
+@usableFromInline
 enum EvictionCallback {
     /// Set by ``CacheReporter`` while a delegate hears of a memory eviction.
     ///
     /// A read made from that callback is not copied into memory: the copy would evict another entry,
     /// whose callback could read it back, and so on without end.
-    @TaskLocal static var isRunning = false
+    @usableFromInline @TaskLocal static var isRunning = false
 }

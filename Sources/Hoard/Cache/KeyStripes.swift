@@ -65,6 +65,7 @@ final class KeyStripes: @unchecked Sendable {
     }
 
     /// ``changes(_:)``, and what `body` reads under the same lock.
+    @inlinable
     func changes<Result>(_ hash: Int, reading body: () -> Result) -> (UInt64, Result) {
         let stripe = stripe(for: hash)
         return locks.withLock(stripe) { (locks.counter(stripe).pointee &+ count(for: hash).pointee, body()) }
@@ -72,6 +73,7 @@ final class KeyStripes: @unchecked Sendable {
 
     /// Runs `body` under the stripe's lock if no change that counts for the key was made since
     /// `changes`.
+    @inlinable
     func ifUnchanged<Result>(_ hash: Int, since changes: UInt64, _ body: () -> Result?) -> Result? {
         let stripe = stripe(for: hash)
         return locks.withLock(stripe) {

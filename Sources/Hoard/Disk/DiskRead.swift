@@ -6,6 +6,7 @@ import Foundation
 /// ``DiskCacheLevel``: a pending write is taken as it is when it has the reader's type, and goes
 /// through the serializers otherwise; an entry file is decoded; a value the serializer cannot read
 /// is removed and logged. What to do with an expired value is the caller's choice.
+@usableFromInline
 enum DiskRead<Value: Sendable> {
     /// Nothing is stored (or a removal is pending, or the value could not be decoded).
     case miss
@@ -15,6 +16,7 @@ enum DiskRead<Value: Sendable> {
     case expired(ExpiredValue)
 
     /// Where an expired value is.
+    @usableFromInline
     enum ExpiredValue {
         /// A pending write: remove it with a queued removal, if the key did not change.
         case pending
@@ -35,6 +37,7 @@ extension DiskStore {
     ///   - deserialize: The reader's serializer; it runs outside every lock.
     /// - Returns: What the store holds for the key.
     /// - Complexity: O(1), plus one file read and the serializer when the key has an entry file.
+    @inlinable
     func read<Value: Sendable>(
         _ key: DiskKey,
         now: Double,
@@ -62,14 +65,29 @@ extension DiskStore {
                 let value = try deserialize(entry.payload)
                 return .found(CachedValue(value, expiresAt: entry.expiresAt), size: entry.payload.count)
             } catch {
-                HoardLogger.log(
-                    .warning,
-                    CacheError.deserializationFailed(key: key.string, underlying: error).message
-                        + " Removing the entry."
-                )
-                removeIfUnchanged(key, payload: entry.payload)
+                discardUndecodable(key, payload: entry.payload, error: error)
                 return .miss
             }
         }
+    }
+
+    /// Logs that the serializer could not decode `payload`, and removes the entry if it still holds it.
+    @usableFromInline
+    func discardUndecodable(_ key: DiskKey, payload: Data, error: any Error) {
+        HoardLogger.log(
+            .warning,
+            CacheError.deserializationFailed(key: key.string, underlying: error).message + " Removing the entry."
+        )
+        removeIfUnchanged(key, payload: payload)
+    }
+
+    /// Removes the expired entry of `key` if it still holds `payload` and expires at `expiresAt`.
+    ///
+    /// - Returns: Whether the entry was removed.
+    @usableFromInline
+    func removeExpired(_ key: DiskKey, payload: Data, expiresAt: Expiry) -> Bool {
+        guard removeIfUnchanged(key, payload: payload, expiresAt: expiresAt) else { return false }
+        HoardLogger.log(.debug, "Removed the expired entry for \"\(key.string.prefix(100))\" from disk.")
+        return true
     }
 }

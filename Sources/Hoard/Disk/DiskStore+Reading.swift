@@ -16,6 +16,7 @@ extension DiskStore {
     /// written it since this store last read the journal. A damaged, truncated or foreign file is
     /// removed, logged and reported as a miss.
     /// - Complexity: O(1) and one attempt to open the key's file.
+    @usableFromInline
     func lookup(_ key: DiskKey, countsAccess: Bool = true) -> DiskLookup {
         let found = withState { state -> DiskLookup? in
             guard let pending = state.pending[key.digest] else {
@@ -129,7 +130,7 @@ extension DiskStore {
     /// For bytes the serializer could not decode, or an expired entry: a newer set that landed or is
     /// pending must survive.
     /// - Returns: Whether the entry was removed.
-    @discardableResult
+    @usableFromInline @discardableResult
     func removeIfUnchanged(_ key: DiskKey, payload: Data, expiresAt: Expiry? = nil) -> Bool {
         settle(key) { log in
             guard case .success(let entry) = readEntry(key), entry.payload == payload else { return false }

@@ -34,6 +34,7 @@ extension DiskStore {
     /// Queues a removal of `key`; readers miss it at once, the file goes in the background.
     ///
     /// - Returns: The news that `key` changed, for the other caches on the container.
+    @usableFromInline
     func enqueueRemove(_ key: DiskKey, observer: (any DiskStoreObserver)?) -> PeerNews {
         enqueue(key, .remove, observer: observer, completion: nil)
     }

@@ -5,6 +5,7 @@ import Foundation
 ///
 /// Every method is called outside the store's locks, from the store's background writer or from the
 /// thread of the cache that made the change.
+@usableFromInline
 protocol DiskStoreObserver: AnyObject, Sendable {
     /// The store is about to remove `key` to stay within its count or byte limit (or did not keep a
     /// value for `key` larger than the whole byte limit, or removed it because it expired).
@@ -18,13 +19,14 @@ protocol DiskStoreObserver: AnyObject, Sendable {
 }
 
 /// A value waiting for the background writer, readable until it lands.
+@usableFromInline
 struct PendingValue: Sendable {
     /// The value as it was set; a reader of the same type takes it as it is.
-    let value: any Sendable
+    @usableFromInline let value: any Sendable
     /// Encodes the value with the serializer of the cache that set it.
-    let serialize: @Sendable () throws -> Data
+    @usableFromInline let serialize: @Sendable () throws -> Data
     /// When the value stops being live.
-    let expiresAt: Expiry
+    @usableFromInline let expiresAt: Expiry
 }
 
 /// A group entered while its owner lives and left once the owner is gone: the owner's `deinit` has
@@ -38,6 +40,7 @@ final class ClosingSignal: Sendable {
 }
 
 /// What the disk level holds for a key.
+@usableFromInline
 enum DiskLookup {
     /// A set whose write has not landed yet.
     case pending(PendingValue)

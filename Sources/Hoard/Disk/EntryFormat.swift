@@ -17,6 +17,7 @@ import Foundation
 /// ```
 /// A file whose size, magic, version or checksum does not match is damaged; so is one whose key is
 /// not the key that was asked for (a file renamed or copied by hand). Damaged files are misses.
+@usableFromInline
 enum EntryFormat {
     static let magic: [UInt8] = Array("HRDE".utf8)
     static let version: UInt16 = 1
@@ -25,11 +26,12 @@ enum EntryFormat {
     static let hasExpiryFlag: UInt16 = 1
 
     /// One decoded entry.
+    @usableFromInline
     struct Entry {
         var key: String
-        var payload: Data
+        @usableFromInline var payload: Data
         var schemaVersion: UInt32
-        var expiresAt: Expiry
+        @usableFromInline var expiresAt: Expiry
     }
 
     /// Why a file is not a valid entry.

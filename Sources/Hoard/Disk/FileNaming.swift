@@ -11,7 +11,7 @@ import Foundation
 @usableFromInline
 struct DiskKey: Sendable {
     /// The key as the caller spelled it; stored in the entry so that keys can be listed.
-    let string: String
+    @usableFromInline let string: String
     /// The SHA-256 of the key's NFC form.
     let digest: SHA256Digest
 

@@ -7,12 +7,13 @@
 /// that queued it), and gathers it while catching up with other processes' journal (for all of
 /// them). It is delivered with ``deliver()`` once every lock is released; each cache then drops
 /// those keys from its memory (see ``DiskStoreObserver``).
+@usableFromInline
 struct PeerNews: Sendable {
     /// The caches to tell.
     ///
     /// Empty when no other cache shares the container; for news the store gathers while catching
     /// up, filled in when it is delivered (see ``deliver(toEveryCacheOf:)``).
-    var peers: [any DiskStoreObserver] = []
+    @usableFromInline var peers: [any DiskStoreObserver] = []
     /// Whether every key went: the caches empty their memory, before they hear of ``changedKeys``.
     private(set) var isCleared = false
     /// The keys that changed, in order.

@@ -36,6 +36,7 @@ final class CoherenceGate: @unchecked Sendable {
 
     /// Whether the disk level may serve reads: the gate is open and no disk clear is under way
     /// (`true` without tracking); read it holding a key stripe's lock.
+    @usableFromInline
     var servesDisk: Bool { isOpenStorage && diskClearsStorage == 0 }
 
     /// Whether the gate waits for a disk clear to open; read it holding a key stripe's lock.
