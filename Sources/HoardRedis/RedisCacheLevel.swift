@@ -68,7 +68,8 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// - Parameters:
     ///   - url: `redis://[user:password@]host[:port][/db]`.
     ///   - namespace: The prefix of the level's keys.
-    ///   - poolSize: How many connections every caller shares.
+    ///   - poolSize: How many connections every caller shares (one for every two cores of this host,
+    ///     from 1 to 4, by default: ``Configuration/defaultPoolSize``).
     ///   - connectTimeout: How long connecting and logging in may take.
     ///   - commandTimeout: How long a call waits for its reply.
     ///   - defaultTTL: The expiry of a value stored without one; `nil` keeps it until the server evicts it.
@@ -76,7 +77,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     public convenience init(
         url: String,
         namespace: String,
-        poolSize: Int = 4,
+        poolSize: Int = Configuration.defaultPoolSize,
         connectTimeout: Duration = .seconds(1),
         commandTimeout: Duration = .seconds(1),
         defaultTTL: Duration? = nil

@@ -11,12 +11,14 @@ import Glibc
 /// Measures the Redis level against the server's own benchmark, `redis-benchmark`, in the same run.
 ///
 /// `GET` and `SET` of 1 KiB values at 16 and 64 requests in flight (redis-benchmark: that many
-/// connections, no pipelining; Hoard: that many concurrent callers on a pool of 4 connections).
+/// connections, no pipelining; Hoard: that many concurrent callers on the default pool).
 /// Then a memory hit of a cache in front of the shared level against a shared-level hit.
 ///
 /// Scenario `redis`. The server is the one `HOARD_REDIS_URL` names, else a `redis-server` from the
 /// PATH started on a free port for the run. Targets: Hoard ≥ 0.7× redis-benchmark's requests/s, and
-/// a memory hit ≥ 100× a shared-level hit.
+/// a memory hit ≥ 100× a shared-level hit. `HOARD_BENCH_REDIS_POOL_SIZES` (say `1,2,4`) measures
+/// levels with those pool sizes side by side, in the same run, against the same redis-benchmark
+/// figures.
 enum RedisBench {
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
         var report = ScenarioReport(
@@ -39,25 +41,40 @@ enum RedisBench {
         let value = Data((0..<1024).map { UInt8(truncatingIfNeeded: $0) })
         let level = try RedisCacheLevel(url: server.url, namespace: "hoard-bench")
         try await level.set(value, forKey: "warm")
+        let pools = try poolSizes().map { size in
+            var configuration = try RedisCacheLevel.Configuration(url: server.url)
+            configuration.poolSize = size
+            return (label: "Hoard, pool \(size)", level: try RedisCacheLevel(configuration, namespace: "hoard-bench"))
+        }
         for concurrency in [16, 64] {
             let external = try redisBenchmark(benchmark, server, requests: requests, clients: concurrency)
             for command in ["SET", "GET"] {
-                let ours = try await measureLevel(level, command, value, requests: requests, callers: concurrency)
                 let theirs = Measurement(
                     label: "redis-benchmark \(command) -c \(concurrency)",
                     operations: requests,
                     durations: [.seconds(Double(requests) / max(1, external[command] ?? 0))]
                 )
-                report.rows += [ours, theirs]
-                report.comparisons.append((ours.label, theirs.label))
-                report.targets.append(
-                    .ratio(
-                        "Hoard \(command) at \(concurrency) in flight ≥ 0.7× redis-benchmark",
-                        ours,
-                        theirs,
-                        atLeast: 0.7
+                for (label, candidate) in [(label: "Hoard", level: level)] + pools {
+                    let ours = try await measureLevel(
+                        candidate,
+                        command,
+                        value,
+                        requests: requests,
+                        callers: concurrency,
+                        label: label
                     )
-                )
+                    report.rows.append(ours)
+                    report.comparisons.append((ours.label, theirs.label))
+                    report.targets.append(
+                        .ratio(
+                            "\(label) \(command) at \(concurrency) in flight ≥ 0.7× redis-benchmark",
+                            ours,
+                            theirs,
+                            atLeast: 0.7
+                        )
+                    )
+                }
+                report.rows.append(theirs)
             }
         }
         let (memory, shared) = try await measureHits(level, value, context)
@@ -70,6 +87,19 @@ enum RedisBench {
         report.notes.append("server: \(server.url); redis-benchmark -t get,set -d 1024 -n \(requests) -c 16|64 -P 1")
         await level.clear()
         return report
+    }
+
+    /// The pool sizes `HOARD_BENCH_REDIS_POOL_SIZES` lists, none when it is not set.
+    private static func poolSizes() throws -> [Int] {
+        guard let text = ProcessInfo.processInfo.environment["HOARD_BENCH_REDIS_POOL_SIZES"], !text.isEmpty else {
+            return []
+        }
+        return try text.split(separator: ",").map { field in
+            guard let size = Int(field.trimmingCharacters(in: .whitespaces)), size > 0 else {
+                throw BenchError("HOARD_BENCH_REDIS_POOL_SIZES: \"\(field)\" is not a pool size")
+            }
+            return size
+        }
     }
 
     /// `callers` tasks, each sending its share of `requests` one after another.
