@@ -9,7 +9,7 @@ import HoardRedis
 /// after its turn; all start together, so that their start-up waits overlap, and those not yet
 /// measured idle meanwhile (a few cluster-bus pings a second). On each, `GET` and `SET` of 1 KiB
 /// values at 16 and 64 requests in flight: Hoard with that many concurrent callers on the cluster
-/// level (a pool of 4 connections per primary, the default) over 10 000 keys spread over the slots;
+/// level (2 connections per primary, the default) over 10 000 keys spread over the slots;
 /// `redis-benchmark --cluster` with that many connections spread over the primaries, no
 /// pipelining. `redis-benchmark` refuses `--cluster` on one node, so on 1 primary it runs without it
 /// (the node owns every slot). After a warm-up of Hoard at a tenth of the size, the measured rounds

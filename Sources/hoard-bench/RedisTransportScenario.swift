@@ -5,7 +5,7 @@ import HoardRedis
 /// Measures the Redis level over its transports, on one server started for the run that listens
 /// on a TCP port, a TLS port and a Unix-domain socket.
 ///
-/// `GET` and `SET` of 1 KiB values at 16 and 64 callers (a pool of 4 connections) over TLS, next to
+/// `GET` and `SET` of 1 KiB values at 16 and 64 callers (the default pool) over TLS, next to
 /// `redis-benchmark --tls` at the same number of connections and to Hoard over plain TCP; then
 /// Hoard over the socket next to Hoard over TCP. TLS needs a build with it (on Linux,
 /// `--traits TLS`), `openssl` to make the certificates, and `redis-server` built with TLS.
@@ -100,7 +100,8 @@ enum RedisTransportBench {
         }
         report.summary = report.rows.map { ($0.label, $0.label) }
         report.notes.append(
-            "redis-benchmark --tls --cacert ca.pem -t get,set -d 1024 -n \(requests) -c 16|64 -P 1; Hoard: a pool of 4"
+            "redis-benchmark --tls --cacert ca.pem -t get,set -d 1024 -n \(requests) -c 16|64 -P 1; Hoard: the default pool "
+                + "(\(RedisCacheLevel.Configuration.defaultPoolSize) connections)"
         )
         return report
     }

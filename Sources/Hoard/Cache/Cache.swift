@@ -172,7 +172,7 @@ public final class Cache<Value: Sendable>: Sendable {
     @inlinable
     func valueAfterMemoryMiss(forKey key: String) -> Value? {
         if engine.disk == nil {
-            // Memory only: no trip through the disk path, which is not specialised for `Value`.
+            // Memory only: no trip through the disk path.
             reporter.didMiss(key)
             return nil
         }

@@ -147,6 +147,7 @@ struct CacheReporter<Value: Sendable>: Sendable {
             return
         }
         guard let read = outcome.read else { return }
+        LockOrder.assertNoneHeld("delivering what a call did")
         let isObserved = state.withLock { state in
             switch read {
             case .hit(let level) where level == .disk: state.statistics.diskHits += 1

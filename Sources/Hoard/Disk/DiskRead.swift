@@ -20,7 +20,7 @@ enum DiskRead<Value: Sendable> {
     enum ExpiredValue {
         /// A pending write: remove it with a queued removal, if the key did not change.
         case pending
-        /// An entry file holding `payload`: remove it with `DiskStore.removeIfUnchanged`.
+        /// An entry file holding `payload`: remove it with `DiskStore.removeExpired`.
         case stored(payload: Data, expiresAt: Expiry)
     }
 }
