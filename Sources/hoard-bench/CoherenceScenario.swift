@@ -27,6 +27,11 @@ import HoardTestSupport
 ///   fetcher, one task reading them in turn with `getOrFetch` during the outage; the fetcher calls
 ///   and the reads' latency p50, p99 and maximum.
 ///
+/// With `HOARD_BENCH_COHERENCE_FLEET_ONLY=1` only the throughput runs are made, each followed by
+/// what the fleet did (reads, hits, misses; invalidations received, by whether the instance held the
+/// key; fills installed and rejected, by why) and the hit rates of the same operations replayed on
+/// one thread, where only first reads and true invalidations cost hits.
+///
 /// Scenario `coherence`; the server is `HOARD_REDIS_URL`'s, else a `redis-server` started for the run.
 enum CoherenceBench {
     static func run(_ context: BenchContext) async throws -> ScenarioReport {
@@ -45,6 +50,10 @@ enum CoherenceBench {
         let namespace = "hoard-bench-coherence-\(UUID().uuidString.prefix(8))"
         let coherent = try instance(server, namespace, "a", .invalidations)
         let other = try instance(server, namespace, "b", .invalidations)
+        if ProcessInfo.processInfo.environment["HOARD_BENCH_COHERENCE_FLEET_ONLY"] == "1" {
+            try await reportFleet(into: &report, server: server, namespace: namespace, [coherent, other], context)
+            return report
+        }
         let sets = context.size(10_000)
         let (fromReturn, fromCall) = try await measureLatency(writer: coherent, reader: other, sets: sets)
         func micro(_ duration: Duration) -> String { String(format: "%.0f µs", duration.seconds * 1e6) }
@@ -274,37 +283,86 @@ enum CoherenceBench {
         _ instances: [Cache<String>],
         label: String,
         operations: Int
-    ) async throws -> (measurement: Measurement, hitRate: Double) {
+    ) async throws -> (measurement: Measurement, hitRate: Double, counts: FleetCounts) {
         let callers = 32
-        let hitsBefore = instances.map(\.statistics.memoryHits).reduce(0, +)
+        let before = FleetCounts(instances)
         let each = operations / (instances.count * callers)
         let zipf = ZipfSampler(keys: 10_000, exponent: 0.99)
         let start = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        let reads = try await withThrowingTaskGroup(of: Int.self) { group in
             for (number, cache) in instances.enumerated() {
                 for caller in 0..<callers {
                     group.addTask {
                         var random = SplitMix64(seed: UInt64(number * 100 + caller))
+                        var reads = 0
                         for step in 0..<each {
                             let key = "zipf-\(zipf.next(using: &random))"
                             if random.next() % 10 == 0 {
                                 cache.set("set \(step)", forKey: key)
                             } else {
+                                reads += 1
                                 _ = try await cache.getOrFetch(forKey: key)
                             }
                         }
+                        return reads
                     }
                 }
             }
-            try await group.waitForAll()
+            return try await group.reduce(0, +)
         }
         let elapsed = ContinuousClock.now - start
         for cache in instances { await cache.flush() }
-        let hits = instances.map(\.statistics.memoryHits).reduce(0, +) - hitsBefore
-        let reads = Double(each * instances.count * callers) * 0.9
+        var counts = FleetCounts(instances).since(before)
+        counts.reads = reads
         return (
             Measurement(label: label, operations: each * instances.count * callers, durations: [elapsed]),
-            Double(hits) / reads
+            Double(counts.memoryHits) / Double(reads),
+            counts
         )
+    }
+
+    /// The throughput runs alone (`HOARD_BENCH_COHERENCE_FLEET_ONLY=1`), coherent then TTL-only, with
+    /// what each fleet did and the hit rates of the same operations replayed on one thread.
+    private static func reportFleet(
+        into report: inout ScenarioReport,
+        server: BenchServer,
+        namespace: String,
+        _ instances: [Cache<String>],
+        _ context: BenchContext
+    ) async throws {
+        let operations = context.size(200_000)
+        let coherentRun = try await measureFleet(
+            instances,
+            label: "2 × 32 callers, coherent (invalidations)",
+            operations: operations
+        )
+        let ttlOnly = [
+            try instance(server, namespace + "-ttl", "c", .ttlOnly(maxAge: .seconds(60))),
+            try instance(server, namespace + "-ttl", "d", .ttlOnly(maxAge: .seconds(60))),
+        ]
+        let ttlRun = try await measureFleet(ttlOnly, label: "2 × 32 callers, TTL-only (60 s)", operations: operations)
+        report.rows += [coherentRun.measurement, ttlRun.measurement]
+        report.comparisons.append((coherentRun.measurement.label, ttlRun.measurement.label))
+        report.summary = report.rows.map { ($0.label, $0.label) }
+        let ideal = idealHitRates(instances: 2, callers: 32, each: operations / 64)
+        let lines = [
+            String(
+                format: "memory hit rate of the fleet runs: coherent %.1f %%, TTL-only %.1f %%; "
+                    + "throughput coherent / TTL-only %.2f",
+                coherentRun.hitRate * 100,
+                ttlRun.hitRate * 100,
+                coherentRun.measurement.median / ttlRun.measurement.median
+            ),
+            coherentRun.counts.line("coherent"),
+            ttlRun.counts.line("TTL-only"),
+            String(
+                format: "replayed on one thread: coherent %.1f %%, TTL-only %.1f %% (%d true invalidations)",
+                ideal.coherent * 100,
+                ideal.ttlOnly * 100,
+                ideal.trueInvalidations
+            ),
+        ]
+        report.lines += lines
+        report.summaryText += lines
     }
 }

@@ -174,13 +174,20 @@ struct CacheEngine<Value: Sendable>: Sendable {
         var outcome = CacheOutcome<Value>(key: key)
         var isKept = true
         var isBypassed = false
+        // What became of a fill (a store with `changes`), for the tally; a rejection unless changed.
+        var tallied = \CoherenceTally.fillsRejectedChanged
         let update = { () -> Void in
             // A fill from the shared level while this cache's own write of the key is queued or
             // under way read an older value than the local one: it is returned, not kept (its echo
             // check could not tell it from the value written).
-            if !toShared, let shared, shared.hasOwnWriteUnderWay(of: key) { return }
+            if !toShared, let shared, shared.hasOwnWriteUnderWay(of: key) {
+                tallied = \.fillsRejectedOwnWrite
+                return
+            }
             outcome.stored = value
+            tallied = \.fillsInstalled
             if let coherence, !coherence.isOpen {
+                tallied = \.fillsBypassed
                 isBypassed = true
                 // Tracking is down: the local levels are bypassed, and forget the older value.
                 if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
@@ -214,6 +221,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
             }
         }
         changeKey(key, ifUnchangedSince: changes, update)
+        if changes != nil { stripes.tally.withLock { $0[keyPath: tallied] += 1 } }
         // A save waits for the disk: with the local levels bypassed, there is nothing to wait for.
         if isBypassed { whenOnDisk?(.success(())) }
         if !isKept { logNotKept(key, cost: data?.count) }

@@ -27,6 +27,9 @@ final class KeyStripes: @unchecked Sendable {
     @usableFromInline let locks = LockArray(count: KeyStripes.stripeCount)
     /// The finer change counts, count `i` guarded by lock `i % stripeCount`.
     @usableFromInline let counts: UnsafeMutablePointer<UInt64>
+    /// What the cache did with its invalidations and fills (see ``CoherenceTally``); taken after the
+    /// stripe's lock is released.
+    let tally = Locked(CoherenceTally())
 
     @usableFromInline
     init() {

@@ -25,18 +25,24 @@ extension CacheEngine {
     ) -> (outcome: CacheOutcome<Value>, echo: Data?) {
         var outcome = CacheOutcome<Value>(key: key)
         var echo: Data?
+        var tallied = \CoherenceTally.droppedNotHeld
         stripes.change(key.hashValue) {
             if let shared {
-                if shared.defersInvalidation(of: key) { return }
+                if shared.defersInvalidation(of: key) {
+                    tallied = \.deferred
+                    return
+                }
                 // After a failed check, bytes kept now are a newer write's: they wait for its echo.
                 if mayBeEcho, let written = shared.takeWrittenBytes(of: key) {
                     echo = written
+                    tallied = \.echoChecks
                     return
                 }
             }
             if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
-            memory?.removeValue(forKey: key)
+            if memory?.removeValue(forKey: key) != nil { tallied = \.droppedHeld }
         }
+        stripes.tally.withLock { $0[keyPath: tallied] += 1 }
         return (outcome, echo)
     }
 
