@@ -29,6 +29,7 @@ extension CoherenceBench {
                 self.tally.fillsRejectedChanged += tally.fillsRejectedChanged
                 self.tally.fillsRejectedOwnWrite += tally.fillsRejectedOwnWrite
                 self.tally.fillsBypassed += tally.fillsBypassed
+                self.tally.fillsKeptDespiteSharedCount += tally.fillsKeptDespiteSharedCount
             }
         }
 
@@ -50,6 +51,8 @@ extension CoherenceBench {
             counts.tally.fillsRejectedChanged = tally.fillsRejectedChanged - before.tally.fillsRejectedChanged
             counts.tally.fillsRejectedOwnWrite = tally.fillsRejectedOwnWrite - before.tally.fillsRejectedOwnWrite
             counts.tally.fillsBypassed = tally.fillsBypassed - before.tally.fillsBypassed
+            counts.tally.fillsKeptDespiteSharedCount =
+                tally.fillsKeptDespiteSharedCount - before.tally.fillsKeptDespiteSharedCount
             return counts
         }
 
@@ -60,8 +63,9 @@ extension CoherenceBench {
                 + "(\(sharedHits) shared hits, \(fetches) fetches); invalidations received \(invalidations): "
                 + "\(tally.droppedHeld) dropped a held key, \(tally.droppedNotHeld) not held, "
                 + "\(tally.echoChecks) echo checks, \(tally.deferred) deferred behind an own write; fills "
-                + "\(tally.fillsInstalled) installed, \(tally.fillsRejectedChanged) rejected (the key's change "
-                + "count moved), \(tally.fillsRejectedOwnWrite) rejected (own write under way), "
+                + "\(tally.fillsInstalled) installed (\(tally.fillsKeptDespiteSharedCount) of them although a key "
+                + "sharing their change count of 1 024 changed), \(tally.fillsRejectedChanged) rejected (the key's "
+                + "change count moved), \(tally.fillsRejectedOwnWrite) rejected (own write under way), "
                 + "\(tally.fillsBypassed) bypassed (gate closed)"
         }
     }

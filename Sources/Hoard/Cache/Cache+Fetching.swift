@@ -143,13 +143,14 @@ extension Cache {
             if let value { return Fetched(result: .success(value), outcome: outcome) }
         }
         // A set or removal made while the shared level or the fetcher answers wins over what they return.
-        let changes = engine.stripes.changes(key.hashValue)
+        let token = engine.stripes.beginFill(key.hashValue)
+        defer { engine.stripes.endFill(token) }
         let read = await engine.readShared(key)
         if case .failed = read {} else if engine.shared != nil { reporter.sharedReadFailures.succeeded() }
         switch read {
         case .hit(let cached, let serialized):
             // Into disk and memory, not back to the shared level it came from.
-            fill(cached, serialized: serialized, forKey: key, ifUnchangedSince: changes, into: &outcome)
+            fill(cached, serialized: serialized, forKey: key, ifUnchangedSince: token, into: &outcome)
             return Fetched(result: .success(cached.value), outcome: outcome)
         case .miss:
             if engine.shared != nil { reporter.didMissShared(key) }
@@ -196,7 +197,7 @@ extension Cache {
                     let stored = engine.store(
                         cached,
                         forKey: key,
-                        ifUnchangedSince: changes,
+                        ifUnchangedSince: token,
                         origin: self,
                         lease: lease
                     )

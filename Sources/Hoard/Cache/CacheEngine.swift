@@ -120,8 +120,9 @@ struct CacheEngine<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - cached: The value to store, with its expiry.
     ///   - key: Its key.
-    ///   - changes: When given, stores nothing if the key changed since that stripe count (a fetch
-    ///     that started before a set or removal must not undo it).
+    ///   - fill: For a fill (a value read from the shared level or fetched), what it noted when it
+    ///     began: nothing is stored if the key changed since (a fetch that started before a set, a
+    ///     removal or an invalidation must not undo it).
     ///   - origin: The cache storing it, which the disk store reports the write's fate to.
     ///   - whenOnDisk: For a save: told, from the writer, once the value is in its file (see
     ///     `DiskStore.enqueueWrite(_:value:observer:completion:)`). Not called when the value is not
@@ -137,7 +138,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
     func store(
         _ cached: CachedValue<Value>,
         forKey key: String,
-        ifUnchangedSince changes: UInt64?,
+        ifUnchangedSince fill: KeyStripes.FillToken?,
         origin: (any DiskStoreObserver)?,
         whenOnDisk: DiskStore.Completion? = nil,
         toShared: Bool = true,
@@ -154,7 +155,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
             do {
                 data = try serializer.serialize(value)
             } catch {
-                return didFailToSerialize(key: key, ifUnchangedSince: changes, error: error, origin: origin)
+                return didFailToSerialize(key: key, ifUnchangedSince: fill, error: error, origin: origin)
             }
         }
         // The local copy lives at most the coherence's maximum local age; the shared level keeps the
@@ -174,7 +175,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
         var outcome = CacheOutcome<Value>(key: key)
         var isKept = true
         var isBypassed = false
-        // What became of a fill (a store with `changes`), for the tally; a rejection unless changed.
+        // What became of a fill, for the tally; a rejection unless changed.
         var tallied = \CoherenceTally.fillsRejectedChanged
         let update = { () -> Void in
             // A fill from the shared level while this cache's own write of the key is queued or
@@ -220,8 +221,13 @@ struct CacheEngine<Value: Sendable>: Sendable {
                 )
             }
         }
-        changeKey(key, ifUnchangedSince: changes, update)
-        if changes != nil { stripes.tally.withLock { $0[keyPath: tallied] += 1 } }
+        let sharedCountMoved = changeKey(key, ifUnchangedSince: fill, update)
+        if fill != nil {
+            stripes.tally.withLock { tally in
+                tally[keyPath: tallied] += 1
+                if sharedCountMoved, tallied == \.fillsInstalled { tally.fillsKeptDespiteSharedCount += 1 }
+            }
+        }
         // A save waits for the disk: with the local levels bypassed, there is nothing to wait for.
         if isBypassed { whenOnDisk?(.success(())) }
         if !isKept { logNotKept(key, cost: data?.count) }
@@ -232,7 +238,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
     /// the older value of its key is removed (it must not be served in place of the newer one).
     private func didFailToSerialize(
         key: String,
-        ifUnchangedSince changes: UInt64?,
+        ifUnchangedSince fill: KeyStripes.FillToken?,
         error: any Error,
         origin: (any DiskStoreObserver)?
     ) -> CacheOutcome<Value> {
@@ -240,21 +246,23 @@ struct CacheEngine<Value: Sendable>: Sendable {
         HoardLogger.log(.warning, failure.message + " The value is not cached.")
         var outcome = CacheOutcome<Value>(key: key)
         outcome.storeFailure = failure
-        changeKey(key, ifUnchangedSince: changes) {
+        changeKey(key, ifUnchangedSince: fill) {
             if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
             memory?.removeValue(forKey: key)
         }
         return outcome
     }
 
-    /// Runs a change to `key` under its stripe; with `changes`, only if the key is unchanged since.
-    private func changeKey(_ key: String, ifUnchangedSince changes: UInt64?, _ body: () -> Void) {
-        let hash = key.hashValue
-        if let changes {
-            _ = stripes.ifUnchanged(hash, since: changes) { body() }
-        } else {
-            stripes.change(hash, body)
+    /// Runs a change to `key` under its stripe; with `fill`, only if the key is unchanged since.
+    ///
+    /// - Returns: Whether a key sharing its finer count changed since `fill` (for the tally).
+    @discardableResult
+    private func changeKey(_ key: String, ifUnchangedSince fill: KeyStripes.FillToken?, _ body: () -> Void) -> Bool {
+        guard let fill else {
+            stripes.change(key.hashValue, body)
+            return false
         }
+        return stripes.ifUnchanged(since: fill) { body() }.sharedCountMoved
     }
 
     /// Removes the value for a key from both levels: memory at once, the file in the background.

@@ -23,11 +23,12 @@ extension Cache {
             }
             // Taken again before each read: the holder's write, announced by an invalidation, has
             // changed the key since the first read.
-            let changes = engine.stripes.changes(key.hashValue)
+            let token = engine.stripes.beginFill(key.hashValue)
+            defer { engine.stripes.endFill(token) }
             switch await engine.readShared(key) {
             case .hit(let cached, let serialized):
                 var filled = outcome
-                fill(cached, serialized: serialized, forKey: key, ifUnchangedSince: changes, into: &filled)
+                fill(cached, serialized: serialized, forKey: key, ifUnchangedSince: token, into: &filled)
                 return .success(Fetched(result: .success(cached.value), outcome: filled))
             case .miss:
                 return .success(nil)
@@ -39,19 +40,19 @@ extension Cache {
     }
 
     /// Puts a value read from the shared level into disk and memory (not back into the shared level)
-    /// unless the key changed since `changes`, and notes a shared hit.
+    /// unless the key changed since `token` was taken, and notes a shared hit.
     func fill(
         _ cached: CachedValue<Value>,
         serialized: Data,
         forKey key: String,
-        ifUnchangedSince changes: UInt64,
+        ifUnchangedSince token: KeyStripes.FillToken,
         into outcome: inout CacheOutcome<Value>
     ) {
         outcome.merge(
             engine.store(
                 cached,
                 forKey: key,
-                ifUnchangedSince: changes,
+                ifUnchangedSince: token,
                 origin: self,
                 toShared: false,
                 serialized: serialized

@@ -16,9 +16,11 @@ package struct CoherenceTally: Sendable, Equatable {
     package var echoChecks = 0
     /// Fills (a value read from the shared level, or fetched) put into the local levels.
     package var fillsInstalled = 0
-    /// Fills not installed because their key, or a key sharing its change count, changed while they
-    /// were in flight.
+    /// Fills not installed because their key changed (or a clear was made) while they were in flight.
     package var fillsRejectedChanged = 0
+    /// Fills installed although a key sharing their key's finer change count (one of 1 024) changed
+    /// while they were in flight: the fills a check of that count would have rejected.
+    package var fillsKeptDespiteSharedCount = 0
     /// Fills not installed because the cache's own write of the key was queued or under way.
     package var fillsRejectedOwnWrite = 0
     /// Fills not installed because the coherence gate was closed.
