@@ -25,6 +25,7 @@ extension CoherenceBench {
                 self.tally.droppedNotHeld += tally.droppedNotHeld
                 self.tally.deferred += tally.deferred
                 self.tally.echoChecks += tally.echoChecks
+                self.tally.echoesConfirmed += tally.echoesConfirmed
                 self.tally.fillsInstalled += tally.fillsInstalled
                 self.tally.fillsRejectedChanged += tally.fillsRejectedChanged
                 self.tally.fillsRejectedOwnWrite += tally.fillsRejectedOwnWrite
@@ -47,6 +48,7 @@ extension CoherenceBench {
             counts.tally.droppedNotHeld = tally.droppedNotHeld - before.tally.droppedNotHeld
             counts.tally.deferred = tally.deferred - before.tally.deferred
             counts.tally.echoChecks = tally.echoChecks - before.tally.echoChecks
+            counts.tally.echoesConfirmed = tally.echoesConfirmed - before.tally.echoesConfirmed
             counts.tally.fillsInstalled = tally.fillsInstalled - before.tally.fillsInstalled
             counts.tally.fillsRejectedChanged = tally.fillsRejectedChanged - before.tally.fillsRejectedChanged
             counts.tally.fillsRejectedOwnWrite = tally.fillsRejectedOwnWrite - before.tally.fillsRejectedOwnWrite
@@ -62,7 +64,7 @@ extension CoherenceBench {
             return "\(label): \(reads) reads, \(memoryHits) memory hits, \(misses) misses "
                 + "(\(sharedHits) shared hits, \(fetches) fetches); invalidations received \(invalidations): "
                 + "\(tally.droppedHeld) dropped a held key, \(tally.droppedNotHeld) not held, "
-                + "\(tally.echoChecks) echo checks, \(tally.deferred) deferred behind an own write; fills "
+                + "\(tally.echoChecks) echo checks (\(tally.echoesConfirmed) kept the copy), \(tally.deferred) deferred behind an own write; fills "
                 + "\(tally.fillsInstalled) installed (\(tally.fillsKeptDespiteSharedCount) of them although a key "
                 + "sharing their change count of 1 024 changed), \(tally.fillsRejectedChanged) rejected (the key's "
                 + "change count moved), \(tally.fillsRejectedOwnWrite) rejected (own write under way), "

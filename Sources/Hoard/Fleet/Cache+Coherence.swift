@@ -74,7 +74,10 @@ extension Cache {
             let current = await shared.read(key)
             guard let self else { return }
             defer { echoChecks.withLock { $0 -= 1 } }
-            if case .success(let bytes?) = current, bytes == written { return }
+            if case .success(let bytes?) = current, bytes == written {
+                engine.stripes.tally.withLock { $0.echoesConfirmed += 1 }
+                return
+            }
             invalidate(key, mayBeEcho: false)
         }
     }
