@@ -13,7 +13,8 @@
 /// the requests where exactly one of them hit: a sign test, whose variance is the number of such
 /// requests whatever the hit rate is, so the workload's drift cancels out. The window moves towards
 /// the best one's (by at most ×2) when it leads by two standard deviations, by at least 32 of those
-/// requests and by 1 % of hits; when the nearest expert is the best, the window moves towards it.
+/// requests and by 1 % of hits; when the nearest expert is the best, ahead of every other, the window
+/// moves towards it.
 ///
 /// Why experts rather than hill climbing or a single sampled LRU, and what the alternatives lost on
 /// the real traces: Documentation/Decisions/0001-adaptive-eviction.md.
@@ -189,7 +190,11 @@ struct WindowExperts {
                 count >= Self.minimumDisagreements && lead > Self.significance * count.squareRoot()
                 && scores[best] > (1 + Self.minimumGain) * scores[current]
         }
-        guard moves || best == current else { return nil }
+        // Following the nearest expert needs no paired test, but it must be ahead of every other
+        // one: when they tie (a scan that none of them hits), `best` is only the first of them, and
+        // the window walked towards one entry on no evidence, then took as many decisions to come back.
+        let leadsAlone = scores.indices.allSatisfy { $0 == best || scores[$0] < scores[best] }
+        guard moves || (best == current && leadsAlone) else { return nil }
         let factor = min(max(windowSizes[best] / windowSize, 1 / Self.maximumFactor), Self.maximumFactor)
         return (
             windowSize * factor,

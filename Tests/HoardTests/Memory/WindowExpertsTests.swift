@@ -156,6 +156,31 @@ import Testing
         #expect(second.windowSize == 50)
     }
 
+    @Test func expertsThatTieGiveNoDirection() {
+        // A 4-entry window: the nearest expert is the 1-entry one, which is also first among equals
+        // when nothing tells the experts apart (a scan that none of them hits).
+        #expect(experts(scores: [0, 0, 0, 0, 0]).decideWindow(windowSize: 4, admitsAll: false) == nil)
+        #expect(experts(scores: [120, 120, 90, 90, 0]).decideWindow(windowSize: 4, admitsAll: false) == nil)
+        // Ahead of all the others, it is followed.
+        #expect(experts(scores: [121, 120, 90, 90, 0]).decideWindow(windowSize: 4, admitsAll: false)?.windowSize == 2)
+    }
+
+    @Test func aScanLeavesTheWindowWhereItWas() {
+        // 400 entries: the 1 % window (4 entries) is nearer the 1-entry expert than the 5 % one. No
+        // key comes back, so no expert ever hits, and there is nothing to follow.
+        let capacity = 400
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
+        for key in 0..<60_000 {
+            #expect(index.access(StableKey(key)) == nil)
+            if index.count >= capacity { _ = index.popVictim() }
+            index.upsert(key, forKey: StableKey(key))
+        }
+        #expect(index.admission.experts.decisions > 50)
+        #expect(index.admission.window.share == AdmissionState.initialWindowShare)
+        #expect(index.count == capacity)
+        index.checkInvariants()
+    }
+
     @Test func theSLRUExpertSwitchesAdmissionOffAndBack() throws {
         // From a 200-entry window, the SLRU expert (300 entries, admits everything) leads the 20 % one.
         let toSLRU = try #require(
