@@ -28,6 +28,23 @@ static inline void hoard_BIO_set_mem_eof_return(BIO *bio, int value) {
     BIO_set_mem_eof_return(bio, value);
 }
 
+// Called by OpenSSL when the server asks for a client certificate and none is set: notes the
+// request in the session's application data (ex_data slot 0) and sends none.
+static inline int hoard_note_certificate_request(SSL *ssl, X509 **certificate, EVP_PKEY **key) {
+    (void)certificate;
+    (void)key;
+    SSL_set_ex_data(ssl, 0, (void *)1);
+    return 0;
+}
+
+static inline void hoard_SSL_CTX_note_certificate_requests(SSL_CTX *context) {
+    SSL_CTX_set_client_cert_cb(context, hoard_note_certificate_request);
+}
+
+static inline int hoard_SSL_was_asked_for_certificate(const SSL *ssl) {
+    return SSL_get_ex_data(ssl, 0) != NULL;
+}
+
 #endif  // __has_include(<openssl/ssl.h>)
 
 #endif

@@ -16,10 +16,13 @@ protocol ByteStream: AnyObject {
     /// Receives what has arrived, without blocking; a count short of `buffer.count` means that
     /// nothing more is there for now (the thread polls before it reads again).
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> Socket.Transfer
+    /// Whether the server asked for a client certificate during a TLS handshake and none was sent.
+    var wasAskedForMissingCertificate: Bool { get }
 }
 
 extension Socket: ByteStream {
     var socket: Socket { self }
     var hasPendingOutput: Bool { false }
+    var wasAskedForMissingCertificate: Bool { false }
     func flush() -> Transfer { .done(0) }
 }

@@ -299,6 +299,16 @@ final class ConnectionLoop {
         let helloReply: RESPValue
         switch exchange(stream, [RESPCommand("HELLO", hello)], until: deadline) {
         case .success(let replies): helloReply = replies[0]
+        case .failure(let failure) where failure.kind != .handshake && stream.wasAskedForMissingCertificate:
+            // The server refused the missing certificate and reset the connection before its alert
+            // came through (it closed with the unread HELLO pending): the same refusal.
+            return .failure(
+                RedisFailure(
+                    .handshake,
+                    "the TLS session failed: the server asks for a client certificate, and the configuration "
+                        + "gives none (\(failure.description))"
+                )
+            )
         case .failure(let failure): return .failure(failure)
         }
         var commands: [RESPCommand] = []

@@ -97,6 +97,12 @@ final class OpenSSLStream: ByteStream {
                 throw failure("cannot find the system's trust store")
             }
         }
+        if settings.clientCertificateFile == nil {
+            // A server that requires one refuses the session only once the handshake is over
+            // (TLS 1.3), and may reset the connection before its alert arrives: noted, the request
+            // explains such a loss (``wasAskedForMissingCertificate``).
+            hoard_SSL_CTX_note_certificate_requests(context)
+        }
         if let certificate = settings.clientCertificateFile {
             let key = settings.clientKeyFile ?? certificate
             guard SSL_CTX_use_certificate_chain_file(context, certificate) == 1 else {
@@ -164,6 +170,10 @@ final class OpenSSLStream: ByteStream {
     }
 
     var hasPendingOutput: Bool { pendingStart < pending.count }
+
+    /// Whether the server asked for a client certificate during the handshake, and the session had
+    /// none to send.
+    var wasAskedForMissingCertificate: Bool { hoard_SSL_was_asked_for_certificate(session) != 0 }
 
     func send(_ bytes: UnsafeRawBufferPointer) -> Socket.Transfer {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return .done(0) }
