@@ -16,7 +16,8 @@ protocol ByteStream: AnyObject {
     /// Receives what has arrived, without blocking; a count short of `buffer.count` means that
     /// nothing more is there for now (the thread polls before it reads again).
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> Socket.Transfer
-    /// Whether the server asked for a client certificate during a TLS handshake and none was sent.
+    /// Whether the server asked for a client certificate during a TLS 1.3 handshake and none was
+    /// sent: a server that requires one may then refuse the session at the first read.
     var wasAskedForMissingCertificate: Bool { get }
 }
 

@@ -24,6 +24,9 @@ final class ConnectionLoop {
     /// Whether the connection got past its handshake: a TLS failure from then on is a lost
     /// connection, not a refusal.
     var isServing = false
+    /// Logins in a row that lost their connection after the server asked for the client
+    /// certificate the configuration lacks (see ``handshake(_:_:until:)``).
+    private var lossesAfterCertificateRequest = 0
     /// With Sentinels: the one that answered last, asked first next time.
     var preferredSentinel = 0
     /// With Sentinels: the last primary they named, tried when none of them answers.
@@ -182,7 +185,10 @@ final class ConnectionLoop {
                 if let sentinel = configuration.sentinel { SentinelSwitches.reached(server, for: sentinel) }
                 return stream
             }
-        case .failure(let failure): return .failure(failure)
+        case .failure(let failure):
+            // No login in between: the next loss after a certificate request is a first one again.
+            lossesAfterCertificateRequest = 0
+            return .failure(failure)
         }
     }
 
@@ -299,18 +305,22 @@ final class ConnectionLoop {
         let helloReply: RESPValue
         switch exchange(stream, [RESPCommand("HELLO", hello)], until: deadline) {
         case .success(let replies): helloReply = replies[0]
-        case .failure(let failure) where failure.kind != .handshake && stream.wasAskedForMissingCertificate:
-            // The server refused the missing certificate and reset the connection before its alert
-            // came through (it closed with the unread HELLO pending): the same refusal.
-            return .failure(
-                RedisFailure(
-                    .handshake,
-                    "the TLS session failed: the server asks for a client certificate, and the configuration "
-                        + "gives none (\(failure.description))"
-                )
-            )
-        case .failure(let failure): return .failure(failure)
+        case .failure(let failure) where failure.kind == .connectionLost && stream.wasAskedForMissingCertificate:
+            // A TLS 1.3 server that requires a certificate refuses its absence at the client's first
+            // read, and may reset the connection before its alert comes through (it closes with the
+            // unread HELLO pending). A server that only asks for one (`tls-auth-clients optional`)
+            // asks every client, and its connections can be lost for other reasons: so one loss is
+            // a loss, retried as any other, and the second in a row is the refusal.
+            lossesAfterCertificateRequest += 1
+            let reason =
+                "the server asks for a client certificate, and the configuration gives none (\(failure.description))"
+            guard lossesAfterCertificateRequest >= 2 else { return .failure(RedisFailure(.connectionLost, reason)) }
+            return .failure(RedisFailure(.handshake, "the TLS session failed: \(reason)"))
+        case .failure(let failure):
+            lossesAfterCertificateRequest = 0
+            return .failure(failure)
         }
+        lossesAfterCertificateRequest = 0
         var commands: [RESPCommand] = []
         if case .error(let message) = helloReply {
             // Redis 5 and older, or a HELLO renamed away: unknown command. Anything else (a wrong

@@ -171,9 +171,14 @@ final class OpenSSLStream: ByteStream {
 
     var hasPendingOutput: Bool { pendingStart < pending.count }
 
-    /// Whether the server asked for a client certificate during the handshake, and the session had
-    /// none to send.
-    var wasAskedForMissingCertificate: Bool { hoard_SSL_was_asked_for_certificate(session) != 0 }
+    /// Whether the server asked for a client certificate during a TLS 1.3 handshake, and the
+    /// session had none to send.
+    ///
+    /// Only TLS 1.3 refuses a missing certificate after its handshake; in TLS 1.2 the refusal is a
+    /// failed handshake.
+    var wasAskedForMissingCertificate: Bool {
+        hoard_SSL_was_asked_for_certificate(session) != 0 && SSL_version(session) == TLS1_3_VERSION
+    }
 
     func send(_ bytes: UnsafeRawBufferPointer) -> Socket.Transfer {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return .done(0) }

@@ -207,6 +207,37 @@ struct RedisTLSTests {
         await #expect(throws: CacheError.self) { try await mismatched.get("a") }
     }
 
+    /// A server with `tls-auth-clients optional` asks every client for a certificate and serves
+    /// those without one: a login it is slow to answer is a passing failure, not a missing
+    /// certificate.
+    @Test func aServerThatOnlyAsksForACertificateIsNotRefusedForBeingSlow() async throws {
+        let folder = TemporaryDirectory()
+        let certificates = try await TLSCertificates.make(in: folder.url)
+        let server = try Self.server(certificates, configuration: ["tls-auth-clients optional"])
+        let admin = try RedisCacheLevel(
+            Self.configuration(port: server.port, authority: certificates.authority),
+            namespace: "tls"
+        )
+        try await admin.set(Data("served".utf8), forKey: "a")
+        // While the server holds every command, a new connection's TLS handshake passes (the
+        // certificate request included) and its HELLO gets no answer in time.
+        _ = try await admin.send(RESPCommand("CLIENT", ["PAUSE", "3000", "ALL"]))
+        // The login times out well before the check's PING would: its failure is what the PING
+        // gets.
+        var hurried = try Self.configuration(port: server.port, authority: certificates.authority)
+        hurried.connectTimeout = .milliseconds(300)
+        let level = try RedisCacheLevel(hurried, namespace: "tls")
+        _ = try folder.stringBuilder("hurried").sharedLevel(level).build()
+        // Once the server answers again, the same level serves.
+        _ = try await admin.send(RESPCommand("CLIENT", ["UNPAUSE"]))
+        var served: Data?
+        for _ in 0..<600 where served == nil {
+            served = try? await level.get("a")
+            if served == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(served == Data("served".utf8))
+    }
+
     @Test func aRestartedServerIsReachedAgainAndCoherenceComesBack() async throws {
         let folder = TemporaryDirectory()
         let certificates = try await TLSCertificates.make(in: folder.url)
