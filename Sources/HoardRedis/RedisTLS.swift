@@ -23,14 +23,26 @@ extension RedisCacheLevel.Configuration {
         /// `nil` (the default) uses the configuration's host. A numeric address is checked against
         /// the certificate's IP addresses and sends no server name indication (SNI).
         public var serverName: String?
-        /// A PEM file with the client's certificate (and its chain), for servers that require
-        /// mutual TLS (`tls-auth-clients yes`); `nil` (the default) shows none.
+        /// The client's certificate, for servers that require mutual TLS (`tls-auth-clients
+        /// yes`); `nil` (the default) shows none.
         ///
-        /// Supported on Linux; on Apple platforms a configuration with it is refused, for now.
+        /// Either a PEM file with the certificate (and its chain), its key in ``clientKeyFile`` or
+        /// in the same file, or a PKCS #12 file (`.p12`) holding the certificate, its chain and
+        /// its key, opened with ``clientCertificatePassword``. Apple platforms take only PKCS #12,
+        /// the form their Security framework reads an identity from (`openssl pkcs12 -export -in
+        /// client.pem -inkey client.key -out client.p12` makes one). On macOS before 15 the import
+        /// may also add the identity to the default keychain.
         public var clientCertificateFile: String?
-        /// The PEM file of the client certificate's private key; `nil` reads it from
-        /// ``clientCertificateFile``.
+        /// The PEM file of the client certificate's private key.
+        ///
+        /// `nil` reads it from ``clientCertificateFile``. Must be `nil` for a PKCS #12 file, which
+        /// holds its key.
         public var clientKeyFile: String?
+        /// The password of a PKCS #12 ``clientCertificateFile``.
+        ///
+        /// `nil` (the default) for a file without one. Unused for PEM files, whose key must not be
+        /// encrypted.
+        public var clientCertificatePassword: String?
         /// Accepts any certificate, from anyone, for any name.
         ///
         /// The connection is encrypted, but an attacker on the path can read and change
@@ -62,6 +74,15 @@ extension RedisCacheLevel.Configuration {
             #endif
         }
 
+        /// Whether the file at `path` is a PKCS #12 bundle rather than PEM text.
+        ///
+        /// PEM files carry `-----BEGIN`; a PKCS #12 file is DER (binary). An unreadable file
+        /// counts as PEM, whose loading then says what is wrong.
+        static func isPKCS12(_ path: String) -> Bool {
+            guard let bytes = FileManager.default.contents(atPath: path), !bytes.isEmpty else { return false }
+            return bytes.first == 0x30 && bytes.range(of: Data("-----BEGIN".utf8)) == nil
+        }
+
         /// Throws when the settings cannot work in this build.
         func validate() throws {
             func invalid(_ message: String) -> CacheError { .invalidConfiguration("Redis: \(message)") }
@@ -75,16 +96,28 @@ extension RedisCacheLevel.Configuration {
             if clientKeyFile != nil, clientCertificateFile == nil {
                 throw invalid("tls.clientKeyFile is set without tls.clientCertificateFile.")
             }
-            #if canImport(Network)
-            if clientCertificateFile != nil {
-                throw invalid("a client certificate (mutual TLS) is not supported on Apple platforms yet.")
-            }
-            #endif
             for case let (name, path?) in [
                 ("certificateAuthorityFile", certificateAuthorityFile),
                 ("clientCertificateFile", clientCertificateFile), ("clientKeyFile", clientKeyFile),
             ] where !FileManager.default.isReadableFile(atPath: path) {
                 throw invalid("tls.\(name) \"\(path)\" is not a readable file.")
+            }
+            if let clientCertificateFile {
+                let isPKCS12 = Self.isPKCS12(clientCertificateFile)
+                if isPKCS12, clientKeyFile != nil {
+                    throw invalid(
+                        "tls.clientCertificateFile is a PKCS #12 file, which holds its key: leave tls.clientKeyFile nil."
+                    )
+                }
+                #if canImport(Network)
+                if !isPKCS12 {
+                    throw invalid(
+                        "tls.clientCertificateFile \"\(clientCertificateFile)\" is not a PKCS #12 file: on Apple "
+                            + "platforms, give the certificate and its key as one (openssl pkcs12 -export -in "
+                            + "client.pem -inkey client.key -out client.p12), with tls.clientCertificatePassword."
+                    )
+                }
+                #endif
             }
             if let serverName, serverName.isEmpty || serverName.utf8.contains(0) {
                 throw invalid("tls.serverName must be a host name or an address.")

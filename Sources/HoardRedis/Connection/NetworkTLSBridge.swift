@@ -27,6 +27,13 @@ enum NetworkTLSBridge {
         case .failure(let failure)?: return .failure(failure)
         case nil: anchors = nil
         }
+        let identity: sec_identity_t?
+        let password = settings.clientCertificatePassword
+        switch settings.clientCertificateFile.map({ Self.identity(inPKCS12File: $0, password: password) }) {
+        case .success(let found)?: identity = found
+        case .failure(let failure)?: return .failure(failure)
+        case nil: identity = nil
+        }
         guard let port = UInt16(exactly: server.port).flatMap(NWEndpoint.Port.init(rawValue:)) else {
             return .failure(RedisFailure(.connect, "the port \(server.port) is out of range"))
         }
@@ -51,6 +58,8 @@ enum NetworkTLSBridge {
         let security = options.securityProtocolOptions
         sec_protocol_options_set_min_tls_protocol_version(security, .TLSv12)
         if !SocketAddress.isNumeric(name) { sec_protocol_options_set_tls_server_name(security, name) }
+        // Shown when the server asks for a certificate (mutual TLS).
+        if let identity { sec_protocol_options_set_local_identity(security, identity) }
         let skips = settings.insecurelySkipsVerification
         sec_protocol_options_set_verify_block(
             security,
@@ -156,6 +165,47 @@ enum NetworkTLSBridge {
             return .failure(RedisFailure(.handshake, "TLS set-up failed: \(path) holds no PEM certificate"))
         }
         return .success(certificates)
+    }
+
+    /// The client identity (certificate and key) of a PKCS #12 file.
+    ///
+    /// PKCS #12 is the form the Security framework reads an identity from without a keychain item.
+    /// The file is read at each connection, so a file renewed in place is picked up at the next
+    /// reconnection.
+    private static func identity(inPKCS12File path: String, password: String?) -> Result<sec_identity_t, RedisFailure> {
+        guard let bytes = FileManager.default.contents(atPath: path) else {
+            return .failure(RedisFailure(.handshake, "TLS set-up failed: cannot read \(path)"))
+        }
+        var options: [String: Any] = [kSecImportExportPassphrase as String: password ?? ""]
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+            // Kept in memory: before these releases, macOS may add the identity to the keychain.
+            options[kSecImportToMemoryOnly as String] = true
+        }
+        var items: CFArray?
+        let status = SecPKCS12Import(bytes as CFData, options as CFDictionary, &items)
+        guard status == errSecSuccess,
+            let item = (items as? [[String: Any]])?.first,
+            let found = item[kSecImportItemIdentity as String]
+        else {
+            let reason = status == errSecSuccess ? "it holds no identity" : Self.message(status)
+            return .failure(
+                RedisFailure(
+                    .handshake,
+                    "TLS set-up failed: cannot read the PKCS #12 client certificate in \(path): \(reason)"
+                )
+            )
+        }
+        // The dictionary's value is a SecIdentity: a Core Foundation type, whose cast cannot fail.
+        let secIdentity = found as! SecIdentity
+        guard let identity = sec_identity_create(secIdentity) else {
+            return .failure(RedisFailure(.handshake, "TLS set-up failed: the identity in \(path) cannot be used"))
+        }
+        return .success(identity)
+    }
+
+    /// The Security framework's words for `status`.
+    private static func message(_ status: OSStatus) -> String {
+        (SecCopyErrorMessageString(status, nil) as String?) ?? "error \(status)"
     }
 
     /// Moves plaintext both ways between the pumps' end of the socket pair and the connection,

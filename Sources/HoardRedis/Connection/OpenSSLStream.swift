@@ -103,7 +103,14 @@ final class OpenSSLStream: ByteStream {
             // explains such a loss (``wasAskedForMissingCertificate``).
             hoard_SSL_CTX_note_certificate_requests(context)
         }
-        if let certificate = settings.clientCertificateFile {
+        if let bundle = settings.clientCertificateFile, RedisCacheLevel.Configuration.TLS.isPKCS12(bundle) {
+            guard hoard_SSL_CTX_use_PKCS12_file(context, bundle, settings.clientCertificatePassword ?? "") == 1 else {
+                throw failure(
+                    "cannot read the PKCS #12 client certificate in \(bundle) (a wrong password, or a key that "
+                        + "does not match its certificate)"
+                )
+            }
+        } else if let certificate = settings.clientCertificateFile {
             let key = settings.clientKeyFile ?? certificate
             guard SSL_CTX_use_certificate_chain_file(context, certificate) == 1 else {
                 throw failure("cannot read the client certificate in \(certificate)")

@@ -207,6 +207,35 @@ struct RedisTLSTests {
         await #expect(throws: CacheError.self) { try await mismatched.get("a") }
     }
 
+    /// A PKCS #12 file gives the certificate and its key at once, opened with its password; the
+    /// form Apple platforms take.
+    @Test func aPKCS12ClientCertificateIsShownAndAWrongPasswordIsRefused() async throws {
+        let folder = TemporaryDirectory()
+        let certificates = try await TLSCertificates.make(in: folder.url)
+        let server = try Self.server(certificates, clientsMustShowOne: true)
+        var configuration = try Self.configuration(port: server.port, authority: certificates.authority)
+        configuration.tls?.clientCertificateFile = certificates.clientBundle
+        configuration.tls?.clientCertificatePassword = certificates.clientBundlePassword
+        let identified = try RedisCacheLevel(configuration, namespace: "tls")
+        let cache = try folder.stringBuilder("bundle").sharedLevel(identified).build()
+        try await identified.set(Data("mine".utf8), forKey: "a")
+        #expect(try await identified.get("a") == Data("mine".utf8))
+        withExtendedLifetime(cache) {}
+        // A wrong password is a misconfiguration that build() reports, naming the file.
+        configuration.tls?.clientCertificatePassword = "not-the-password"
+        let locked = try RedisCacheLevel(configuration, namespace: "tls")
+        let error = try #require(throws: CacheError.self) {
+            try folder.stringBuilder("locked").sharedLevel(locked).build()
+        }
+        #expect(error.code == .invalidConfiguration)
+        #expect(error.message.contains("PKCS #12") && error.message.contains("client.p12"), "\(error.message)")
+        // The file holds its key: a key file beside it is refused when the level is made.
+        configuration.tls?.clientCertificatePassword = certificates.clientBundlePassword
+        configuration.tls?.clientKeyFile = certificates.clientKey
+        let both = try #require(throws: CacheError.self) { try RedisCacheLevel(configuration, namespace: "tls") }
+        #expect(both.message.contains("holds its key"), "\(both.message)")
+    }
+
     /// A server with `tls-auth-clients optional` asks every client for a certificate and serves
     /// those without one: a login it is slow to answer is a passing failure, not a missing
     /// certificate.

@@ -3,11 +3,12 @@ import HoardRedis
 
 /// Certificates for the TLS tests, made with the `openssl` tool in a folder of the test's own: an
 /// authority, server certificates it signed (for 127.0.0.1, for another name only, expired), a
-/// client certificate it signed, and an authority that signed nothing here.
+/// client certificate it signed (also as a PKCS #12 file), and an authority that signed nothing here.
 struct TLSCertificates {
     let folder: URL
 
-    /// Whether this platform's TLS shows a client certificate (not Apple's yet).
+    /// Whether this platform's TLS shows a client certificate given as PEM files (Apple's takes
+    /// only PKCS #12).
     static var clientCertificatesAreSupported: Bool {
         #if canImport(Network)
         false
@@ -28,6 +29,11 @@ struct TLSCertificates {
     /// A client certificate and its key, signed by ``authority``.
     var clientCertificate: String { path("client.pem") }
     var clientKey: String { path("client.key") }
+    /// The client certificate and its key as one PKCS #12 file, opened with
+    /// ``clientBundlePassword``.
+    var clientBundle: String { path("client.p12") }
+    /// The password of ``clientBundle``.
+    var clientBundlePassword: String { "hoard-bundle-secret" }
 
     /// What a server presents.
     enum Server: String {
@@ -59,6 +65,10 @@ struct TLSCertificates {
         try await certificates.sign(Server.otherName.rawValue, names: "DNS:redis.test", days: 30)
         try await certificates.sign(Server.expired.rawValue, names: "IP:127.0.0.1", days: -1)
         try await certificates.sign("client", names: "DNS:hoard-client", days: 30)
+        try await Self.openssl([
+            "pkcs12", "-export", "-in", certificates.clientCertificate, "-inkey", certificates.clientKey,
+            "-out", certificates.clientBundle, "-passout", "pass:\(certificates.clientBundlePassword)",
+        ])
         return certificates
     }
 
