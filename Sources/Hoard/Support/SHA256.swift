@@ -156,6 +156,24 @@ extension SHA256Digest {
             (value &>> count) | (value &<< (32 &- count))
         }
 
+        /// The message-schedule function σ0 (FIPS 180-4, (4.6)).
+        ///
+        /// - Parameter word: The schedule word 15 places back.
+        /// - Returns: σ0 of `word`.
+        @inline(__always)
+        private static func smallSigma0(_ word: UInt32) -> UInt32 {
+            rotateRight(word, by: 7) ^ rotateRight(word, by: 18) ^ (word &>> 3)
+        }
+
+        /// The message-schedule function σ1 (FIPS 180-4, (4.7)).
+        ///
+        /// - Parameter word: The schedule word 2 places back.
+        /// - Returns: σ1 of `word`.
+        @inline(__always)
+        private static func smallSigma1(_ word: UInt32) -> UInt32 {
+            rotateRight(word, by: 17) ^ rotateRight(word, by: 19) ^ (word &>> 10)
+        }
+
         /// Performs one SHA-256 round in place, without shuffling the working variables.
         ///
         /// The caller rotates the roles of the eight working variables instead:
@@ -185,11 +203,15 @@ extension SHA256Digest {
         ) {
             let bigSigma1 = rotateRight(e, by: 6) ^ rotateRight(e, by: 11) ^ rotateRight(e, by: 25)
             let choice = g ^ (e & (f ^ g))
-            let temp1 = h &+ bigSigma1 &+ choice &+ constantPlusWord
+            // The rounds wait on the new e, one round after the other: everything but Σ1(e) is
+            // summed first (h and the word are known rounds ahead), so that Σ1 is the last
+            // addition in that chain, and d joins before it rather than after.
+            let partial = h &+ constantPlusWord &+ choice
+            let temp1 = partial &+ bigSigma1
             let bigSigma0 = rotateRight(a, by: 2) ^ rotateRight(a, by: 13) ^ rotateRight(a, by: 22)
             let majority = (a & b) | (c & (a | b))
-            d &+= temp1
-            h = temp1 &+ bigSigma0 &+ majority
+            d = (d &+ partial) &+ bigSigma1
+            h = temp1 &+ (bigSigma0 &+ majority)
         }
 
         /// Processes one 64-byte message block (FIPS 180-4, section 6.2.2).
@@ -207,12 +229,23 @@ extension SHA256Digest {
             for t in 0..<16 {
                 schedule[t] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: t &* 4, as: UInt32.self))
             }
-            for t in 16..<64 {
+            // Two words a step, with the newest two kept in registers: each word needs the one
+            // two places back (through sigma1), and reading it back from `schedule` put a store and
+            // a load (store forwarding, ~5 cycles) in that chain at every word. The other reads are
+            // of words stored at least six words earlier, so they are off the chain.
+            var twoBack = schedule[14]
+            var oneBack = schedule[15]
+            var t = 16
+            while t < 64 {
                 let w15 = schedule[t &- 15]
-                let w2 = schedule[t &- 2]
-                let sigma0 = Self.rotateRight(w15, by: 7) ^ Self.rotateRight(w15, by: 18) ^ (w15 &>> 3)
-                let sigma1 = Self.rotateRight(w2, by: 17) ^ Self.rotateRight(w2, by: 19) ^ (w2 &>> 10)
-                schedule[t] = schedule[t &- 16] &+ sigma0 &+ schedule[t &- 7] &+ sigma1
+                let w14 = schedule[t &- 14]
+                let next = schedule[t &- 16] &+ Self.smallSigma0(w15) &+ schedule[t &- 7] &+ Self.smallSigma1(twoBack)
+                let afterNext = w15 &+ Self.smallSigma0(w14) &+ schedule[t &- 6] &+ Self.smallSigma1(oneBack)
+                schedule[t] = next
+                schedule[t &+ 1] = afterNext
+                twoBack = next
+                oneBack = afterNext
+                t &+= 2
             }
 
             var a = h0
@@ -223,7 +256,7 @@ extension SHA256Digest {
             var f = h5
             var g = h6
             var h = h7
-            var t = 0
+            t = 0
             while t < 64 {
                 Self.round(a, b, c, &d, e, f, g, &h, constants[t] &+ schedule[t])
                 Self.round(h, a, b, &c, d, e, f, &g, constants[t &+ 1] &+ schedule[t &+ 1])
