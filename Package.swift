@@ -22,7 +22,11 @@ let package = Package(
         .trait(name: "TLS", description: "rediss:// on Linux, through the system's OpenSSL (libssl).")
     ],
     targets: [
-        .target(name: "Hoard"),
+        .target(name: "Hoard", dependencies: ["CHoardChecksum"]),
+        // CRC-32 with carry-less multiplication (PCLMULQDQ), which Swift cannot reach: compiled on
+        // x86_64 only, and used there when the CPU has it. Everywhere else Hoard's Swift
+        // slicing-by-16 does the work alone.
+        .target(name: "CHoardChecksum"),
         // A C target rather than a system library: SwiftPM 6.3's `diagnose-api-breaking-changes`
         // crashes while planning a system library's pkg-config. Its header is empty without
         // OpenSSL's headers, and it links libssl only with the trait.
