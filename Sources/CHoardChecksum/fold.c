@@ -19,6 +19,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <string.h>
 
 /// The instructions the folding may use beyond x86_64's baseline (PCLMULQDQ, and SSE4.1 for the
 /// moves around it); only these functions get them, so the rest still runs on any x86_64 CPU.
@@ -50,7 +51,8 @@ HOARD_FOLD_TARGET void hoard_crc32_fold(const void *data, size_t length, uint32_
     const __m128i by128 = _mm_set_epi64x((long long)0x9ba54c6f00000000u, (long long)0x65673b4600000000u);
 
     const uint8_t *bytes = data;
-    const uint8_t *end = bytes + length;
+    size_t tail = length & 15;
+    const uint8_t *end = bytes + (length - tail);
     // The register starts as the complement of the seed, XORed into the first four bytes: the
     // same start the table-driven code makes.
     __m128i chunk0 = _mm_xor_si128(load(bytes), _mm_cvtsi32_si128((int)~seed));
@@ -72,6 +74,16 @@ HOARD_FOLD_TARGET void hoard_crc32_fold(const void *data, size_t length, uint32_
     while (end - bytes >= 16) {
         chunk = _mm_xor_si128(fold(chunk, by128), load(bytes));
         bytes += 16;
+    }
+    if (tail > 0) {
+        // The last chunk and the tail make 16 + tail bytes: put them after 16 - tail zero bytes,
+        // which add nothing (the start value is already in), and fold the first 16 bytes of the
+        // 32 onto the second. A few bytes more through the tables would cost a dependent table
+        // read each.
+        uint8_t scratch[48] = {0};
+        _mm_storeu_si128((__m128i *)(void *)(scratch + 16), chunk);
+        memcpy(scratch + 32, end, tail);
+        chunk = _mm_xor_si128(fold(load(scratch + tail), by128), load(scratch + tail + 16));
     }
     _mm_storeu_si128((__m128i *)(void *)folded, chunk);
 }

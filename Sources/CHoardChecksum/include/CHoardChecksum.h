@@ -13,8 +13,8 @@
 /// promises SSE2, so it is checked at run time rather than assumed at build time.
 int hoard_crc32_fold_available(void);
 
-/// Folds `length` bytes at `data` (a multiple of 16, at least 64; any alignment) into 16 bytes
-/// with the same CRC-32 remainder, and writes them to `folded`.
+/// Folds `length` bytes at `data` (at least 64; any alignment) into 16 bytes with the same
+/// CRC-32 remainder, and writes them to `folded`.
 ///
 /// `seed` is the CRC-32 of the bytes before `data` (0 to start), as `CRC32.checksum` takes it.
 /// The CRC-32 of those bytes followed by `data` is then the CRC-32 of the 16 folded bytes with a

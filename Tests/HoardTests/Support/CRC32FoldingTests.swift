@@ -5,7 +5,8 @@ import Testing
 @testable import Hoard
 
 /// The CRC-32 that `CRC32.checksum` computes, whichever way it takes (on x86_64 with PCLMULQDQ,
-/// the C folding for 64 bytes and more), against the Swift slicing-by-16 alone.
+/// the C folding from `CRC32.foldingThreshold` bytes up), against the Swift slicing-by-16
+/// alone.
 @Suite struct CRC32FoldingTests {
     /// The longest buffer compared; every length up to it is.
     static let maximumLength = 4096
