@@ -44,8 +44,8 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
 }
 
 extension RedisCacheLevel: ConfigurationCheckingLevel {
-    /// Sends a `PING` and waits for its outcome (at most the connect timeout plus the command
-    /// timeout): a login or database refusal that cannot pass by itself (see
+    /// Sends a `PING` and waits for its outcome (at most twice the connect timeout plus the command
+    /// timeout, a server that is down or refuses fails it sooner): a login or database refusal that cannot pass by itself (see
     /// ``RedisFailure/isPermanentMisconfiguration``) throws; anything else returns, a server that
     /// cannot be reached or is slow included.
     ///
@@ -53,12 +53,16 @@ extension RedisCacheLevel: ConfigurationCheckingLevel {
     package func checkConfiguration() throws(CacheError) {
         let outcome = Locked<Result<RESPValue, any Error>?>(nil)
         let answered = DispatchSemaphore(value: 0)
-        send(RESPCommand("PING", [], isIdempotent: true)) { result in
+        // Long enough for two logins and the reply: a loss after a certificate request is a refusal
+        // only the second time in a row (see `ConnectionLoop.handshake`).
+        let wait = configuration.connectTimeout * 2 + configuration.commandTimeout
+        send(RESPCommand("PING", [], isIdempotent: true), deadline: .now + wait) { result in
             outcome.withLock { $0 = result }
             answered.signal()
         }
-        let wait = configuration.connectTimeout + configuration.commandTimeout
-        let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) * 1e-18
+        // The PING's own deadline ends it; the margin lets its failure arrive.
+        let margin = wait + configuration.connectTimeout
+        let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) * 1e-18
         _ = answered.wait(timeout: .now() + seconds)
         guard case .failure(let error)? = outcome.withLock({ $0 }),
             let failure = (error as? CacheError)?.underlyingError as? RedisFailure,

@@ -447,14 +447,16 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     }
 
     /// Sends any command and tells `completion` on the I/O thread (for the tests that time the
-    /// level itself, whatever the cooperative pool is doing).
+    /// level itself, whatever the cooperative pool is doing, and for the check of `build()`),
+    /// waiting until `deadline` (`nil`: the command timeout from now).
     func send(
         _ command: RESPCommand,
+        deadline: ContinuousClock.Instant? = nil,
         completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
     ) {
         switch nodes {
-        case .server(let pool): pool.send(command, key: nil, completion: completion)
-        case .cluster(let router): router.sendToAnyNode(command, completion: completion)
+        case .server(let pool): pool.send(command, key: nil, deadline: deadline, completion: completion)
+        case .cluster(let router): router.sendToAnyNode(command, deadline: deadline, completion: completion)
         }
     }
 

@@ -29,9 +29,10 @@ extension RedisCacheLevel.Configuration {
         /// Either a PEM file with the certificate (and its chain), its key in ``clientKeyFile`` or
         /// in the same file, or a PKCS #12 file (`.p12`) holding the certificate, its chain and
         /// its key, opened with ``clientCertificatePassword``. Apple platforms take only PKCS #12,
-        /// the form their Security framework reads an identity from (`openssl pkcs12 -export -in
-        /// client.pem -inkey client.key -out client.p12` makes one). On macOS before 15 the import
-        /// may also add the identity to the default keychain.
+        /// the form their Security framework reads an identity from without the keychain
+        /// (`openssl pkcs12 -export -in client.pem -inkey client.key -out client.p12` makes one;
+        /// give it a password, which Apple's import expects), and on macOS only from macOS 15,
+        /// where that import can stay in memory.
         public var clientCertificateFile: String?
         /// The PEM file of the client certificate's private key.
         ///
@@ -110,6 +111,13 @@ extension RedisCacheLevel.Configuration {
                     )
                 }
                 #if canImport(Network)
+                #if os(macOS)
+                if #unavailable(macOS 15) {
+                    // Before 15, the import adds the identity to the default keychain, and the
+                    // next connection's import of the same identity fails as a duplicate.
+                    throw invalid("a client certificate needs macOS 15 or later on macOS.")
+                }
+                #endif
                 if !isPKCS12 {
                     throw invalid(
                         "tls.clientCertificateFile \"\(clientCertificateFile)\" is not a PKCS #12 file: on Apple "

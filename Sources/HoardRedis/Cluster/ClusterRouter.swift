@@ -181,10 +181,14 @@ final class ClusterRouter: Sendable {
     /// Sends `command` to one node and tells `completion` the outcome, on the node's I/O thread:
     /// the first primary of the map, or the first seed before there is one (a `PING` that checks the
     /// login).
-    func sendToAnyNode(_ command: RESPCommand, completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void) {
+    func sendToAnyNode(
+        _ command: RESPCommand,
+        deadline: ContinuousClock.Instant? = nil,
+        completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
+    ) {
         let endpoint = state.withLock { $0.topology?.shards.first?.primary } ?? cluster.seeds[0]
         do {
-            try pool(for: endpoint).send(command, key: nil, completion: completion)
+            try pool(for: endpoint).send(command, key: nil, deadline: deadline, completion: completion)
         } catch {
             completion(.failure(error))
         }

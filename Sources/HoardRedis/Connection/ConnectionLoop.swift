@@ -175,7 +175,9 @@ final class ConnectionLoop {
         if let sentinel = configuration.sentinel {
             switch locatePrimary(sentinel, until: deadline) {
             case .success(let primary): server = primary
-            case .failure(let failure): return .failure(failure)
+            case .failure(let failure):
+                lossesAfterCertificateRequest = 0
+                return .failure(failure)
             }
         }
         switch open(server, until: deadline) {

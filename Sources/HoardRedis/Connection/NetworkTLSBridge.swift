@@ -167,7 +167,7 @@ enum NetworkTLSBridge {
         return .success(certificates)
     }
 
-    /// The client identity (certificate and key) of a PKCS #12 file.
+    /// The client identity (certificate, chain and key) of a PKCS #12 file.
     ///
     /// PKCS #12 is the form the Security framework reads an identity from without a keychain item.
     /// The file is read at each connection, so a file renewed in place is picked up at the next
@@ -178,7 +178,9 @@ enum NetworkTLSBridge {
         }
         var options: [String: Any] = [kSecImportExportPassphrase as String: password ?? ""]
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-            // Kept in memory: before these releases, macOS may add the identity to the keychain.
+            // Kept in memory, as iOS does anyway. Earlier macOS releases would add the identity to
+            // the keychain (the next import of it would fail as a duplicate): the configuration
+            // refuses a client certificate there.
             options[kSecImportToMemoryOnly as String] = true
         }
         var items: CFArray?
@@ -197,7 +199,14 @@ enum NetworkTLSBridge {
         }
         // The dictionary's value is a SecIdentity: a Core Foundation type, whose cast cannot fail.
         let secIdentity = found as! SecIdentity
-        guard let identity = sec_identity_create(secIdentity) else {
+        // The chain the file holds, its certificate first: an identity alone carries no
+        // intermediates, which a server that trusts only the root needs.
+        let chain = item[kSecImportItemCertChain as String] as? [SecCertificate] ?? []
+        let made =
+            chain.isEmpty
+            ? sec_identity_create(secIdentity)
+            : sec_identity_create_with_certificates(secIdentity, chain as CFArray)
+        guard let identity = made else {
             return .failure(RedisFailure(.handshake, "TLS set-up failed: the identity in \(path) cannot be used"))
         }
         return .success(identity)

@@ -106,8 +106,8 @@ final class OpenSSLStream: ByteStream {
         if let bundle = settings.clientCertificateFile, RedisCacheLevel.Configuration.TLS.isPKCS12(bundle) {
             guard hoard_SSL_CTX_use_PKCS12_file(context, bundle, settings.clientCertificatePassword ?? "") == 1 else {
                 throw failure(
-                    "cannot read the PKCS #12 client certificate in \(bundle) (a wrong password, or a key that "
-                        + "does not match its certificate)"
+                    "cannot read the PKCS #12 client certificate in \(bundle) (not a PKCS #12 file, a wrong "
+                        + "password, or a key that does not match its certificate)"
                 )
             }
         } else if let certificate = settings.clientCertificateFile {

@@ -92,13 +92,15 @@ final class RedisPool: Sendable {
     /// - Parameters:
     ///   - command: The command.
     ///   - key: The caller's key, for the error message.
+    ///   - deadline: When to stop waiting; `nil` for the command timeout from now.
     ///   - completion: Told once.
     func send(
         _ command: RESPCommand,
         key: String?,
+        deadline: ContinuousClock.Instant? = nil,
         completion: @escaping @Sendable (Result<RESPValue, any Error>) -> Void
     ) {
-        let request = RedisRequest(command, key: key, deadline: .now + configuration.commandTimeout)
+        let request = RedisRequest(command, key: key, deadline: deadline ?? .now + configuration.commandTimeout)
         let server = configuration.server
         request.wait { [self] result in
             record(result)
