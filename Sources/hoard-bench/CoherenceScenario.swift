@@ -12,7 +12,8 @@ import HoardTestSupport
 ///   the time from A's `save` returning to B's memory dropping the key is taken (0 when B dropped it
 ///   first). p50, p99 and the maximum.
 /// - Throughput: 2 instances × 32 callers, Zipf(0.99) over 10 000 keys, 90 % `getOrFetch`, 10 %
-///   `set`, coherent vs `ttlOnly(maxAge: 60 s)`.
+///   `set`, coherent vs `ttlOnly(maxAge: 60 s)`, in three rounds on fresh instances, the order
+///   alternating; the rows are the medians, and each round's ratio is printed.
 /// - A memory hit (`cache[key]`) with no coherence, TTL-only and coherent.
 /// - Across processes: 2 000 times, a `hoard-test-worker fleet-watch` child holds a key in memory, A
 ///   saves a new value, and the child reports on `CLOCK_MONOTONIC` when its memory dropped the key:
@@ -27,8 +28,8 @@ import HoardTestSupport
 ///   fetcher, one task reading them in turn with `getOrFetch` during the outage; the fetcher calls
 ///   and the reads' latency p50, p99 and maximum.
 ///
-/// With `HOARD_BENCH_COHERENCE_FLEET_ONLY=1` only the throughput runs are made, each followed by
-/// what the fleet did (reads, hits, misses; invalidations received, by whether the instance held the
+/// With `HOARD_BENCH_COHERENCE_FLEET_ONLY=1` only the throughput runs are made, followed by what
+/// each fleet did in its first round (reads, hits, misses; invalidations received, by whether the instance held the
 /// key; fills installed and rejected, by why) and the hit rates of the same operations replayed on
 /// one thread, where only first reads and true invalidations cost hits.
 ///
@@ -66,31 +67,16 @@ enum CoherenceBench {
         }
         report.summaryText += report.lines
 
-        let operations = context.size(200_000)
-        let coherentRun = try await measureFleet(
-            [coherent, other],
-            label: "2 × 32 callers, coherent (invalidations)",
-            operations: operations
-        )
-        let ttlOnly = [
-            try instance(server, namespace + "-ttl", "c", .ttlOnly(maxAge: .seconds(60))),
-            try instance(server, namespace + "-ttl", "d", .ttlOnly(maxAge: .seconds(60))),
-        ]
-        let ttlRun = try await measureFleet(ttlOnly, label: "2 × 32 callers, TTL-only (60 s)", operations: operations)
-        report.rows += [coherentRun.measurement, ttlRun.measurement]
-        report.lines.append(
-            String(
-                format: "memory hit rate of the fleet runs: coherent %.1f %%, TTL-only %.1f %%",
-                coherentRun.hitRate * 100,
-                ttlRun.hitRate * 100
-            )
-        )
-        report.comparisons.append((coherentRun.measurement.label, ttlRun.measurement.label))
+        let fleets = try await measureFleets(server: server, namespace: namespace, operations: context.size(200_000))
+        report.rows += [fleets.coherent.measurement, fleets.ttlOnly.measurement]
+        report.lines += [fleets.hitRateLine, fleets.roundsLine]
+        report.comparisons.append((fleets.coherent.measurement.label, fleets.ttlOnly.measurement.label))
 
         let plain = try instance(server, namespace + "-plain", "e", nil)
+        let ttlOnly = try instance(server, namespace + "-ttl", "c", .ttlOnly(maxAge: .seconds(60)))
         let hits = context.size(2_000_000)
         var hitRows: [Measurement] = []
-        for (label, cache) in [("no coherence", plain), ("TTL-only", ttlOnly[0]), ("coherent", coherent)] {
+        for (label, cache) in [("no coherence", plain), ("TTL-only", ttlOnly), ("coherent", coherent)] {
             cache["hot"] = "value"
             await cache.flush()
             var found = 0
@@ -277,6 +263,88 @@ enum CoherenceBench {
         return (latencies.sorted(), fromCall.sorted())
     }
 
+    /// Both fleets of the scenario, measured over ``fleetRounds`` rounds.
+    struct Fleets {
+        /// The coherent fleet: its runs, its mean memory hit rate, its first round's counts.
+        var coherent: (measurement: Measurement, hitRate: Double, counts: FleetCounts)
+        /// The TTL-only fleet, likewise.
+        var ttlOnly: (measurement: Measurement, hitRate: Double, counts: FleetCounts)
+        /// Coherent throughput over TTL-only throughput, one per round.
+        var ratios: [Double]
+
+        var hitRateLine: String {
+            String(
+                format: "memory hit rate of the fleet runs: coherent %.1f %%, TTL-only %.1f %%",
+                coherent.hitRate * 100,
+                ttlOnly.hitRate * 100
+            )
+        }
+
+        /// The median of ``ratios``: each round's pair ran back to back.
+        var medianRatio: Double {
+            let sorted = ratios.sorted()
+            let middle = sorted.count / 2
+            return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+        }
+
+        var roundsLine: String {
+            "throughput coherent / TTL-only, round by round: "
+                + ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+                + String(format: " (median %.2f)", medianRatio)
+        }
+    }
+
+    /// Rounds of the two fleets; each round measures both, in turn first.
+    static var fleetRounds: Int { 3 }
+
+    /// Measures a coherent and a TTL-only fleet (two instances each) ``fleetRounds`` times.
+    ///
+    /// The order alternates (coherent first, then TTL-only first, …), and each round runs on fresh
+    /// instances and namespaces. One pair of runs carries the whole noise of a shared host (0.55×
+    /// to 0.96× in nine runs of one build); the median of alternating rounds favours neither fleet.
+    private static func measureFleets(server: BenchServer, namespace: String, operations: Int) async throws -> Fleets {
+        let coherentLabel = "2 × 32 callers, coherent (invalidations)"
+        let ttlLabel = "2 × 32 callers, TTL-only (60 s)"
+        var coherentRuns: [(measurement: Measurement, hitRate: Double, counts: FleetCounts)] = []
+        var ttlRuns: [(measurement: Measurement, hitRate: Double, counts: FleetCounts)] = []
+        for round in 0..<fleetRounds {
+            let coherent = [
+                try instance(server, "\(namespace)-coherent-\(round)", "a\(round)", .invalidations),
+                try instance(server, "\(namespace)-coherent-\(round)", "b\(round)", .invalidations),
+            ]
+            let ttlOnly = [
+                try instance(server, "\(namespace)-ttl-\(round)", "c\(round)", .ttlOnly(maxAge: .seconds(60))),
+                try instance(server, "\(namespace)-ttl-\(round)", "d\(round)", .ttlOnly(maxAge: .seconds(60))),
+            ]
+            if round % 2 == 0 {
+                coherentRuns.append(try await measureFleet(coherent, label: coherentLabel, operations: operations))
+                ttlRuns.append(try await measureFleet(ttlOnly, label: ttlLabel, operations: operations))
+            } else {
+                ttlRuns.append(try await measureFleet(ttlOnly, label: ttlLabel, operations: operations))
+                coherentRuns.append(try await measureFleet(coherent, label: coherentLabel, operations: operations))
+            }
+        }
+        func combined(
+            _ runs: [(measurement: Measurement, hitRate: Double, counts: FleetCounts)],
+            _ label: String
+        ) -> (measurement: Measurement, hitRate: Double, counts: FleetCounts) {
+            (
+                Measurement(
+                    label: label,
+                    operations: runs[0].measurement.operations,
+                    durations: runs.flatMap(\.measurement.durations)
+                ),
+                runs.map(\.hitRate).reduce(0, +) / Double(runs.count),
+                runs[0].counts
+            )
+        }
+        return Fleets(
+            coherent: combined(coherentRuns, coherentLabel),
+            ttlOnly: combined(ttlRuns, ttlLabel),
+            ratios: zip(coherentRuns, ttlRuns).map { $0.measurement.median / $1.measurement.median }
+        )
+    }
+
     /// 32 callers per instance, each making its share of `operations`: Zipf(0.99) keys over 10 000,
     /// one in ten a set.
     private static func measureFleet(
@@ -331,30 +399,17 @@ enum CoherenceBench {
         _ context: BenchContext
     ) async throws {
         let operations = context.size(200_000)
-        let coherentRun = try await measureFleet(
-            instances,
-            label: "2 × 32 callers, coherent (invalidations)",
-            operations: operations
-        )
-        let ttlOnly = [
-            try instance(server, namespace + "-ttl", "c", .ttlOnly(maxAge: .seconds(60))),
-            try instance(server, namespace + "-ttl", "d", .ttlOnly(maxAge: .seconds(60))),
-        ]
-        let ttlRun = try await measureFleet(ttlOnly, label: "2 × 32 callers, TTL-only (60 s)", operations: operations)
-        report.rows += [coherentRun.measurement, ttlRun.measurement]
-        report.comparisons.append((coherentRun.measurement.label, ttlRun.measurement.label))
+        let fleets = try await measureFleets(server: server, namespace: namespace, operations: operations)
+        report.rows += [fleets.coherent.measurement, fleets.ttlOnly.measurement]
+        report.comparisons.append((fleets.coherent.measurement.label, fleets.ttlOnly.measurement.label))
         report.summary = report.rows.map { ($0.label, $0.label) }
         let ideal = idealHitRates(instances: 2, callers: 32, each: operations / 64)
         let lines = [
-            String(
-                format: "memory hit rate of the fleet runs: coherent %.1f %%, TTL-only %.1f %%; "
-                    + "throughput coherent / TTL-only %.2f",
-                coherentRun.hitRate * 100,
-                ttlRun.hitRate * 100,
-                coherentRun.measurement.median / ttlRun.measurement.median
-            ),
-            coherentRun.counts.line("coherent"),
-            ttlRun.counts.line("TTL-only"),
+            fleets.hitRateLine
+                + String(format: "; throughput coherent / TTL-only %.2f (median of the rounds)", fleets.medianRatio),
+            fleets.roundsLine,
+            fleets.coherent.counts.line("coherent, first round"),
+            fleets.ttlOnly.counts.line("TTL-only, first round"),
             String(
                 format: "replayed on one thread: coherent %.1f %%, TTL-only %.1f %% (%d true invalidations)",
                 ideal.coherent * 100,
