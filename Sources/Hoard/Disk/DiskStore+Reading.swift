@@ -71,22 +71,58 @@ extension DiskStore {
 
     /// Reads and decodes the entry file of `key`, holding no lock.
     func readEntry(_ key: DiskKey) -> Result<EntryFormat.Entry, ReadProblem> {
-        let bytes: [UInt8]
-        do {
-            guard let read = try directory.read(key.fileName) else { return .failure(.missing) }
-            bytes = read
-        } catch {
-            return .failure(.unreadable(error))
+        // The file's name as a C string, made on the stack: no string for a hit.
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 65) { name in
+            name.withMemoryRebound(to: UInt8.self) { key.digest.writeHex(to: $0) }
+            name[64] = 0
+            do throws(CacheError.FileError) {
+                let read = try directory.withContents(ofFileNamed: name.baseAddress!) { bytes in
+                    decodeEntry(bytes, of: key)
+                }
+                return read ?? .failure(.missing)
+            } catch {
+                return .failure(.unreadable(error))
+            }
         }
-        let entry: EntryFormat.Entry
+    }
+
+    /// Decodes the bytes of the entry file of `key` and checks that they hold that key under this
+    /// store's schema version.
+    private func decodeEntry(_ bytes: UnsafeRawBufferPointer, of key: DiskKey) -> Result<EntryFormat.Entry, ReadProblem>
+    {
+        let layout: EntryFormat.Layout
         do {
-            entry = try EntryFormat.decode(bytes)
+            layout = try EntryFormat.check(bytes)
         } catch {
             return .failure(.damaged(error))
         }
-        guard entry.key == key.string else { return .failure(.foreignKey(entry.key)) }
-        guard entry.schemaVersion == options.schemaVersion else { return .failure(.otherVersion(entry.schemaVersion)) }
-        return .success(entry)
+        let storedKey = UnsafeRawBufferPointer(rebasing: bytes[layout.key])
+        // The stored key is most often the very bytes asked for, and then no string is made of it.
+        // Otherwise it may still be the same key to Swift (another normalization of it, which names
+        // the same file), as the memory level's dictionary would have it.
+        let sameBytes = key.string.utf8.withContiguousStorageIfAvailable { asked in
+            asked.count == storedKey.count
+                && (asked.isEmpty || memcmp(asked.baseAddress!, storedKey.baseAddress!, asked.count) == 0)
+        }
+        let spelling: String
+        if sameBytes == true {
+            spelling = key.string
+        } else {
+            spelling = String(decoding: storedKey, as: UTF8.self)
+            guard spelling == key.string else { return .failure(.foreignKey(spelling)) }
+        }
+        guard layout.schemaVersion == options.schemaVersion else {
+            return .failure(.otherVersion(layout.schemaVersion))
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[layout.payload])
+        return .success(
+            EntryFormat.Entry(
+                key: spelling,
+                payload: payload.isEmpty ? Data() : Data(bytes: payload.baseAddress!, count: payload.count),
+                schemaVersion: layout.schemaVersion,
+                expiresAt: layout.expiresAt
+            )
+        )
     }
 
     /// Removes the file of `key` if it is still unusable once the writer is out of the way.
