@@ -45,9 +45,53 @@ extension Directory {
         _ digest: SHA256Digest,
         into buffer: FileReadBuffer
     ) throws(CacheError.FileError) -> (bytes: UnsafeRawBufferPointer, modified: Double)? {
+        try openEntryFile(digest, name: buffer.name) { file, size, modified throws(CacheError.FileError) in
+            let bytes = buffer.reserve(size)
+            let done = try fill(
+                UnsafeMutableRawBufferPointer(start: bytes.baseAddress, count: size),
+                from: file,
+                digest
+            )
+            return (UnsafeRawBufferPointer(rebasing: bytes[0..<done]), modified)
+        }
+    }
+
+    /// Reads the whole regular file named by `digest` into memory that lives only while `body` runs,
+    /// and returns what `body` makes of the bytes; `nil` when nothing has the name.
+    ///
+    /// The read of a disk hit: the name is written on the stack and the bytes go to a temporary
+    /// allocation (on the stack when small enough), so that no string and no array is made.
+    /// - Throws: ``CacheError/FileError`` for any other failure, including a name that is not a regular file.
+    /// - Complexity: One open, one `fstat`, one read for a file that ends where `fstat` said, one close.
+    func withEntryFile<Decoded>(
+        _ digest: SHA256Digest,
+        _ body: (UnsafeRawBufferPointer) -> Decoded
+    ) throws(CacheError.FileError) -> Decoded? {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65) { name throws(CacheError.FileError) in
+            name[64] = 0
+            return try openEntryFile(digest, name: name) { file, size, _ throws(CacheError.FileError) in
+                try withUnsafeTemporaryAllocation(byteCount: size, alignment: 16) {
+                    bytes throws(CacheError.FileError) in
+                    let done = try fill(bytes, from: file, digest)
+                    return body(UnsafeRawBufferPointer(rebasing: bytes[0..<done]))
+                }
+            }
+        }
+    }
+
+    /// Opens the regular file named by `digest`, and returns what `read` makes of it.
+    ///
+    /// The hex of `digest` is written to `name` (65 bytes, the last a NUL). `read` gets the file's
+    /// descriptor, size and modification time; the file is closed after. `nil` when nothing has
+    /// the name.
+    private func openEntryFile<Read>(
+        _ digest: SHA256Digest,
+        name: UnsafeMutableBufferPointer<UInt8>,
+        _ read: (_ file: Int32, _ size: Int, _ modified: Double) throws(CacheError.FileError) -> Read
+    ) throws(CacheError.FileError) -> Read? {
         let folder = self.folder
-        digest.writeHex(to: buffer.name)
-        let file = buffer.name.withMemoryRebound(to: CChar.self) { name in
+        digest.writeHex(to: name)
+        let file = name.withMemoryRebound(to: CChar.self) { name in
             openat(folder.descriptor, name.baseAddress!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         }
         guard file >= 0 else {
@@ -64,11 +108,19 @@ extension Directory {
         guard status.st_mode & S_IFMT == S_IFREG else { throw error("read", digest.hex, EISDIR) }
         // A file larger than this platform's Int cannot be an entry here.
         guard let size = Int(exactly: status.st_size) else { throw error("read", digest.hex, EFBIG) }
-        let bytes = buffer.reserve(size)
-        let target = UnsafeMutableRawBufferPointer(start: bytes.baseAddress, count: size)
-        let (done, number) = RawIO.fill(target) { destination, length, _ in Platform.read(file, destination, length) }
+        return try read(file, size, Platform.modificationTime(of: status))
+    }
+
+    /// Reads from `file` until `buffer` is full or the file ends; returns the count read (less than
+    /// the buffer's when the file shrank since its size was taken).
+    private func fill(
+        _ buffer: UnsafeMutableRawBufferPointer,
+        from file: Int32,
+        _ digest: SHA256Digest
+    ) throws(CacheError.FileError) -> Int {
+        let (done, number) = RawIO.fill(buffer) { destination, length, _ in Platform.read(file, destination, length) }
         if number != 0 { throw error("read", digest.hex, number) }
-        return (UnsafeRawBufferPointer(rebasing: bytes[0..<done]), Platform.modificationTime(of: status))
+        return done
     }
 }
 

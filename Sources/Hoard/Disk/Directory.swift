@@ -194,40 +194,6 @@ final class Directory: Sendable {
         return (bytes, Platform.modificationTime(of: status))
     }
 
-    /// Reads the whole regular file named by the C string `name` into a buffer that lives only
-    /// while `body` runs, and returns what `body` makes of the bytes; `nil` when the file does not
-    /// exist.
-    ///
-    /// The read of a disk hit: no array is made and no string is needed for the name, and the
-    /// buffer is a temporary allocation (on the stack when small enough). A file that shrank while
-    /// it was read gives `body` the bytes there were.
-    /// - Throws: ``CacheError/FileError`` for any other failure, including a name that is not a regular file.
-    func withContents<Decoded>(
-        ofFileNamed name: UnsafePointer<CChar>,
-        _ body: (UnsafeRawBufferPointer) -> Decoded
-    ) throws(CacheError.FileError) -> Decoded? {
-        let folder = self.folder
-        let file = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard file >= 0 else {
-            if errno == ENOENT { return nil }
-            throw error("openat", String(cString: name))
-        }
-        defer { close(file) }
-        var status = stat()
-        guard fstat(file, &status) == 0 else { throw error("fstat", String(cString: name)) }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw error("read", String(cString: name), EISDIR) }
-        // A file larger than this platform's Int (2 GiB on a 32-bit one) cannot be an entry here.
-        guard let size = Int(exactly: status.st_size) else { throw error("read", String(cString: name), EFBIG) }
-        let (decoded, failure) = withUnsafeTemporaryAllocation(byteCount: size, alignment: 16) { buffer in
-            let (done, number) = RawIO.fill(buffer) { destination, length, _ in
-                Platform.read(file, destination, length)
-            }
-            return number != 0 ? (nil, number) : (body(UnsafeRawBufferPointer(rebasing: buffer[0..<done])), 0)
-        }
-        guard let decoded else { throw error("read", String(cString: name), failure) }
-        return decoded
-    }
-
     /// Writes `bytes` to `name` through the temporary file `temporaryName`, then renames it into place.
     ///
     /// When the folder was deleted, it is created again first (see ``Directory``).

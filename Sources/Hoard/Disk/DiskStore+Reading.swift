@@ -71,18 +71,11 @@ extension DiskStore {
 
     /// Reads and decodes the entry file of `key`, holding no lock.
     func readEntry(_ key: DiskKey) -> Result<EntryFormat.Entry, ReadProblem> {
-        // The file's name as a C string, made on the stack: no string for a hit.
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 65) { name in
-            name.withMemoryRebound(to: UInt8.self) { key.digest.writeHex(to: $0) }
-            name[64] = 0
-            do throws(CacheError.FileError) {
-                let read = try directory.withContents(ofFileNamed: name.baseAddress!) { bytes in
-                    decodeEntry(bytes, of: key)
-                }
-                return read ?? .failure(.missing)
-            } catch {
-                return .failure(.unreadable(error))
-            }
+        do throws(CacheError.FileError) {
+            let read = try directory.withEntryFile(key.digest) { bytes in decodeEntry(bytes, of: key) }
+            return read ?? .failure(.missing)
+        } catch {
+            return .failure(.unreadable(error))
         }
     }
 
