@@ -56,6 +56,35 @@ import Testing
         #expect(folder.entryFiles().isEmpty)
     }
 
+    /// A disk hit reads its file into a temporary allocation, on the stack when it is small and on
+    /// the heap when it is not: entries of every size read back whole, on a thread whose stack is
+    /// far smaller than the largest of them.
+    @Test func entriesOfEverySizeReadBackWholeOnAThreadWithASmallStack() async throws {
+        let folder = TemporaryDirectory()
+        let sizes = [0, 1, 15, 1_000, 1_024, 4_096, 100_000, 8 << 20]
+        let values = Dictionary(
+            uniqueKeysWithValues: sizes.map { size in
+                ("size \(size)", Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) }))
+            }
+        )
+        let writer = try folder.dataBuilder().maxRamCount(0).build()
+        for (key, value) in values { writer[key] = value }
+        await writer.flush()
+        #expect(writer.diskCount == sizes.count)
+
+        let reader = try folder.dataBuilder().maxRamCount(0).build(sharingStore: false)
+        let read: [String: Data] = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                var read: [String: Data] = [:]
+                for key in values.keys { read[key] = reader[key] }
+                continuation.resume(returning: read)
+            }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
+        for (key, value) in values { #expect(read[key] == value, "\(key)") }
+    }
+
     @Test func canonicallyEquivalentKeysAreOneKeyInBothLevels() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()
