@@ -23,9 +23,9 @@ let package = Package(
     ],
     targets: [
         .target(name: "Hoard", dependencies: ["CHoardChecksum"]),
-        // CRC-32 with carry-less multiplication (PCLMULQDQ), which Swift cannot reach: compiled on
-        // x86_64 only, and used there when the CPU has it. Everywhere else Hoard's Swift
-        // slicing-by-16 does the work alone.
+        // CRC-32 with carry-less multiplication (PCLMULQDQ) and SHA-256 with the SHA extensions,
+        // which Swift cannot reach: compiled on x86_64 only, and used there when the CPU has them.
+        // Everywhere else Hoard's Swift slicing-by-16 and SHA-256 do the work alone.
         .target(name: "CHoardChecksum"),
         // A C target rather than a system library: SwiftPM 6.3's `diagnose-api-breaking-changes`
         // crashes while planning a system library's pkg-config. Its header is empty without

@@ -1,6 +1,6 @@
 // CRC-32 (the reflected IEEE polynomial of `CRC32.swift`) folded with carry-less multiplication
-// (PCLMULQDQ) on x86_64. Elsewhere the header declares nothing and Hoard uses its Swift
-// slicing-by-16 alone.
+// (PCLMULQDQ), and the SHA-256 compression of `SHA256.swift` with the SHA extensions, on x86_64.
+// Elsewhere the header declares nothing and Hoard uses its Swift slicing-by-16 and SHA-256 alone.
 #ifndef HOARD_CHECKSUM_H
 #define HOARD_CHECKSUM_H
 
@@ -22,6 +22,18 @@ int hoard_crc32_fold_available(void);
 /// and easier to check than a Barrett reduction here. Call only when
 /// `hoard_crc32_fold_available` returns nonzero.
 void hoard_crc32_fold(const void *data, size_t length, uint32_t seed, uint8_t folded[16]);
+
+/// Whether this CPU has the SHA extensions and SSSE3, which `hoard_sha256_compress` needs: like
+/// PCLMULQDQ, they are checked at run time rather than assumed at build time.
+int hoard_sha256_available(void);
+
+/// Runs the SHA-256 compression function (FIPS 180-4, section 6.2.2) over `blockCount`
+/// consecutive 64-byte message blocks at `blocks` (any alignment; none read when 0), updating the
+/// eight hash words H0..H7 in `state` in place.
+///
+/// The padding is the caller's: the last blocks passed must already hold it. Call only when
+/// `hoard_sha256_available` returns nonzero.
+void hoard_sha256_compress(uint32_t state[8], const void *blocks, size_t blockCount);
 
 #endif
 

@@ -1,3 +1,7 @@
+#if canImport(CHoardChecksum) && arch(x86_64)
+import CHoardChecksum
+#endif
+
 /// A SHA-256 digest (FIPS 180-4), stored as four big-endian 64-bit words.
 ///
 /// `word0` holds digest bytes 0 to 7, `word1` bytes 8 to 15, and so on, each
@@ -54,16 +58,31 @@ extension SHA256Digest {
     ///
     /// This is the core of the implementation: full 64-byte blocks are read
     /// straight from `buffer`, and the padded tail is assembled in a
-    /// stack-allocated scratch area, so no heap allocation happens.
+    /// stack-allocated scratch area, so no heap allocation happens. On x86_64
+    /// CPUs with the SHA extensions the blocks are compressed by the
+    /// `CHoardChecksum` C target; elsewhere by ``portableHash(_:)``.
     ///
     /// - Parameter buffer: The message to hash. It may be empty and may have
     ///   a `nil` base address.
     /// - Returns: The digest of the bytes in `buffer`.
+    /// - Complexity: O(*n*), where *n* is the length of `buffer`.
     static func hash(_ buffer: UnsafeRawBufferPointer) -> SHA256Digest {
+        #if canImport(CHoardChecksum) && arch(x86_64)
+        if hasSHAExtensions { return extensionsHash(buffer) }
+        #endif
+        return portableHash(buffer)
+    }
+
+    /// Computes the SHA-256 digest of the bytes in a raw buffer in Swift alone, whatever the CPU
+    /// (the tests compare the SHA extensions with it).
+    ///
+    /// - Parameter buffer: The message to hash. It may be empty and may have
+    ///   a `nil` base address.
+    /// - Returns: The digest of the bytes in `buffer`.
+    /// - Complexity: O(*n*), where *n* is the length of `buffer`.
+    static func portableHash(_ buffer: UnsafeRawBufferPointer) -> SHA256Digest {
         var state = CompressionState()
-        let count = buffer.count
-        let fullBlockCount = count / 64
-        let tailCount = count - fullBlockCount * 64
+        let fullBlockCount = buffer.count / 64
 
         roundConstants.withUnsafeBufferPointer { constants in
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { schedule in
@@ -76,17 +95,7 @@ extension SHA256Digest {
                 }
 
                 withUnsafeTemporaryAllocation(byteCount: 128, alignment: 8) { tail in
-                    tail.initializeMemory(as: UInt8.self, repeating: 0)
-                    if tailCount > 0, let base = buffer.baseAddress {
-                        let tailStart = base + fullBlockCount * 64
-                        tail.copyMemory(from: UnsafeRawBufferPointer(start: tailStart, count: tailCount))
-                    }
-                    tail[tailCount] = 0x80
-                    // The message length in bits, modulo 2^64 as FIPS 180-4 specifies.
-                    let bitCount = UInt64(truncatingIfNeeded: count) &* 8
-                    let tailBlockCount = tailCount < 56 ? 1 : 2
-                    tail.storeBytes(of: bitCount.bigEndian, toByteOffset: tailBlockCount * 64 - 8, as: UInt64.self)
-
+                    let tailBlockCount = pad(buffer, into: tail)
                     guard let tailBase = tail.baseAddress else { return }
                     state.compress(block: UnsafeRawPointer(tailBase), schedule: schedule, constants: constants)
                     if tailBlockCount == 2 {
@@ -97,6 +106,66 @@ extension SHA256Digest {
         }
         return state.digest
     }
+
+    /// Writes the padded end of a message (FIPS 180-4, section 5.1.1) to a scratch area: the bytes
+    /// after its last full 64-byte block, the 0x80 byte, zeros, and the message length in bits.
+    ///
+    /// - Parameters:
+    ///   - buffer: The whole message. It may be empty and may have a `nil` base address.
+    ///   - tail: At least 128 bytes, overwritten from the start.
+    /// - Returns: How many 64-byte blocks at the start of `tail` make the padded end: 1, or 2 when
+    ///   the length does not fit after the message's last bytes.
+    @inline(__always)
+    private static func pad(_ buffer: UnsafeRawBufferPointer, into tail: UnsafeMutableRawBufferPointer) -> Int {
+        let count = buffer.count
+        let tailCount = count & 63
+        tail.initializeMemory(as: UInt8.self, repeating: 0)
+        if tailCount > 0, let base = buffer.baseAddress {
+            let tailStart = base + (count &- tailCount)
+            tail.copyMemory(from: UnsafeRawBufferPointer(start: tailStart, count: tailCount))
+        }
+        tail[tailCount] = 0x80
+        // The message length in bits, modulo 2^64 as FIPS 180-4 specifies.
+        let bitCount = UInt64(truncatingIfNeeded: count) &* 8
+        let tailBlockCount = tailCount < 56 ? 1 : 2
+        tail.storeBytes(of: bitCount.bigEndian, toByteOffset: tailBlockCount * 64 - 8, as: UInt64.self)
+        return tailBlockCount
+    }
+
+    #if canImport(CHoardChecksum) && arch(x86_64)
+    /// Whether this CPU has the SHA extensions and SSSE3, asked once per process.
+    static let hasSHAExtensions = hoard_sha256_available() != 0
+
+    /// Computes the SHA-256 digest of the bytes in a raw buffer with the SHA extensions, through
+    /// `hoard_sha256_compress`: the full blocks in place in one call, the padded tail in a second.
+    ///
+    /// Call only when ``hasSHAExtensions`` is true.
+    ///
+    /// - Parameter buffer: The message to hash. It may be empty and may have
+    ///   a `nil` base address.
+    /// - Returns: The digest of the bytes in `buffer`.
+    /// - Complexity: O(*n*), where *n* is the length of `buffer`.
+    private static func extensionsHash(_ buffer: UnsafeRawBufferPointer) -> SHA256Digest {
+        var state = CompressionState()
+        // A homogeneous tuple, whose elements are laid out like an array's, for the C side's
+        // `uint32_t[8]`; the initial values are the Swift state's.
+        var words = (state.h0, state.h1, state.h2, state.h3, state.h4, state.h5, state.h6, state.h7)
+        let fullBlockCount = buffer.count / 64
+        withUnsafeMutablePointer(to: &words) { tuple in
+            tuple.withMemoryRebound(to: UInt32.self, capacity: 8) { words in
+                if fullBlockCount > 0, let base = buffer.baseAddress {
+                    hoard_sha256_compress(words, base, fullBlockCount)
+                }
+                withUnsafeTemporaryAllocation(byteCount: 128, alignment: 8) { tail in
+                    let tailBlockCount = pad(buffer, into: tail)
+                    hoard_sha256_compress(words, UnsafeRawPointer(tail.baseAddress), tailBlockCount)
+                }
+            }
+        }
+        (state.h0, state.h1, state.h2, state.h3, state.h4, state.h5, state.h6, state.h7) = words
+        return state.digest
+    }
+    #endif
 
     /// The 64 SHA-256 round constants (FIPS 180-4, section 4.2.2).
     ///
