@@ -268,7 +268,7 @@ enum DiskGet {
         ]
         report.targets = [
             .rate("disk get 1 KiB (fresh instance) ≥ 80 000/s", report.row(hoard), atLeast: 80_000),
-            .ratio("disk get 1 KiB ≥ 0.5× POSIX read", report.row(hoard), report.row(posix), atLeast: 0.5),
+            .ratio("disk get 1 KiB ≥ 0.8× POSIX read", report.row(hoard), report.row(posix), atLeast: 0.8),
         ]
         report.checksum = checksum
         return report
