@@ -81,3 +81,6 @@ extension RedisCacheLevel: ConfigurationCheckingLevel {
         )
     }
 }
+
+/// A coherent cache's read-backs of its own writes go in one `MGET` (one per slot on a cluster).
+extension RedisCacheLevel: BatchReadingCacheLevel {}

@@ -38,8 +38,8 @@ public final class Cache<Value: Sendable>: Sendable {
     let flights = SharedFlights<String, Value>()
     /// The subscription to the shared level's invalidations, with ``CacheCoherence/invalidations``.
     let invalidations = Locked<(any InvalidationSubscription)?>(nil)
-    /// How many echo checks (see `checkEcho`) are under way.
-    let echoChecks = Locked(0)
+    /// The echo checks (see `checkEcho`) waiting for the next read-back, and how many are under way.
+    let echoChecks = Locked(EchoChecks())
     /// Whether tracking was lost (or never confirmed yet) while the local copies kept serving
     /// (``CacheCoherence/Outage/serveLocalCopies``): they are dropped once it is back; and whether
     /// it was ever confirmed.

@@ -119,6 +119,32 @@ final class SharedLevel: Sendable {
         }
     }
 
+    /// The bytes stored for each of `keys`, as ``read(_:)-(String)`` reads one: in one request when
+    /// the level reads many keys at once (``BatchReadingCacheLevel``), otherwise one read per key,
+    /// all at once.
+    func read(_ keys: [String]) async -> [Result<Data?, CacheError>] {
+        if keys.count == 1 { return [await read(keys[0])] }
+        if let batch = level as? any BatchReadingCacheLevel {
+            let failure: CacheError
+            do {
+                let values = try await batch.values(forKeys: keys.map(\.canonicalKey))
+                if values.count == keys.count { return values.map { .success($0) } }
+                failure = .io("The shared level answered \(values.count) values for \(keys.count) keys.", key: nil)
+            } catch let error as CacheError {
+                failure = error
+            } catch {
+                failure = .io("The shared level failed to read \(keys.count) keys.", key: nil, underlying: error)
+            }
+            return keys.map { _ in .failure(failure) }
+        }
+        return await withTaskGroup(of: (Int, Result<Data?, CacheError>).self) { group in
+            for (index, key) in keys.enumerated() { group.addTask { (index, await self.read(key)) } }
+            var results = [Result<Data?, CacheError>](repeating: .success(nil), count: keys.count)
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+    }
+
     // MARK: - Writing
 
     /// Queues `operation` as the latest change of `key`; it is made in the background.

@@ -66,6 +66,18 @@ package protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
     func set(_ value: Value, forKey key: Key, expiresAt: Date?) async throws
 }
 
+/// A shared level that reads many keys in one request (`MGET` on Redis).
+///
+/// A coherent cache reads back the keys whose announcements may be echoes of its own writes (see
+/// `Cache.checkEcho`); the checks that wait meanwhile go in one such read. Without it, each key is
+/// read on its own, all at once.
+package protocol BatchReadingCacheLevel: Sendable {
+    /// The value of each key, `nil` for a miss, in key order.
+    ///
+    /// - Throws: Any error: every key of the request then counts as failed.
+    func values(forKeys keys: [String]) async throws -> [Data?]
+}
+
 /// A shared level that can tell, when a cache is built on it, whether its configuration can ever
 /// work (a wrong password, a database the server lacks), so that `build()` throws instead of every
 /// read going silently to the fetcher.
