@@ -88,15 +88,24 @@ extension Cache {
         }
     }
 
-    /// The echo checks waiting for a read-back, or `nil` when none is, and the read-backs stop.
+    /// The echo checks waiting for a read-back, oldest first, as many as one request reads (see
+    /// ``EchoChecks/requestLimits``); `nil` when none is waiting, and the read-backs stop.
     private func takeWaitingEchoes() -> [(key: String, written: Data)]? {
         echoChecks.withLock { checks in
             guard !checks.waiting.isEmpty else {
                 checks.isReading = false
                 return nil
             }
-            defer { checks.waiting = [] }
-            return checks.waiting
+            var count = 0
+            var bytes = 0
+            for check in checks.waiting {
+                if count == EchoChecks.requestLimits.keys { break }
+                if count > 0 && bytes + check.written.count > EchoChecks.requestLimits.bytes { break }
+                count += 1
+                bytes += check.written.count
+            }
+            defer { checks.waiting.removeFirst(count) }
+            return Array(checks.waiting.prefix(count))
         }
     }
 
@@ -171,6 +180,11 @@ extension Cache {
 
 /// The echo checks of one cache (see `Cache.checkEcho`).
 struct EchoChecks {
+    /// The most keys, and bytes expected back (those written; at least one key's), that one read-back
+    /// asks for: a burst of large own writes is read back in several requests, none of which holds
+    /// the server's reply, or the connection, for long.
+    static let requestLimits = (keys: 256, bytes: 1 << 20)
+
     /// The keys to read back, with the bytes this cache wrote, waiting for the next read-back.
     var waiting: [(key: String, written: Data)] = []
     /// Whether a task is reading keys back; it takes what waits until nothing does.

@@ -74,4 +74,34 @@ extension CacheCoherenceTests {
         #expect(cache.entry(forKey: "k1") == nil)
         #expect(cache.memory?.value(forKey: "k2")?.value == "v2")
     }
+
+    @Test func aLongBurstOfEchoesIsReadBackInRequestsOfBoundedSize() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeBatchReadingLevel()
+        let count = EchoChecks.requestLimits.keys + 45
+        let (cache, held) = try await cacheWithAHeldReadBack(folder, level, saves: count)
+        level.base.announce(.keys((1..<count).map { "k\($0)" }))
+        held.open()
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(level.batches.map(\.count) == [EchoChecks.requestLimits.keys, 44])
+        #expect(level.batches.joined().elementsEqual((1..<count).map { "k\($0)" }))
+        #expect(cache.memory?.value(forKey: "k\(count - 1)")?.value == "v\(count - 1)")
+    }
+
+    @Test func largeOwnWritesAreReadBackAFewAtATime() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeBatchReadingLevel()
+        let (cache, held) = try await cacheWithAHeldReadBack(folder, level, saves: 1)
+        // Values of 0.4 of a request's bytes: two fit in one request, a third does not.
+        let large = String(repeating: "x", count: EchoChecks.requestLimits.bytes * 2 / 5)
+        for index in 1...5 { try await cache.save(large + "\(index)", forKey: "k\(index)") }
+        await cache.flush()
+        level.base.announce(.keys((1...5).map { "k\($0)" }))
+        held.open()
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(level.batches == [["k1", "k2"], ["k3", "k4"]])
+        // The last one alone, with a plain read.
+        #expect(level.base.getsStarted == 2)
+        for index in 1...5 { #expect(cache.memory?.value(forKey: "k\(index)")?.value == large + "\(index)") }
+    }
 }
