@@ -67,16 +67,22 @@ extension Directory {
         _ digest: SHA256Digest,
         _ body: (UnsafeRawBufferPointer) -> Decoded
     ) throws(CacheError.FileError) -> Decoded? {
-        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65) { name throws(CacheError.FileError) in
+        // Results rather than typed throws through `withUnsafeTemporaryAllocation`, which only
+        // rethrows `any Error` in the standard libraries of older Apple SDKs.
+        let read = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65) { name in
             name[64] = 0
-            return try openEntryFile(digest, name: name) { file, size, _ throws(CacheError.FileError) in
-                try withUnsafeTemporaryAllocation(byteCount: size, alignment: 16) {
-                    bytes throws(CacheError.FileError) in
-                    let done = try fill(bytes, from: file, digest)
-                    return body(UnsafeRawBufferPointer(rebasing: bytes[0..<done]))
+            return Result { () throws(CacheError.FileError) -> Decoded? in
+                try openEntryFile(digest, name: name) { file, size, _ throws(CacheError.FileError) in
+                    try withUnsafeTemporaryAllocation(byteCount: size, alignment: 16) { bytes in
+                        Result { () throws(CacheError.FileError) in
+                            let done = try fill(bytes, from: file, digest)
+                            return body(UnsafeRawBufferPointer(rebasing: bytes[0..<done]))
+                        }
+                    }.get()
                 }
             }
         }
+        return try read.get()
     }
 
     /// Opens the regular file named by `digest`, and returns what `read` makes of it.
