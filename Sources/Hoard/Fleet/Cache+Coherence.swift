@@ -66,17 +66,26 @@ extension Cache {
     /// the read failed).
     ///
     /// An invalidation that comes meanwhile finds no written bytes left and drops the copies at
-    /// once; a copy is never put back, so a change the read missed is never hidden. The checks that
-    /// come while a read-back is under way wait for the next, which reads them all in one request
-    /// where the level can (`MGET` on Redis): one read-back per key would cost a busy fleet about a
-    /// third more requests than it makes without coherence.
+    /// once; a copy is never put back, so a change the read missed is never hidden.
+    ///
+    /// The checks that come while a read-back is under way wait for the next, which reads them in
+    /// one request where the level can (`MGET` on Redis): one read-back per key cost a busy fleet
+    /// about a third more requests than it makes without coherence. When more wait than one request
+    /// carries (large own writes, say), more read-backs run at once, up to
+    /// ``EchoChecks/readerLimit``, so that checks do not pile up behind one another.
     private func checkEcho(_ key: String, written: Data) {
         guard let shared = engine.shared else { return }
         let starts = echoChecks.withLock { checks in
             checks.waiting.append((key, written))
+            checks.waitingBytes += written.count
             checks.underWay += 1
-            defer { checks.isReading = true }
-            return !checks.isReading
+            let needsReader =
+                checks.readers == 0
+                || (checks.readers < EchoChecks.readerLimit
+                    && (checks.waiting.count > EchoChecks.requestLimits.keys
+                        || checks.waitingBytes > EchoChecks.requestLimits.bytes))
+            if needsReader { checks.readers += 1 }
+            return needsReader
         }
         guard starts else { return }
         FetchTask.run { [weak self] in
@@ -89,11 +98,12 @@ extension Cache {
     }
 
     /// The echo checks waiting for a read-back, oldest first, as many as one request reads (see
-    /// ``EchoChecks/requestLimits``); `nil` when none is waiting, and the read-backs stop.
+    /// ``EchoChecks/requestLimits``; a larger write alone); `nil` when none is waiting, and this
+    /// read-back loop stops.
     private func takeWaitingEchoes() -> [(key: String, written: Data)]? {
         echoChecks.withLock { checks in
             guard !checks.waiting.isEmpty else {
-                checks.isReading = false
+                checks.readers -= 1
                 return nil
             }
             var count = 0
@@ -104,6 +114,7 @@ extension Cache {
                 count += 1
                 bytes += check.written.count
             }
+            checks.waitingBytes -= bytes
             defer { checks.waiting.removeFirst(count) }
             return Array(checks.waiting.prefix(count))
         }
@@ -185,10 +196,16 @@ struct EchoChecks {
     /// the server's reply, or the connection, for long.
     static let requestLimits = (keys: 256, bytes: 1 << 20)
 
+    /// The most read-backs under way at once: as many as the shared level's writes (see
+    /// `SharedLevel.workerLimit`), whose echoes they check.
+    static let readerLimit = SharedLevel.workerLimit
+
     /// The keys to read back, with the bytes this cache wrote, waiting for the next read-back.
     var waiting: [(key: String, written: Data)] = []
-    /// Whether a task is reading keys back; it takes what waits until nothing does.
-    var isReading = false
+    /// The bytes written of the checks waiting.
+    var waitingBytes = 0
+    /// How many tasks are reading keys back; each takes what waits until nothing does.
+    var readers = 0
     /// The checks waiting or being read.
     var underWay = 0
 }

@@ -75,16 +75,31 @@ extension CacheCoherenceTests {
         #expect(cache.memory?.value(forKey: "k2")?.value == "v2")
     }
 
+    /// Every key was read back once, alone or in a request, and no request held more than
+    /// ``EchoChecks/requestLimits`` allow (a key alone may be larger).
+    private func expectEachReadBackOnceWithinLimits(_ level: FakeBatchReadingLevel, keys: [String]) {
+        let read = level.batches.joined() + level.gets.filter { $0 != "k0" }
+        #expect(read.sorted() == keys.sorted())
+        for batch in level.batches {
+            #expect(batch.count <= EchoChecks.requestLimits.keys)
+        }
+    }
+
     @Test func aLongBurstOfEchoesIsReadBackInRequestsOfBoundedSize() async throws {
         let folder = TemporaryDirectory()
         let level = FakeBatchReadingLevel()
         let count = EchoChecks.requestLimits.keys + 45
         let (cache, held) = try await cacheWithAHeldReadBack(folder, level, saves: count)
-        level.base.announce(.keys((1..<count).map { "k\($0)" }))
+        let keys = (1..<count).map { "k\($0)" }
+        level.base.announce(.keys(keys))
         held.open()
         #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
-        #expect(level.batches.map(\.count) == [EchoChecks.requestLimits.keys, 44])
-        #expect(level.batches.joined().elementsEqual((1..<count).map { "k\($0)" }))
+        expectEachReadBackOnceWithinLimits(level, keys: keys)
+        // More than one request carries, so more than one was made.
+        #expect(level.batches.count + level.gets.count - 1 >= 2)
+        // Every copy kept: on disk, which holds them all.
+        await cache.flush()
+        #expect(folder.entryFiles().count == count)
         #expect(cache.memory?.value(forKey: "k\(count - 1)")?.value == "v\(count - 1)")
     }
 
@@ -99,9 +114,41 @@ extension CacheCoherenceTests {
         level.base.announce(.keys((1...5).map { "k\($0)" }))
         held.open()
         #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
-        #expect(level.batches == [["k1", "k2"], ["k3", "k4"]])
-        // The last one alone, with a plain read.
-        #expect(level.base.getsStarted == 2)
+        expectEachReadBackOnceWithinLimits(level, keys: (1...5).map { "k\($0)" })
+        for batch in level.batches { #expect(batch.count <= 2) }
         for index in 1...5 { #expect(cache.memory?.value(forKey: "k\(index)")?.value == large + "\(index)") }
+    }
+
+    @Test func anOwnWriteLargerThanARequestsBytesIsReadBackAlone() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeBatchReadingLevel()
+        let (cache, held) = try await cacheWithAHeldReadBack(folder, level, saves: 1)
+        let huge = String(repeating: "x", count: EchoChecks.requestLimits.bytes + 10)
+        for index in 1...3 { try await cache.save(huge + "\(index)", forKey: "k\(index)") }
+        await cache.flush()
+        level.base.announce(.keys(["k1", "k2", "k3"]))
+        held.open()
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(level.batches.isEmpty)
+        #expect(level.base.getsStarted == 4)
+        for index in 1...3 { #expect(cache.memory?.value(forKey: "k\(index)")?.value == huge + "\(index)") }
+    }
+
+    /// Checks that one request cannot carry do not wait behind the read-back under way: more start,
+    /// while small ones keep waiting for the one (see ``echoChecksThatWaitBehindAReadBackGoInOneRequest()``).
+    @Test func checksMoreThanOneRequestCarriesAreReadBackAtOnce() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeBatchReadingLevel()
+        let (cache, held) = try await cacheWithAHeldReadBack(folder, level, saves: 1)
+        let large = String(repeating: "x", count: EchoChecks.requestLimits.bytes * 2 / 3)
+        for index in 1...4 { try await cache.save(large + "\(index)", forKey: "k\(index)") }
+        await cache.flush()
+        level.base.announce(.keys((1...4).map { "k\($0)" }))
+        // "k0"'s read-back is still held: the others are read meanwhile, each alone.
+        #expect(await waitUntil { level.base.getsStarted == 5 && cache.echoChecksUnderWay == 1 })
+        for index in 1...4 { #expect(cache.memory?.value(forKey: "k\(index)")?.value == large + "\(index)") }
+        held.open()
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(cache.memory?.value(forKey: "k0")?.value == "v0")
     }
 }

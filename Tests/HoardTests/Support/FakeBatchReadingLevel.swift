@@ -7,10 +7,13 @@ import HoardTestSupport
 /// each request's keys, and can fail them.
 final class FakeBatchReadingLevel: InvalidatingCacheLevel, ExpiringCacheLevel, BatchReadingCacheLevel, Sendable {
     let base = FakeInvalidatingLevel()
-    private let state = Protected((batches: [[String]](), failsBatches: false))
+    private let state = Protected((batches: [[String]](), gets: [String](), failsBatches: false))
 
     /// The keys of each request of several keys, in the order they came.
     var batches: [[String]] { state.withLock { $0.batches } }
+
+    /// The keys read one at a time, in the order they came.
+    var gets: [String] { state.withLock { $0.gets } }
 
     /// Makes every later request of several keys throw, as a server that went away would.
     func failBatches() { state.withLock { $0.failsBatches = true } }
@@ -32,7 +35,10 @@ final class FakeBatchReadingLevel: InvalidatingCacheLevel, ExpiringCacheLevel, B
         try base.subscribeToInvalidations(handler)
     }
 
-    func get(_ key: String) async throws -> Data { try await base.get(key) }
+    func get(_ key: String) async throws -> Data {
+        state.withLock { $0.gets.append(key) }
+        return try await base.get(key)
+    }
     func set(_ value: Data, forKey key: String) async throws { try await base.set(value, forKey: key) }
     func set(_ value: Data, forKey key: String, expiresAt: Date?) async throws {
         try await base.set(value, forKey: key, expiresAt: expiresAt)
