@@ -71,19 +71,21 @@ extension Cache {
     /// The checks that come while a read-back is under way wait for the next, which reads them in
     /// one request where the level can (`MGET` on Redis): one read-back per key cost a busy fleet
     /// about a third more requests than it makes without coherence. When more wait than one request
-    /// carries (large own writes, say), more read-backs run at once, up to
-    /// ``EchoChecks/readerLimit``, so that checks do not pile up behind one another.
+    /// carries (large own writes, say), more than the read-backs running take in their next requests,
+    /// another starts, up to ``EchoChecks/readerLimit``, so that checks do not pile up behind one
+    /// another. A loop stops once nothing waits.
     private func checkEcho(_ key: String, written: Data) {
         guard let shared = engine.shared else { return }
         let starts = echoChecks.withLock { checks in
             checks.waiting.append((key, written))
             checks.waitingBytes += written.count
             checks.underWay += 1
+            // Another loop only when more waits than the running ones take in their next requests.
             let needsReader =
                 checks.readers == 0
                 || (checks.readers < EchoChecks.readerLimit
-                    && (checks.waiting.count > EchoChecks.requestLimits.keys
-                        || checks.waitingBytes > EchoChecks.requestLimits.bytes))
+                    && (checks.waiting.count > EchoChecks.requestLimits.keys * checks.readers
+                        || checks.waitingBytes > EchoChecks.requestLimits.bytes * checks.readers))
             if needsReader { checks.readers += 1 }
             return needsReader
         }

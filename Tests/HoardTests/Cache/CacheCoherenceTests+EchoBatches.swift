@@ -134,13 +134,16 @@ extension CacheCoherenceTests {
         for index in 1...3 { #expect(cache.memory?.value(forKey: "k\(index)")?.value == huge + "\(index)") }
     }
 
-    /// Checks that one request cannot carry do not wait behind the read-back under way: more start,
-    /// while small ones keep waiting for the one (see ``echoChecksThatWaitBehindAReadBackGoInOneRequest()``).
+    /// Checks that one request cannot carry do not wait behind the read-back under way: another
+    /// starts, while small ones keep waiting for the one (see
+    /// ``echoChecksThatWaitBehindAReadBackGoInOneRequest()``).
     @Test func checksMoreThanOneRequestCarriesAreReadBackAtOnce() async throws {
         let folder = TemporaryDirectory()
         let level = FakeBatchReadingLevel()
         let (cache, held) = try await cacheWithAHeldReadBack(folder, level, saves: 1)
-        let large = String(repeating: "x", count: EchoChecks.requestLimits.bytes * 2 / 3)
+        // Each larger than a request: whenever one waits with only the held read-back running, it
+        // starts another; while another runs, that one takes it.
+        let large = String(repeating: "x", count: EchoChecks.requestLimits.bytes + 10)
         for index in 1...4 { try await cache.save(large + "\(index)", forKey: "k\(index)") }
         await cache.flush()
         level.base.announce(.keys((1...4).map { "k\($0)" }))
@@ -150,5 +153,7 @@ extension CacheCoherenceTests {
         held.open()
         #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
         #expect(cache.memory?.value(forKey: "k0")?.value == "v0")
+        // Every loop has stopped, with nothing counted as waiting.
+        #expect(await waitUntil { cache.echoChecks.withLock { $0.readers == 0 && $0.waitingBytes == 0 } })
     }
 }
