@@ -72,17 +72,25 @@ extension DiskStore {
     /// Reads and decodes the entry file of `key`, holding no lock.
     func readEntry(_ key: DiskKey) -> Result<EntryFormat.Entry, ReadProblem> {
         do throws(CacheError.FileError) {
-            let read = try directory.withEntryFile(key.digest) { bytes in decodeEntry(bytes, of: key) }
+            // The closure captures no store: retaining one, which weak references point to, takes
+            // its reference count's slow path.
+            let schemaVersion = options.schemaVersion
+            let read = try directory.withEntryFile(key.digest) { bytes in
+                Self.decodeEntry(bytes, of: key, schemaVersion: schemaVersion)
+            }
             return read ?? .failure(.missing)
         } catch {
             return .failure(.unreadable(error))
         }
     }
 
-    /// Decodes the bytes of the entry file of `key` and checks that they hold that key under this
-    /// store's schema version.
-    private func decodeEntry(_ bytes: UnsafeRawBufferPointer, of key: DiskKey) -> Result<EntryFormat.Entry, ReadProblem>
-    {
+    /// Decodes the bytes of the entry file of `key` and checks that they hold that key under
+    /// `schemaVersion`.
+    private static func decodeEntry(
+        _ bytes: UnsafeRawBufferPointer,
+        of key: DiskKey,
+        schemaVersion: UInt32
+    ) -> Result<EntryFormat.Entry, ReadProblem> {
         let layout: EntryFormat.Layout
         do {
             layout = try EntryFormat.check(bytes)
@@ -104,7 +112,7 @@ extension DiskStore {
             spelling = String(decoding: storedKey, as: UTF8.self)
             guard spelling == key.string else { return .failure(.foreignKey(spelling)) }
         }
-        guard layout.schemaVersion == options.schemaVersion else {
+        guard layout.schemaVersion == schemaVersion else {
             return .failure(.otherVersion(layout.schemaVersion))
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[layout.payload])
