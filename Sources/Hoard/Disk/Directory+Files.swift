@@ -88,6 +88,24 @@ extension Directory {
         }
         return found
     }
+
+    /// The temporary files among `names` (names a listing of the folder found; those that do not
+    /// start with ``ContainerFile/temporaryPrefix`` are skipped), with their modification times, as
+    /// ``temporaryFiles()`` finds them without listing the folder; a name gone since is left out.
+    ///
+    /// - Complexity: One `stat` per temporary file.
+    func temporaryFiles(named names: [String]) -> [(name: String, modified: Double)] {
+        let folder = self.folder
+        return withExtendedLifetime(folder) {
+            names.compactMap { name in
+                var status = stat()
+                guard name.hasPrefix(ContainerFile.temporaryPrefix),
+                    fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0
+                else { return nil }
+                return (name, Platform.modificationTime(of: status))
+            }
+        }
+    }
 }
 
 extension Directory {

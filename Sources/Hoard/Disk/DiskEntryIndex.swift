@@ -127,7 +127,8 @@ struct DiskEntryIndex {
         let size: UInt32
         if let small = UInt32(exactly: info.size), small != .max {
             size = small
-            largeSizes[digest] = nil
+            // Mostly empty: no hash of the digest then.
+            if !largeSizes.isEmpty { largeSizes[digest] = nil }
         } else {
             size = .max
             largeSizes[digest] = info.size
@@ -190,6 +191,17 @@ struct DiskEntryIndex {
         order.append(pack(info, for: key), forKey: Tail(key), count: count, hash: hash(key))
         add(info.size)
     }
+
+    /// ``append(_:forKey:count:)`` for a key the index does not hold, without looking it up: for
+    /// keys known to be distinct, such as the names of a folder's entry files.
+    mutating func appendNew(_ info: DiskEntryInfo, forKey key: SHA256Digest, count: UInt32) {
+        assert(peek(key) == nil, "appendNew: the index holds the key already")
+        order.appendNew(pack(info, for: key), forKey: Tail(key), count: count, hash: hash(key))
+        add(info.size)
+    }
+
+    /// Makes room for `capacity` entries in all (see `EvictionIndex.reserveCapacity(_:)`).
+    mutating func reserveCapacity(_ capacity: Int) { order.reserveCapacity(capacity) }
 
     /// Removes the entry for `key`; returns it.
     @discardableResult

@@ -36,6 +36,7 @@ extension DiskStore {
                 let isCurrent = behind == nil
                 withState { $0.journal.behind = behind }
                 defer {
+                    withState { $0.temporaryNamesListed = nil }
                     if withState({ $0.journal.hasBegun }) { withJournalCursor { container.commit(&$0, log: &log) } }
                     // Not while the index loads: opening writes no temporary file; the first write
                     // compacts. Never from a view that missed other processes' records.

@@ -48,11 +48,19 @@ extension DiskStore {
     }
 
     /// Removes the temporary files whose writers are gone (see ``TemporaryFile``); called inside a section.
+    ///
+    /// When the section rebuilt the index, the temporary files that the rebuild's listing found are
+    /// looked at, and the folder is not listed again (a second pass over a large folder's names): a
+    /// temporary file made since is its writer's, which is alive.
     func sweepTemporaryFiles(log: inout DeferredLog) {
         let now = Date().timeIntervalSince1970
+        let listed = withState { state in
+            defer { state.temporaryNamesListed = nil }
+            return state.temporaryNamesListed
+        }
         do {
-            for (name, modified) in try directory.temporaryFiles()
-            where TemporaryFile.isAbandoned(name, modified: modified, now: now) {
+            let files = try listed.map { directory.temporaryFiles(named: $0) } ?? directory.temporaryFiles()
+            for (name, modified) in files where TemporaryFile.isAbandoned(name, modified: modified, now: now) {
                 removeFile(name, log: &log)
             }
         } catch {
@@ -77,6 +85,9 @@ extension DiskStore {
             let listing = try directory.entryDigestsAndOtherNames()
             unindexed = listing.digests
             hasIndexFile = listing.others.contains(ContainerFile.index)
+            // For this section's sweep, which then lists the folder no second time.
+            let temporaryNames = listing.others.filter { $0.hasPrefix(ContainerFile.temporaryPrefix) }
+            withState { $0.temporaryNamesListed = temporaryNames }
         } catch {
             log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
             return .failure(error)
@@ -86,6 +97,8 @@ extension DiskStore {
             ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
                 bytes.withUnsafeBytes { DiskIndexFile.decodeSnapshot($0, version: DiskIndexFile.legacyVersion) }
             } : nil
+        // Every name at most once: the listing's digests are distinct, so no append looks its key up.
+        index.reserveCapacity(unindexed.count)
         if let legacy {
             var remaining = Set(unindexed)
             let named = legacy.records.filter { remaining.remove($0.digest) != nil }
@@ -97,7 +110,7 @@ extension DiskStore {
                 guard let size else { continue }
                 var info = record.info
                 info.size = size
-                index.append(info, forKey: record.digest, count: record.count)
+                index.appendNew(info, forKey: record.digest, count: record.count)
             }
         } else if hasIndexFile {
             log.add(.warning, "The index of \(directory.path) is damaged; rebuilding it from the entry files.")
@@ -126,7 +139,7 @@ extension DiskStore {
             (a.modified, a.digest.word0, a.digest.word1, a.digest.word2, a.digest.word3)
                 < (b.modified, b.digest.word0, b.digest.word1, b.digest.word2, b.digest.word3)
         }
-        for entry in valid { index.append(entry.info, forKey: entry.digest, count: 1) }
+        for entry in valid { index.appendNew(entry.info, forKey: entry.digest, count: 1) }
         return .success(index)
     }
 

@@ -91,6 +91,10 @@ extension DiskStore {
         /// `DiskStore.finishOpening()`).
         var isLoading = false
         var isLoaded = false
+        /// The names of the temporary files that rebuilding the index in the current section found
+        /// in its listing, for the sweep that follows in the same section (see
+        /// `DiskStore.sweepTemporaryFiles(log:)`); `nil` outside such a section.
+        var temporaryNamesListed: [String]?
         /// Reads of stored entries made before the index loaded, oldest first: applied to the eviction
         /// order once it has (see ``applyEarlyAccesses()``).
         var earlyAccesses: [SHA256Digest] = []

@@ -47,10 +47,33 @@ extension EvictionIndex {
         makeUnique()
         let hash = hash ?? key.hashValue
         if let slot = slot(for: key, hash: hash) { remove(slot: slot) }
+        appendNew(payload, forKey: key, count: count, hash: hash)
+    }
+
+    /// ``append(_:forKey:count:hash:)`` for a key the index does not hold, without looking it up:
+    /// for an owner that appends keys it knows to be distinct (the names of a folder's files).
+    ///
+    /// - Complexity: O(1) when the entries come in the order of ``entriesInEvictionOrder``.
+    @usableFromInline
+    mutating func appendNew(_ payload: Payload, forKey key: Key, count: UInt32, hash: Int) {
+        makeUnique()
         if policy == .wTinyLFU {
             appendToProbation(key: key, hash: hash, payload: payload, count: count)
             return
         }
         insertNew(key: key, hash: hash, payload: payload, count: policy == .lru ? 1 : max(1, count), cost: 0)
+    }
+
+    /// Makes room for `capacity` entries in all, so that adding up to that many grows no buffer and
+    /// not the table: for an owner about to append many entries at once.
+    ///
+    /// - Complexity: O(n) in the entries and the table's cells.
+    @usableFromInline
+    mutating func reserveCapacity(_ capacity: Int) {
+        makeUnique()
+        entries.reserveCapacity(capacity)
+        links.reserveCapacity(capacity)
+        tags.reserveCapacity(capacity)
+        table.reserveCapacity(capacity, tags: tags)
     }
 }

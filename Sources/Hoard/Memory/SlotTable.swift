@@ -66,6 +66,15 @@ struct SlotTable {
     @inlinable
     func home(_ tag: UInt32) -> Int { Int(truncatingIfNeeded: tag) & mask }
 
+    /// Grows the table until `capacity` entries fit in it without growing again; `tags` holds the
+    /// tag of every slot in the table.
+    ///
+    /// - Complexity: O(n) in the number of cells it ends with.
+    @usableFromInline
+    mutating func reserveCapacity(_ capacity: Int, tags: NodeBuffer<UInt32>) {
+        while cells.count / 4 * 3 < capacity && cells.count < Self.largestSize { grow(tags: tags) }
+    }
+
     /// Adds `slot` under `tag`; the caller knows the key is not in the table, and `tags` holds the
     /// tag of every slot in the table, this one's included.
     @inlinable

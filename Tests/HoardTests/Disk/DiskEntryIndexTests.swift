@@ -96,6 +96,27 @@ import Testing
         index.checkInvariants()
     }
 
+    /// Entries appended as known to be new, into reserved room (a rebuild), are found with their
+    /// sizes, large ones included, and count in the byte total as appended ones do.
+    @Test(arguments: EvictionPolicy.allCases)
+    func entriesAppendedAsNewAreFoundAndCounted(policy: EvictionPolicy) {
+        var index = DiskEntryIndex(policy: policy, capacity: .max)
+        let digests = (0..<300).map { DiskKey("entry \($0)").digest }
+        let sizes = digests.indices.map { $0 == 7 ? Int(exactly: Int64(UInt32.max) + 5) ?? 5 : $0 * 3 }
+        index.reserveCapacity(digests.count)
+        for (digest, size) in zip(digests, sizes) {
+            index.appendNew(DiskEntryInfo(size: size), forKey: digest, count: 1)
+        }
+        #expect(index.count == digests.count)
+        #expect(digests.map { index.peek($0)?.size } == sizes)
+        #expect(index.byteCount == sizes.reduce(0, +))
+        #expect(index.entriesInEvictionOrder.map(\.key) == digests)
+        index.checkInvariants()
+        #expect(index.removeValue(forKey: digests[7])?.size == sizes[7])
+        #expect(index.byteCount == sizes.reduce(0, +) - sizes[7])
+        index.checkInvariants()
+    }
+
     /// A size that 32 bits do not hold is kept aside, exactly, and counts in full against the byte
     /// limit; it goes when its entry goes, by any road.
     #if _pointerBitWidth(_64)

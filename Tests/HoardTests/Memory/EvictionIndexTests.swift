@@ -108,6 +108,42 @@ private struct ReferenceOrder {
         restored.checkInvariants()
     }
 
+    /// Appending keys known to be new into room reserved for them (a rebuilt disk index) gives the
+    /// order, counts and sketch that appending with a lookup gives, and neither the buffers nor the
+    /// table grow on the way; the index then grows past the reserve as usual.
+    @Test(arguments: EvictionPolicy.allCases)
+    func keysKnownToBeNewAppendIntoReservedRoomAsAppendingDoes(policy: EvictionPolicy) {
+        var index = EvictionIndex<Int, Int>(policy: policy, capacity: 1_000)
+        var generator = SplitMix64(seed: 11)
+        for _ in 0..<5_000 {
+            let key = Int(generator.next() % 700)
+            if index.access(key) == nil { index.upsert(key, forKey: key) }
+        }
+        let saved = index.entriesInEvictionOrder
+        // An unbounded index, as a disk index may be: its table starts at its smallest.
+        var looked = EvictionIndex<Int, Int>(policy: policy, capacity: .max)
+        var reserved = EvictionIndex<Int, Int>(policy: policy, capacity: .max)
+        reserved.reserveCapacity(saved.count)
+        let cells = reserved.table.cells.count
+        let room = reserved.entries.storage.capacity
+        #expect(cells / 4 * 3 >= saved.count && room >= saved.count)
+        for entry in saved {
+            looked.append(entry.payload, forKey: entry.key, count: entry.count)
+            reserved.appendNew(entry.payload, forKey: entry.key, count: entry.count, hash: entry.key.hashValue)
+        }
+        #expect(reserved.table.cells.count == cells && reserved.entries.storage.capacity == room)
+        let describe = { (index: EvictionIndex<Int, Int>) in
+            index.entriesInEvictionOrder.map { "\($0.key)=\($0.payload)×\($0.count)" }
+        }
+        #expect(describe(reserved) == describe(looked))
+        #expect(describe(reserved).count == saved.count)
+        reserved.checkInvariants()
+        for key in 1_000..<3_000 { reserved.upsert(key, forKey: key) }
+        #expect(reserved.count == saved.count + 2_000)
+        #expect(reserved.peek(1_234) == 1_234 && reserved.peek(saved[0].key) == saved[0].payload)
+        reserved.checkInvariants()
+    }
+
     @Test func agingHalvesCountsAndKeepsRecencyAmongNewEquals() {
         var index = EvictionIndex<String, Int>(policy: .lfu, capacity: 1)
         #expect(index.agingPeriod == 1_024)

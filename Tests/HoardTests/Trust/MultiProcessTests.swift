@@ -84,6 +84,42 @@ struct MultiProcessTests {
         #expect(await onPlainThread { holder.wait() } == .exited(0))
     }
 
+    /// Opening sweeps what dead or long-gone writers left and keeps what a live one is writing, the
+    /// same whether the index is intact (the folder is listed for the sweep) or lost (the rebuild's
+    /// listing is used).
+    @Test(arguments: [true, false])
+    func openingSweepsTheSameTemporaryFilesWithOrWithoutAnIndex(indexIsIntact: Bool) async throws {
+        let folder = TemporaryDirectory()
+        do {
+            let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+            for index in 0..<20 { cache["key \(index)"] = "value \(index)" }
+            await cache.flush()
+        }
+        let container = folder.container()
+        if !indexIsIntact {
+            try FileManager.default.removeItem(at: container.appendingPathComponent(ContainerFile.index))
+        }
+        let namespace = String(TemporaryFile.namespace, radix: 16)
+        let live = ".hoard-tmp-\(getpid())-\(namespace)-1001"
+        let stale = ".hoard-tmp-\(getpid())-\(namespace)-1002"
+        let dead = ".hoard-tmp-\(Self.deadPID())-\(namespace)-1"
+        for name in [live, stale, dead] {
+            try RawFiles.write(Array("half written".utf8), to: container.appendingPathComponent(name).path)
+        }
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(-TemporaryFile.maximumAge - 60)],
+            ofItemAtPath: container.appendingPathComponent(stale).path
+        )
+
+        let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(cache.diskCount == 20)
+        #expect((0..<20).allSatisfy { cache["key \($0)"] == "value \($0)" })
+        #expect(RawFiles.exists(container.appendingPathComponent(live).path))
+        #expect(!RawFiles.exists(container.appendingPathComponent(stale).path))
+        #expect(!RawFiles.exists(container.appendingPathComponent(dead).path))
+        try FileManager.default.removeItem(at: container.appendingPathComponent(live))
+    }
+
     /// A process id no process has: a child that has exited and been reaped.
     private static func deadPID() -> Int32 {
         var pid: Int32 = 1 << 22
