@@ -99,7 +99,8 @@ extension Directory {
         return withExtendedLifetime(folder) {
             names.compactMap { name in
                 var status = stat()
-                guard name.hasPrefix(ContainerFile.temporaryPrefix),
+                // Bytes, as the listing compares them: not characters.
+                guard name.utf8.starts(with: ContainerFile.temporaryPrefix.utf8),
                     fstatat(folder.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0
                 else { return nil }
                 return (name, Platform.modificationTime(of: status))

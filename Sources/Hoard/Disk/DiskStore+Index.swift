@@ -86,7 +86,7 @@ extension DiskStore {
             unindexed = listing.digests
             hasIndexFile = listing.others.contains(ContainerFile.index)
             // For this section's sweep, which then lists the folder no second time.
-            let temporaryNames = listing.others.filter { $0.hasPrefix(ContainerFile.temporaryPrefix) }
+            let temporaryNames = listing.others.filter { $0.utf8.starts(with: ContainerFile.temporaryPrefix.utf8) }
             withState { $0.temporaryNamesListed = temporaryNames }
         } catch {
             log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
@@ -139,7 +139,14 @@ extension DiskStore {
             (a.modified, a.digest.word0, a.digest.word1, a.digest.word2, a.digest.word3)
                 < (b.modified, b.digest.word0, b.digest.word1, b.digest.word2, b.digest.word3)
         }
-        for entry in valid { index.appendNew(entry.info, forKey: entry.digest, count: 1) }
+        // A listing names each file once: the section lock keeps every process from creating or
+        // renaming entry files meanwhile. Should a name come twice anyway, its copies, equal in time
+        // and digest, sort side by side, and only the first is appended.
+        var previous: SHA256Digest?
+        for entry in valid where entry.digest != previous {
+            index.appendNew(entry.info, forKey: entry.digest, count: 1)
+            previous = entry.digest
+        }
         return .success(index)
     }
 

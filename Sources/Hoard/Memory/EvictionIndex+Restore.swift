@@ -64,8 +64,9 @@ extension EvictionIndex {
         insertNew(key: key, hash: hash, payload: payload, count: policy == .lru ? 1 : max(1, count), cost: 0)
     }
 
-    /// Makes room for `capacity` entries in all, so that adding up to that many grows no buffer and
-    /// not the table: for an owner about to append many entries at once.
+    /// Makes room for `capacity` entries in all, so that adding up to that many grows neither the
+    /// entries' buffers nor the table: for an owner about to append many entries at once. (Under
+    /// W-TinyLFU the frequency sketch still grows with the count, as it does otherwise.)
     ///
     /// - Complexity: O(n) in the entries and the table's cells.
     @usableFromInline

@@ -72,6 +72,12 @@ struct SlotTable {
     /// - Complexity: O(n) in the number of cells it ends with.
     @usableFromInline
     mutating func reserveCapacity(_ capacity: Int, tags: NodeBuffer<UInt32>) {
+        guard cells.count / 4 * 3 < capacity && cells.count < Self.largestSize else { return }
+        // An empty table is made at its final size at once, not doubled step by step.
+        if count == 0 {
+            self = SlotTable(capacity: capacity)
+            return
+        }
         while cells.count / 4 * 3 < capacity && cells.count < Self.largestSize { grow(tags: tags) }
     }
 
