@@ -95,6 +95,8 @@ extension SharedContainer {
             return false
         }
         var index = DiskEntryIndex(policy: policy, capacity: capacity)
+        // Room for every record at once; each is still looked up, as a damaged file may repeat one.
+        index.reserveCapacity(snapshot.records.count)
         for record in snapshot.records { index.append(record.info, forKey: record.digest, count: record.count) }
         found.append(.load(index))
         cursor = Cursor(descriptor: file, identity: FileIdentity(status), offset: snapshot.end)
