@@ -36,6 +36,23 @@ private struct ReferenceOrder {
 }
 
 @Suite struct EvictionIndexTests {
+    /// An index after `requests` reads of keys drawn at random below `keys`, each miss then set.
+    private static func randomlyUsed(
+        policy: EvictionPolicy,
+        capacity: Int,
+        keys: UInt64,
+        requests: Int,
+        seed: UInt64
+    ) -> EvictionIndex<Int, Int> {
+        var index = EvictionIndex<Int, Int>(policy: policy, capacity: capacity)
+        var generator = SplitMix64(seed: seed)
+        for _ in 0..<requests {
+            let key = Int(generator.next() % keys)
+            if index.access(key) == nil { index.upsert(key, forKey: key) }
+        }
+        return index
+    }
+
     @Test func lruEvictsTheLeastRecentlyUsedEntry() {
         var index = EvictionIndex<String, Int>(policy: .lru, capacity: 3)
         index.upsert(1, forKey: "a")
@@ -85,12 +102,7 @@ private struct ReferenceOrder {
 
     @Test(arguments: EvictionPolicy.allCases)
     func savedOrderIsRestoredByAppending(policy: EvictionPolicy) {
-        var index = EvictionIndex<Int, Int>(policy: policy, capacity: 100)
-        var generator = SplitMix64(seed: 7)
-        for _ in 0..<500 {
-            let key = Int(generator.next() % 50)
-            if index.access(key) == nil { index.upsert(key, forKey: key) }
-        }
+        let index = Self.randomlyUsed(policy: policy, capacity: 100, keys: 50, requests: 500, seed: 7)
         var restored = EvictionIndex<Int, Int>(policy: policy, capacity: 100)
         for entry in index.entriesInEvictionOrder {
             restored.append(entry.payload, forKey: entry.key, count: entry.count)
@@ -113,12 +125,7 @@ private struct ReferenceOrder {
     /// table grow on the way; the index then grows past the reserve as usual.
     @Test(arguments: EvictionPolicy.allCases)
     func keysKnownToBeNewAppendIntoReservedRoomAsAppendingDoes(policy: EvictionPolicy) {
-        var index = EvictionIndex<Int, Int>(policy: policy, capacity: 1_000)
-        var generator = SplitMix64(seed: 11)
-        for _ in 0..<5_000 {
-            let key = Int(generator.next() % 700)
-            if index.access(key) == nil { index.upsert(key, forKey: key) }
-        }
+        let index = Self.randomlyUsed(policy: policy, capacity: 1_000, keys: 700, requests: 5_000, seed: 11)
         let saved = index.entriesInEvictionOrder
         // An unbounded index, as a disk index may be: its table starts at its smallest.
         var looked = EvictionIndex<Int, Int>(policy: policy, capacity: .max)
