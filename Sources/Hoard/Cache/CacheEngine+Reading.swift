@@ -53,7 +53,10 @@ extension CacheEngine {
         origin: (any DiskStoreObserver)?
     ) -> (CachedValue<Value>?, CacheOutcome<Value>) {
         var outcome = CacheOutcome<Value>(key: key)
-        guard let disk else { return (nil, outcome) }
+        // `disk!` at each use, not a `let` binding, which would retain the store: the weak
+        // reference of the registry of shared stores sends each retain of it down the runtime's
+        // slow path, a few percent of a disk hit.
+        guard disk != nil else { return (nil, outcome) }
         let diskKey = DiskKey(key)
         let hash = key.hashValue
         // A coherent cache's disk serves nothing while the gate is closed or a clear is under way.
@@ -61,9 +64,9 @@ extension CacheEngine {
         let (changes, servesDisk) = stripes.changes(hash) { coherence?.servesDisk ?? true }
         guard servesDisk else { return (nil, outcome) }
         let serializer = serializer
-        let read = disk.read(
+        let read = disk!.read(
             diskKey,
-            now: now,
+            now: { now },
             keepingExpired: keepingExpired,
             countsAccess: countsAccess,
             deserialize: { try serializer.deserialize($0) }
@@ -76,7 +79,7 @@ extension CacheEngine {
         case .expired(.pending):
             // Only if nothing changed the key since the lookup: the pending value is then this one.
             let news = stripes.ifUnchanged(hash, since: changes) {
-                disk.enqueueRemove(diskKey, observer: origin)
+                disk!.enqueueRemove(diskKey, observer: origin)
             }
             if let news {
                 outcome.tell(news)
@@ -84,7 +87,7 @@ extension CacheEngine {
             }
             return (nil, outcome)
         case .expired(.stored(let payload, let expiresAt)):
-            if disk.removeExpired(diskKey, payload: payload, expiresAt: expiresAt) {
+            if disk!.removeExpired(diskKey, payload: payload, expiresAt: expiresAt) {
                 outcome.diskEvictions = [(key, .expired)]
             }
             return (nil, outcome)

@@ -31,7 +31,8 @@ extension DiskStore {
     /// - Parameters:
     ///   - key: The key.
     ///   - now: Now, in seconds since 1970: a value expired at that time is `.expired`, or, with
-    ///     `keepingExpired`, decoded and returned.
+    ///     `keepingExpired`, decoded and returned. Asked only for a value that has a deadline, so
+    ///     that a read of a value that never expires costs no clock read.
     ///   - keepingExpired: Whether an expired value is returned as found.
     ///   - countsAccess: Whether reading an entry file counts as an access for eviction.
     ///   - deserialize: The reader's serializer; it runs outside every lock.
@@ -40,7 +41,7 @@ extension DiskStore {
     @inlinable
     func read<Value: Sendable>(
         _ key: DiskKey,
-        now: Double,
+        now: () -> Double,
         keepingExpired: Bool = false,
         countsAccess: Bool = true,
         deserialize: (Data) throws -> Value
@@ -50,7 +51,7 @@ extension DiskStore {
         case .miss:
             return .miss
         case .pending(let pending):
-            if !keepingExpired, pending.expiresAt.isExpired(at: now) { return .expired(.pending) }
+            if !keepingExpired, pending.expiresAt.isExpired(now: now) { return .expired(.pending) }
             if let same = pending.value as? Value {
                 return .found(CachedValue(same, expiresAt: pending.expiresAt), size: nil)
             }
@@ -58,7 +59,7 @@ extension DiskStore {
             guard let data = try? pending.serialize(), let decoded = try? deserialize(data) else { return .miss }
             return .found(CachedValue(decoded, expiresAt: pending.expiresAt), size: data.count)
         case .stored(let entry):
-            if !keepingExpired, entry.expiresAt.isExpired(at: now) {
+            if !keepingExpired, entry.expiresAt.isExpired(now: now) {
                 return .expired(.stored(payload: entry.payload, expiresAt: entry.expiresAt))
             }
             do {

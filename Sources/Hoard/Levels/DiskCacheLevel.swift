@@ -265,7 +265,9 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
         let store = try store.get()
         let string = keyString(key)
         let deserialize = deserialize
-        switch store.read(DiskKey(string), now: clock().timeIntervalSince1970, deserialize: { try deserialize($0) }) {
+        let clock = clock
+        let read = store.read(DiskKey(string), now: { clock().timeIntervalSince1970 }, deserialize: deserialize)
+        switch read {
         case .found(let cached, _):
             return cached.value
         case .miss, .expired:

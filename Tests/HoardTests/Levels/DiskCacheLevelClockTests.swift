@@ -39,6 +39,34 @@ import Testing
         clock.advance(by: 10)
         await #expect(throws: CacheError.notFound) { try await level.get("k") }
     }
+
+    /// A disk hit asks the clock only for a value that can expire: one that never does costs no
+    /// clock read, through a cache or a disk level.
+    @Test func aDiskHitReadsTheClockOnlyForAValueThatCanExpire() async throws {
+        let folder = TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try folder.stringBuilder().maxRamCount(0).clock(clock.read).build()
+        cache["forever"] = "v"
+        cache.set("soon", forKey: "brief", expiry: .seconds(10))
+        await cache.flush()
+        let level = DiskCacheLevel<String, String>(
+            directory: folder.container(),
+            capacity: 1_000,
+            serializer: StringSerializer(),
+            clock: clock.read
+        )
+        var before = clock.readCount
+        #expect(cache["forever"] == "v")
+        #expect(try await level.get("forever") == "v")
+        #expect(clock.readCount == before)
+        #expect(cache["brief"] == "soon")
+        #expect(clock.readCount > before)
+        before = clock.readCount
+        #expect(try await level.get("brief") == "soon")
+        #expect(clock.readCount > before)
+        clock.advance(by: 10)
+        #expect(cache["brief"] == nil)
+    }
 }
 
 /// A disk level's count is what a user expects: values set, landed or not.

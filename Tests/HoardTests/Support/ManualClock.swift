@@ -6,6 +6,7 @@ import HoardTestSupport
 /// A clock that moves only when a test says so; hand `read` to `CacheBuilder.clock(_:)`.
 final class ManualClock: Sendable {
     private let current: Protected<Date>
+    private let reads = Protected(0)
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_000_000)) {
         current = Protected(start)
@@ -13,8 +14,16 @@ final class ManualClock: Sendable {
 
     var now: Date { current.withLock { $0 } }
 
-    /// The closure a builder takes.
-    var read: @Sendable () -> Date { { self.now } }
+    /// The closure a builder takes; each call counts in ``readCount``.
+    var read: @Sendable () -> Date {
+        {
+            self.reads.withLock { $0 += 1 }
+            return self.now
+        }
+    }
+
+    /// How many times ``read`` was called.
+    var readCount: Int { reads.withLock { $0 } }
 
     func advance(by seconds: TimeInterval) {
         current.withLock { $0 += seconds }

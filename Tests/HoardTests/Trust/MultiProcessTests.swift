@@ -38,7 +38,7 @@ struct MultiProcessTests {
         // This process's memory level may serve its own copy until it hears of the change…
         #expect(cache["a"] == "old a")
         #expect(
-            cache.disk?.read(DiskKey("a"), now: 0, deserialize: { String(decoding: $0, as: UTF8.self) })
+            cache.disk?.read(DiskKey("a"), now: { 0 }, deserialize: { String(decoding: $0, as: UTF8.self) })
                 .foundValue == "new a"
         )
         // …which it does at its next flush (or write): the journal names the keys others changed.
