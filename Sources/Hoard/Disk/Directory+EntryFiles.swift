@@ -14,9 +14,19 @@ extension Directory {
     /// The folder's names, split: the digests that the entry files' names spell (64 lowercase hex
     /// digits, parsed in place from the listing) and every other name (`.` and `..` left out).
     ///
+    /// - Parameters:
+    ///   - chunkSize: How many digests `listed` gets at a time.
+    ///   - listed: If given, called with each `chunkSize` digests as soon as the listing has found
+    ///     them, and with the last ones (fewer) once it is done, so that reading their files can
+    ///     start while the folder is still being listed.
+    /// - Returns: The entry files' digests and the other names, each in the listing's order.
     /// - Throws: ``CacheError/FileError`` when the folder cannot be read.
     /// - Complexity: One `readdir` pass; no `stat`, and no string for an entry file's name.
-    func entryDigestsAndOtherNames() throws(CacheError.FileError) -> (digests: [SHA256Digest], others: [String]) {
+    func entryDigestsAndOtherNames(
+        chunkSize: Int = 1_024,
+        listed: (([SHA256Digest]) -> Void)? = nil
+    ) throws(CacheError.FileError) -> (digests: [SHA256Digest], others: [String]) {
+        precondition(chunkSize > 0, "entryDigestsAndOtherNames: a chunk holds at least one digest")
         let folder = self.folder
         var digests: [SHA256Digest] = []
         var others: [String] = []
@@ -25,11 +35,18 @@ extension Directory {
                 let length = strlen(name)
                 if length == 64, let digest = SHA256Digest(hexDigits: UnsafeRawBufferPointer(start: name, count: 64)) {
                     digests.append(digest)
+                    // A copy: a slice would share the array's storage, copied whole at the next append.
+                    if let listed, digests.count % chunkSize == 0 {
+                        listed(Array(digests[(digests.count - chunkSize)...]))
+                    }
                     return
                 }
                 let string = String(cString: name)
                 if string != "." && string != ".." { others.append(string) }
             }
+        }
+        if let listed, !digests.isEmpty, digests.count % chunkSize > 0 {
+            listed(Array(digests[(digests.count - digests.count % chunkSize)...]))
         }
         return (digests, others)
     }

@@ -200,15 +200,12 @@ struct DiskEntryIndex {
         add(info.size)
     }
 
-    /// Makes room for `capacity` entries in all, and an eighth more.
+    /// Makes room for `capacity` entries in all, and in the entries' buffers an eighth more.
     ///
-    /// See `EvictionIndex.reserveCapacity(_:)`. With the eighth, the writes that follow a load do
-    /// not copy every buffer at once while holding the store's lock; room not written takes no
-    /// resident memory.
-    mutating func reserveCapacity(_ capacity: Int) {
-        let (withRoom, overflow) = capacity.addingReportingOverflow(capacity / 8)
-        order.reserveCapacity(overflow ? capacity : withRoom)
-    }
+    /// See `EvictionIndex.reserveCapacity(_:headroom:)`. With the eighth, the writes that follow a
+    /// load do not copy every buffer at once while holding the store's lock; room not written takes
+    /// no resident memory.
+    mutating func reserveCapacity(_ capacity: Int) { order.reserveCapacity(capacity, headroom: capacity / 8) }
 
     /// Removes the entry for `key`; returns it.
     @discardableResult

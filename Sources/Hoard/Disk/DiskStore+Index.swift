@@ -78,22 +78,37 @@ extension DiskStore {
         var index = DiskEntryIndex(policy: options.policy, capacity: options.capacity)
         var unindexed: [SHA256Digest]
         let hasIndexFile: Bool
+        // With no index file there is no earlier order to follow: the files are read on other
+        // threads as the listing finds them (the listing is one thread's work, a fifth of a rebuild).
+        var readsWhileListing: EntryReads?
+        if case .success(nil) = directory.identity(of: ContainerFile.index) {
+            // Not the store: a rebuild may run from its `deinit`, and a late thread of the global
+            // queue would then hold it past its end.
+            let (directory, schemaVersion) = (directory, options.schemaVersion)
+            readsWhileListing = EntryReads { digests in
+                Self.readEntries(digests, in: directory, schemaVersion: schemaVersion)
+            }
+        }
         do throws(CacheError.FileError) {
             // Names only: each file's size and time come from its read (or, for the entries an
             // earlier index names, one `stat`), not from a `stat` of every name first. The entry
             // files' names are parsed into digests as they are listed.
-            let listing = try directory.entryDigestsAndOtherNames()
+            let listing = try directory.entryDigestsAndOtherNames(listed: readsWhileListing?.add)
             unindexed = listing.digests
             hasIndexFile = listing.others.contains(ContainerFile.index)
             // For this section's sweep, which then lists the folder no second time.
             let temporaryNames = listing.others.filter { $0.utf8.starts(with: ContainerFile.temporaryPrefix.utf8) }
             withState { $0.temporaryNamesListed = temporaryNames }
         } catch {
+            // No read outlives the section.
+            _ = readsWhileListing?.finish()
             log.add(.error, "Cannot list the container \(directory.path) to rebuild its index: \(error)")
             return .failure(error)
         }
+        // An index file the listing found although none was there before cannot be this section's
+        // (the section lock keeps every writer out): the one written after the rebuild replaces it.
         let legacy =
-            hasIndexFile
+            hasIndexFile && readsWhileListing == nil
             ? (try? directory.read(ContainerFile.index))?.flatMap { bytes in
                 bytes.withUnsafeBytes { DiskIndexFile.decodeSnapshot($0, version: DiskIndexFile.legacyVersion) }
             } : nil
@@ -112,7 +127,7 @@ extension DiskStore {
                 info.size = size
                 index.appendNew(info, forKey: record.digest, count: record.count)
             }
-        } else if hasIndexFile {
+        } else if hasIndexFile && readsWhileListing == nil {
             log.add(.warning, "The index of \(directory.path) is damaged; rebuilding it from the entry files.")
             // Whatever holds the name (an empty folder, say) would stop the index from being saved.
             removeFile(ContainerFile.index, log: &log)
@@ -120,12 +135,24 @@ extension DiskStore {
         if !unindexed.isEmpty {
             log.add(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
         }
-        let half = unindexed.count / 2
         var found: [(digest: SHA256Digest, entry: ValidEntry?)] = []
         found.reserveCapacity(unindexed.count)
-        for digests in [unindexed[..<half], unindexed[half...]] {
-            if digests.startIndex == half && !digests.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
-            found += zip(digests, validEntries(digests, log: &log)).map { ($0, $1) }
+        if let readsWhileListing {
+            if !unindexed.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
+            let read = readsWhileListing.finish()
+            precondition(read.count == unindexed.count, "rebuildIndex: one read per listed entry file")
+            for (digest, (entry, entryLog)) in zip(unindexed, read) {
+                log.append(entryLog)
+                found.append((digest, entry))
+            }
+        } else {
+            let half = unindexed.count / 2
+            for digests in [unindexed[..<half], unindexed[half...]] {
+                if digests.startIndex == half && !digests.isEmpty {
+                    Self.testHooks.run(.rebuilding, at: directory.path)
+                }
+                found += zip(digests, validEntries(digests, log: &log)).map { ($0, $1) }
+            }
         }
         var valid: [ValidEntry] = []
         valid.reserveCapacity(found.count)
@@ -158,19 +185,91 @@ extension DiskStore {
     }
 
     /// Reads the entry files of `digests` on every core, in their order (each read is four system
-    /// calls and a checksum, into a buffer each chunk reuses); see ``validEntry(_:buffer:log:)``.
+    /// calls and a checksum, into a buffer each chunk reuses); see ``validEntry(_:in:schemaVersion:buffer:log:)``.
     private func validEntries(_ digests: ArraySlice<SHA256Digest>, log: inout DeferredLog) -> [ValidEntry?] {
-        let read = digests.concurrentMapChunks { chunk in
-            let buffer = FileReadBuffer()
-            return chunk.map { digest in
-                var entryLog = DeferredLog()
-                let entry = validEntry(digest, buffer: buffer, log: &entryLog)
-                return (entry, entryLog)
-            }
-        }
+        let (directory, schemaVersion) = (directory, options.schemaVersion)
+        let read = digests.concurrentMapChunks { Self.readEntries($0, in: directory, schemaVersion: schemaVersion) }
         return read.map { entry, entryLog in
             log.append(entryLog)
             return entry
+        }
+    }
+
+    /// Reads the entry files of `digests` one after another on the calling thread, into one buffer;
+    /// each with what its read has to report.
+    private static func readEntries(
+        _ digests: ArraySlice<SHA256Digest>,
+        in directory: Directory,
+        schemaVersion: UInt32
+    ) -> [(ValidEntry?, DeferredLog)] {
+        let buffer = FileReadBuffer()
+        return digests.map { digest in
+            var entryLog = DeferredLog()
+            let entry = validEntry(digest, in: directory, schemaVersion: schemaVersion, buffer: buffer, log: &entryLog)
+            return (entry, entryLog)
+        }
+    }
+
+    /// Reads of entry files that start while the folder is still being listed: each chunk of
+    /// digests the listing finds (``add(_:)``) is read by a thread of the global queue, or by the
+    /// listing thread in ``finish()``, whichever claims it first.
+    ///
+    /// The listing thread never waits for a chunk that no thread has claimed (it reads those
+    /// itself), so the rebuild ends even when the global queue runs nothing meanwhile.
+    private final class EntryReads: @unchecked Sendable {
+        // Safe: `state` is a lock; `read` and `claimed` are safe to use from any thread.
+        private struct State {
+            /// Every chunk added, emptied once claimed.
+            var chunks: [ArraySlice<SHA256Digest>] = []
+            /// Each chunk's reads, once done.
+            var reads: [[(ValidEntry?, DeferredLog)]?] = []
+            /// The first chunk nobody has claimed.
+            var next = 0
+        }
+
+        private let state = Locked(State())
+        /// Entered for each claimed chunk, left once it is read.
+        private let claimed = DispatchGroup()
+        private let read: @Sendable (ArraySlice<SHA256Digest>) -> [(ValidEntry?, DeferredLog)]
+
+        init(read: @escaping @Sendable (ArraySlice<SHA256Digest>) -> [(ValidEntry?, DeferredLog)]) {
+            self.read = read
+        }
+
+        /// Adds the next chunk of digests, and asks the global queue to read it.
+        func add(_ digests: [SHA256Digest]) {
+            state.withLock { state in
+                state.chunks.append(digests[...])
+                state.reads.append(nil)
+            }
+            // Weakly: a job that runs after the rebuild is over has nothing to read, and keeps
+            // nothing alive.
+            DispatchQueue.global().async { [weak self] in _ = self?.readNextChunk() }
+        }
+
+        /// Reads the first chunk nobody has claimed; `false` when there is none.
+        private func readNextChunk() -> Bool {
+            let next = state.withLock { state -> (Int, ArraySlice<SHA256Digest>)? in
+                guard state.next < state.chunks.count else { return nil }
+                let index = state.next
+                state.next += 1
+                claimed.enter()
+                defer { state.chunks[index] = [] }
+                return (index, state.chunks[index])
+            }
+            guard let (index, digests) = next else { return false }
+            let done = read(digests)
+            state.withLock { $0.reads[index] = done }
+            claimed.leave()
+            return true
+        }
+
+        /// Reads every chunk nobody has claimed, waits for the others; every read, in the order of
+        /// the chunks and of the digests in each.
+        func finish() -> [(ValidEntry?, DeferredLog)] {
+            while readNextChunk() {}
+            claimed.wait()
+            return state.withLock { state in state.reads.flatMap { $0 ?? [] } }
         }
     }
 
@@ -178,7 +277,13 @@ extension DiskStore {
     ///
     /// The checks of a read through `EntryFormat.decode`, made over the bytes in `buffer`: the key
     /// and the payload are not copied out of them.
-    private func validEntry(_ digest: SHA256Digest, buffer: FileReadBuffer, log: inout DeferredLog) -> ValidEntry? {
+    private static func validEntry(
+        _ digest: SHA256Digest,
+        in directory: Directory,
+        schemaVersion: UInt32,
+        buffer: FileReadBuffer,
+        log: inout DeferredLog
+    ) -> ValidEntry? {
         do {
             guard let (bytes, modified) = try directory.readEntryFile(digest, into: buffer) else { return nil }
             let entry = try EntryFormat.check(bytes)
@@ -186,7 +291,7 @@ extension DiskStore {
                 log.add(.warning, "Removed \(directory.path)/\(digest.hex): it holds another key's entry.")
                 return nil
             }
-            guard entry.schemaVersion == options.schemaVersion else {
+            guard entry.schemaVersion == schemaVersion else {
                 log.add(
                     .info,
                     "Removed \(directory.path)/\(digest.hex): written under schema version \(entry.schemaVersion)."

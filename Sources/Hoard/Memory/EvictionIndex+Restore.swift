@@ -68,13 +68,20 @@ extension EvictionIndex {
     /// entries' buffers nor the table: for an owner about to append many entries at once. (Under
     /// W-TinyLFU the frequency sketch still grows with the count, as it does otherwise.)
     ///
+    /// - Parameters:
+    ///   - capacity: The entries the index is about to hold.
+    ///   - headroom: More room in the entries' buffers (not the table), for the entries that may
+    ///     come after: room never written takes no resident memory, unlike the table's cells, which
+    ///     are zeroed when made.
     /// - Complexity: O(n) in the entries and the table's cells.
     @usableFromInline
-    mutating func reserveCapacity(_ capacity: Int) {
+    mutating func reserveCapacity(_ capacity: Int, headroom: Int = 0) {
         makeUnique()
-        entries.reserveCapacity(capacity)
-        links.reserveCapacity(capacity)
-        tags.reserveCapacity(capacity)
+        let (room, overflow) = capacity.addingReportingOverflow(max(0, headroom))
+        let buffers = overflow ? capacity : room
+        entries.reserveCapacity(buffers)
+        links.reserveCapacity(buffers)
+        tags.reserveCapacity(buffers)
         table.reserveCapacity(capacity, tags: tags)
     }
 }

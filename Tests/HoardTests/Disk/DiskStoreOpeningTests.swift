@@ -44,6 +44,31 @@ struct DiskStoreOpeningTests {
         try? DiskStore.shared(at: url, options: options)
     }
 
+    /// A rebuild reads the files while it lists them, a chunk at a time: across several chunks, it
+    /// keeps every intact entry and removes exactly the damaged files, wherever they fall.
+    @Test func aRebuildOfManyFilesKeepsTheIntactOnesAndRemovesTheDamaged() async throws {
+        let folder = TemporaryDirectory()
+        let url = folder.container()
+        let count = 2_600
+        try await makeContainerWithoutIndex(at: url, count: count)
+        let damaged = Set(stride(from: 5, to: count, by: 97))
+        for index in damaged {
+            let path = url.appendingPathComponent(DiskKey("key \(index)").fileName).path
+            try RawFiles.write(Array("not an entry".utf8), to: path)
+        }
+        let store = try DiskStore(at: url, options: Self.options)
+        #expect(store.count == count - damaged.count)
+        var wrong: [Int] = []
+        for index in 0..<count {
+            let read = store.read(DiskKey("key \(index)"), now: { 0 }) { String(decoding: $0, as: UTF8.self) }
+            if read.foundValue != (damaged.contains(index) ? nil : "value \(index)") { wrong.append(index) }
+        }
+        #expect(wrong.isEmpty)
+        #expect(folder.entryFiles().count == count - damaged.count)
+        let kept = Set(folder.entryFiles())
+        #expect(damaged.allSatisfy { !kept.contains(DiskKey("key \($0)").fileName) })
+    }
+
     @Test func aContainerOpensWhileAnotherRebuildsItsIndex() async throws {
         let folder = TemporaryDirectory()
         let big = folder.container("big")

@@ -57,8 +57,9 @@ import Testing
         )
         var before = clock.readCount
         #expect(cache["forever"] == "v")
+        #expect(clock.readCount == before, "the cache read the clock")
         #expect(try await level.get("forever") == "v")
-        #expect(clock.readCount == before)
+        #expect(clock.readCount == before, "the disk level read the clock")
         #expect(cache["brief"] == "soon")
         #expect(clock.readCount > before)
         before = clock.readCount
