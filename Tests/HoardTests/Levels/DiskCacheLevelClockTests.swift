@@ -6,18 +6,23 @@ import Testing
 
 /// A disk level tells expired entries by the clock it is given, not the system's.
 @Suite struct DiskCacheLevelClockTests {
+    /// A disk level on the test container of `folder`, on `clock`.
+    private static func level(_ folder: TemporaryDirectory, _ clock: ManualClock) -> DiskCacheLevel<String, String> {
+        DiskCacheLevel(
+            directory: folder.container(),
+            capacity: 1_000,
+            serializer: StringSerializer(),
+            clock: clock.read
+        )
+    }
+
     @Test func anEntryIsLiveBeforeItsExpiryAndAMissFromItOnTheLevelsClock() async throws {
         let folder = TemporaryDirectory()
         let clock = ManualClock()
         let cache = try folder.stringBuilder().clock(clock.read).build()
         cache.set("v", forKey: "k", expiry: .seconds(10))
         await cache.flush()
-        let level = DiskCacheLevel<String, String>(
-            directory: folder.container(),
-            capacity: 1_000,
-            serializer: StringSerializer(),
-            clock: clock.read
-        )
+        let level = Self.level(folder, clock)
         clock.advance(by: 9)
         #expect(try await level.get("k") == "v")
         clock.advance(by: 1)
@@ -28,12 +33,7 @@ import Testing
         let folder = TemporaryDirectory()
         let clock = ManualClock()
         let cache = try folder.stringBuilder().clock(clock.read).build()
-        let level = DiskCacheLevel<String, String>(
-            directory: folder.container(),
-            capacity: 1_000,
-            serializer: StringSerializer(),
-            clock: clock.read
-        )
+        let level = Self.level(folder, clock)
         cache.set("v", forKey: "k", expiry: .seconds(10))
         #expect(try await level.get("k") == "v")
         clock.advance(by: 10)
@@ -49,12 +49,7 @@ import Testing
         cache["forever"] = "v"
         cache.set("soon", forKey: "brief", expiry: .seconds(10))
         await cache.flush()
-        let level = DiskCacheLevel<String, String>(
-            directory: folder.container(),
-            capacity: 1_000,
-            serializer: StringSerializer(),
-            clock: clock.read
-        )
+        let level = Self.level(folder, clock)
         var before = clock.readCount
         #expect(cache["forever"] == "v")
         #expect(clock.readCount == before, "the cache read the clock")
