@@ -82,12 +82,7 @@ extension DiskStore {
         // threads as the listing finds them (the listing is one thread's work, a fifth of a rebuild).
         var readsWhileListing: EntryReads?
         if case .success(nil) = directory.identity(of: ContainerFile.index) {
-            // Not the store: a rebuild may run from its `deinit`, and a late thread of the global
-            // queue would then hold it past its end.
-            let (directory, schemaVersion) = (directory, options.schemaVersion)
-            readsWhileListing = EntryReads { digests in
-                Self.readEntries(digests, in: directory, schemaVersion: schemaVersion)
-            }
+            readsWhileListing = EntryReads(directory: directory, schemaVersion: options.schemaVersion)
         }
         do throws(CacheError.FileError) {
             // Names only: each file's size and time come from its read (or, for the entries an
@@ -135,7 +130,7 @@ extension DiskStore {
         if !unindexed.isEmpty {
             log.add(.info, "Reading \(unindexed.count) entry file(s) of \(directory.path) missing from its index.")
         }
-        var found: [(digest: SHA256Digest, entry: ValidEntry?)] = []
+        var found: [(digest: SHA256Digest, entry: EntryFileRead)] = []
         found.reserveCapacity(unindexed.count)
         if let readsWhileListing {
             if !unindexed.isEmpty { Self.testHooks.run(.rebuilding, at: directory.path) }
@@ -156,8 +151,13 @@ extension DiskStore {
         }
         var valid: [ValidEntry] = []
         valid.reserveCapacity(found.count)
-        for (digest, entry) in found {
-            if let entry { valid.append(entry) } else { removeFile(digest.hex, log: &log) }
+        for (digest, read) in found {
+            switch read {
+            case .valid(let entry): valid.append(entry)
+            case .damaged: removeFile(digest.hex, log: &log)
+            // Left in place, out of the index: the next rebuild, or a write of its key, settles it.
+            case .unreadable: break
+            }
         }
         // Oldest first, as they were written: the order by modification time, then by name. A
         // digest's big-endian words order as its hex name does, and compare without a string (the
@@ -184,9 +184,21 @@ extension DiskStore {
         var modified: Double
     }
 
+    /// What reading an entry file while rebuilding found.
+    private enum EntryFileRead {
+        /// An intact entry of its name's key.
+        case valid(ValidEntry)
+        /// Not an entry of this container (damaged, another key's, another schema's, a link, a
+        /// folder) or gone: its name is removed.
+        case damaged
+        /// Not read for a reason that may pass (too many open files, no permission): left alone.
+        case unreadable
+    }
+
     /// Reads the entry files of `digests` on every core, in their order (each read is four system
-    /// calls and a checksum, into a buffer each chunk reuses); see ``validEntry(_:in:schemaVersion:buffer:log:)``.
-    private func validEntries(_ digests: ArraySlice<SHA256Digest>, log: inout DeferredLog) -> [ValidEntry?] {
+    /// calls and a checksum, into a buffer each chunk reuses); see
+    /// ``entryFileRead(_:in:schemaVersion:buffer:log:)``.
+    private func validEntries(_ digests: ArraySlice<SHA256Digest>, log: inout DeferredLog) -> [EntryFileRead] {
         let (directory, schemaVersion) = (directory, options.schemaVersion)
         let read = digests.concurrentMapChunks { Self.readEntries($0, in: directory, schemaVersion: schemaVersion) }
         return read.map { entry, entryLog in
@@ -201,64 +213,94 @@ extension DiskStore {
         _ digests: ArraySlice<SHA256Digest>,
         in directory: Directory,
         schemaVersion: UInt32
-    ) -> [(ValidEntry?, DeferredLog)] {
+    ) -> [(EntryFileRead, DeferredLog)] {
         let buffer = FileReadBuffer()
         return digests.map { digest in
             var entryLog = DeferredLog()
-            let entry = validEntry(digest, in: directory, schemaVersion: schemaVersion, buffer: buffer, log: &entryLog)
-            return (entry, entryLog)
+            let read = entryFileRead(
+                digest,
+                in: directory,
+                schemaVersion: schemaVersion,
+                buffer: buffer,
+                log: &entryLog
+            )
+            return (read, entryLog)
         }
     }
 
     /// Reads of entry files that start while the folder is still being listed: each chunk of
-    /// digests the listing finds (``add(_:)``) is read by a thread of the global queue, or by the
-    /// listing thread in ``finish()``, whichever claims it first.
+    /// digests the listing finds (``add(_:)``) is read by one of at most one thread per core of the
+    /// global queue, or by the listing thread in ``finish()``, whichever claims it first.
     ///
     /// The listing thread never waits for a chunk that no thread has claimed (it reads those
-    /// itself), so the rebuild ends even when the global queue runs nothing meanwhile.
+    /// itself), so the rebuild ends even when the global queue runs nothing meanwhile. Once
+    /// ``finish()`` returns, no thread holds the directory: a rebuild may run from the store's
+    /// `deinit`, and the folder (with the container's lock) must close with the store.
     private final class EntryReads: @unchecked Sendable {
-        // Safe: `state` is a lock; `read` and `claimed` are safe to use from any thread.
+        // Safe: `state` is a lock, and `claimed` and `workerLimit` are safe from any thread.
         private struct State {
+            /// Where the files are, and the schema version an entry must have; `nil` once finished.
+            var source: (directory: Directory, schemaVersion: UInt32)?
             /// Every chunk added, emptied once claimed.
             var chunks: [ArraySlice<SHA256Digest>] = []
             /// Each chunk's reads, once done.
-            var reads: [[(ValidEntry?, DeferredLog)]?] = []
+            var reads: [[(EntryFileRead, DeferredLog)]?] = []
             /// The first chunk nobody has claimed.
             var next = 0
+            /// The threads of the global queue that read chunks or are about to.
+            var workers = 0
         }
 
-        private let state = Locked(State())
+        private let state: Locked<State>
         /// Entered for each claimed chunk, left once it is read.
         private let claimed = DispatchGroup()
-        private let read: @Sendable (ArraySlice<SHA256Digest>) -> [(ValidEntry?, DeferredLog)]
+        /// At most this many threads of the global queue read at once: reads block, and more
+        /// threads would only hold more files open.
+        private let workerLimit = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
-        init(read: @escaping @Sendable (ArraySlice<SHA256Digest>) -> [(ValidEntry?, DeferredLog)]) {
-            self.read = read
+        init(directory: Directory, schemaVersion: UInt32) {
+            state = Locked(State(source: (directory, schemaVersion)))
         }
 
-        /// Adds the next chunk of digests, and asks the global queue to read it.
+        /// Adds the next chunk of digests, and starts a thread of the global queue to read it
+        /// unless enough are at work.
         func add(_ digests: [SHA256Digest]) {
-            state.withLock { state in
+            let startsWorker = state.withLock { state in
                 state.chunks.append(digests[...])
                 state.reads.append(nil)
+                guard state.workers < workerLimit else { return false }
+                state.workers += 1
+                return true
             }
-            // Weakly: a job that runs after the rebuild is over has nothing to read, and keeps
-            // nothing alive.
-            DispatchQueue.global().async { [weak self] in _ = self?.readNextChunk() }
+            // Weakly: a thread that starts after the rebuild is over has nothing to read.
+            if startsWorker { DispatchQueue.global().async { [weak self] in self?.work() } }
         }
 
-        /// Reads the first chunk nobody has claimed; `false` when there is none.
-        private func readNextChunk() -> Bool {
+        /// Reads chunks until none is left unclaimed.
+        private func work() {
+            while readNextChunk(asWorker: true) {}
+        }
+
+        /// Reads the first chunk nobody has claimed; `false` when there is none (a worker then
+        /// counts itself out, in the same step).
+        private func readNextChunk(asWorker: Bool) -> Bool {
+            var source: (directory: Directory, schemaVersion: UInt32)?
             let next = state.withLock { state -> (Int, ArraySlice<SHA256Digest>)? in
-                guard state.next < state.chunks.count else { return nil }
+                guard state.next < state.chunks.count, let current = state.source else {
+                    if asWorker { state.workers -= 1 }
+                    return nil
+                }
                 let index = state.next
                 state.next += 1
                 claimed.enter()
+                source = current
                 defer { state.chunks[index] = [] }
                 return (index, state.chunks[index])
             }
             guard let (index, digests) = next else { return false }
-            let done = read(digests)
+            let done = DiskStore.readEntries(digests, in: source!.directory, schemaVersion: source!.schemaVersion)
+            // Let go of the directory before ``finish()`` may return.
+            source = nil
             state.withLock { $0.reads[index] = done }
             claimed.leave()
             return true
@@ -266,46 +308,62 @@ extension DiskStore {
 
         /// Reads every chunk nobody has claimed, waits for the others; every read, in the order of
         /// the chunks and of the digests in each.
-        func finish() -> [(ValidEntry?, DeferredLog)] {
-            while readNextChunk() {}
+        func finish() -> [(EntryFileRead, DeferredLog)] {
+            while readNextChunk(asWorker: false) {}
             claimed.wait()
-            return state.withLock { state in state.reads.flatMap { $0 ?? [] } }
+            return state.withLock { state in
+                state.source = nil
+                return state.reads.flatMap { $0 ?? [] }
+            }
         }
     }
 
-    /// Reads the file named by `digest`; returns its entry if it is intact and named by its key.
+    /// Reads the file named by `digest`: its entry if it is intact and named by its key.
     ///
     /// The checks of a read through `EntryFormat.decode`, made over the bytes in `buffer`: the key
-    /// and the payload are not copied out of them.
-    private static func validEntry(
+    /// and the payload are not copied out of them. A failed system call is damage only when the
+    /// name holds no regular file (a link, a folder): any other (too many open files, no
+    /// permission, an I/O error) may pass, and the file is left alone, as a disk hit leaves it.
+    private static func entryFileRead(
         _ digest: SHA256Digest,
         in directory: Directory,
         schemaVersion: UInt32,
         buffer: FileReadBuffer,
         log: inout DeferredLog
-    ) -> ValidEntry? {
+    ) -> EntryFileRead {
         do {
-            guard let (bytes, modified) = try directory.readEntryFile(digest, into: buffer) else { return nil }
+            guard let (bytes, modified) = try directory.readEntryFile(digest, into: buffer) else { return .damaged }
             let entry = try EntryFormat.check(bytes)
             guard DiskKey.digest(ofKeyBytes: UnsafeRawBufferPointer(rebasing: bytes[entry.key])) == digest else {
                 log.add(.warning, "Removed \(directory.path)/\(digest.hex): it holds another key's entry.")
-                return nil
+                return .damaged
             }
             guard entry.schemaVersion == schemaVersion else {
                 log.add(
                     .info,
                     "Removed \(directory.path)/\(digest.hex): written under schema version \(entry.schemaVersion)."
                 )
-                return nil
+                return .damaged
             }
-            return ValidEntry(
-                digest: digest,
-                info: DiskEntryInfo(size: bytes.count, expiresAt: entry.expiresAt),
-                modified: modified
+            return .valid(
+                ValidEntry(
+                    digest: digest,
+                    info: DiskEntryInfo(size: bytes.count, expiresAt: entry.expiresAt),
+                    modified: modified
+                )
             )
+        } catch let error as CacheError.FileError where !isDamage(error) {
+            log.add(.warning, "Cannot read the entry file \(directory.path)/\(digest.hex): \(error); left as it is.")
+            return .unreadable
         } catch {
             log.add(.warning, "Removed the damaged entry file \(directory.path)/\(digest.hex): \(error).")
-            return nil
+            return .damaged
         }
+    }
+
+    /// Whether a failed system call on an entry file says the name holds no entry (a link, a
+    /// folder, a file too large for this platform), rather than that reading it failed this time.
+    static func isDamage(_ error: CacheError.FileError) -> Bool {
+        [ELOOP, EISDIR, EFBIG].contains(error.errorNumber)
     }
 }

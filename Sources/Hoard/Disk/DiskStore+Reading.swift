@@ -136,7 +136,7 @@ extension DiskStore {
             let confirmed: ReadProblem
             switch readEntry(key) {
             case .success: return false
-            case .failure(.unreadable(let error)) where error.errorNumber != EISDIR && error.errorNumber != ELOOP:
+            case .failure(.unreadable(let error)) where !Self.isDamage(error):
                 // A transient failure (too many open files, a permission problem): keep the file.
                 log.add(.warning, "Cannot read the entry for key \"\(key.string.prefix(100))\": \(error)")
                 return false

@@ -232,7 +232,8 @@ extension DiskStore {
 final class OpeningTestHooks: Sendable {
     /// A point of opening a container.
     enum Event: Sendable {
-        /// Halfway through reading the entry files that the saved index does not name.
+        /// While reading the entry files that the saved index does not name: halfway through them,
+        /// or, with no index file, once the listing is done (reads may be under way on other threads).
         case rebuilding
         /// Before waiting for another caller that is opening the same container.
         case waitingForAnotherOpening

@@ -193,6 +193,58 @@ struct FaultsTests {
         #expect(underlying.hasPrefix("underlying openat \(EACCES) \(container.path)/"), "\(underlying)")
     }
 
+    /// An entry file that a rebuild cannot read is left alone, not taken for damage.
+    ///
+    /// No permission stands for any failure that may pass (too many open files): once the file can
+    /// be read, the next rebuild finds it. The rebuild runs in a child process, as another user when
+    /// this one is root.
+    @Test(
+        .enabled(
+            if: getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "as root, permissions are only tested where setpriv can drop privileges (Linux)"
+        )
+    )
+    func anEntryFileARebuildCannotReadIsKept() async throws {
+        let folder = TemporaryDirectory()
+        do {
+            let cache = try folder.stringBuilder().build(sharingStore: false)
+            cache["locked"] = "kept"
+            cache["open"] = "read"
+            await cache.flush()
+        }
+        let container = folder.container()
+        let index = container.appendingPathComponent(ContainerFile.index)
+        try FileManager.default.removeItem(at: index)
+        let locked = container.appendingPathComponent(DiskKey("locked").fileName).path
+        var user: String?
+        var executable: String?
+        if getuid() == 0 {
+            user = "nobody"
+            executable = folder.url.appendingPathComponent("hoard-test-worker").path
+            try WorkerProcess.copyExecutable(to: try #require(executable))
+            let names = try FileManager.default.contentsOfDirectory(atPath: container.path)
+            for path in [folder.url.path, container.path] + names.map({ container.path + "/" + $0 }) {
+                #expect(chown(path, FaultSupport.nobody, FaultSupport.nogroup) == 0, "\(path)")
+            }
+        }
+        #expect(chmod(locked, 0o000) == 0)
+        let result = try await WorkerProcess.run(
+            ["write", folder.url.path, "test", "probe", "written"],
+            asUser: user,
+            executable: executable
+        )
+        #expect(result.lines.last == "flushed", "\(result.lines)")
+        #expect(RawFiles.exists(locked), "the rebuild removed an entry file it could not read")
+
+        #expect(chmod(locked, 0o600) == 0)
+        try FileManager.default.removeItem(at: index)
+        let reopened = try folder.stringBuilder().build(sharingStore: false)
+        #expect(reopened.diskCount == 3)
+        #expect(reopened["locked"] == "kept")
+        #expect(reopened["open"] == "read")
+        #expect(reopened["probe"] == "written")
+    }
+
     @Test func runningOutOfFileDescriptorsIsSurvived() async throws {
         let folder = TemporaryDirectory()
         let result = try await WorkerProcess.run(["faults-descriptors", folder.url.path])
