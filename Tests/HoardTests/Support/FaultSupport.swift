@@ -9,6 +9,13 @@ import Glibc
 
 /// Mounting, permissions and the worker's reports for the fault tests.
 enum FaultSupport {
+    /// Enables a test of file permissions where they can bite: not as root, unless `setpriv` can
+    /// run its child process as another user.
+    static let permissionsCanBeTested: ConditionTrait = .enabled(
+        if: getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+        "as root, permissions are only tested where setpriv can drop privileges (Linux)"
+    )
+
     static let nobody: uid_t = 65_534
     static let nogroup: gid_t = 65_534
 

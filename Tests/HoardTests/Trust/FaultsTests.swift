@@ -119,12 +119,7 @@ struct FaultsTests {
         #expect(cache["k"] == "in memory only")
     }
 
-    @Test(
-        .enabled(
-            if: getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-            "as root, permissions are only tested where setpriv can drop privileges (Linux)"
-        )
-    )
+    @Test(FaultSupport.permissionsCanBeTested)
     func aReadOnlyThenUnreadableContainerIsSurvived() async throws {
         let folder = TemporaryDirectory()
         // Root ignores permissions: run the scenario as an unprivileged user, from a copy of the
@@ -146,12 +141,7 @@ struct FaultsTests {
         FaultSupport.expectPassed(result)
     }
 
-    @Test(
-        .enabled(
-            if: getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-            "as root, permissions are only tested where setpriv can drop privileges (Linux)"
-        )
-    )
+    @Test(FaultSupport.permissionsCanBeTested)
     func aWriteToAReadOnlyContainerSaysWhichCallFailedWhereAndWhy() async throws {
         let folder = TemporaryDirectory()
         let container = folder.url.appendingPathComponent("ro", isDirectory: true)
@@ -198,12 +188,7 @@ struct FaultsTests {
     /// No permission stands for any failure that may pass (too many open files): once the file can
     /// be read, the next rebuild finds it. The rebuild runs in a child process, as another user when
     /// this one is root.
-    @Test(
-        .enabled(
-            if: getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-            "as root, permissions are only tested where setpriv can drop privileges (Linux)"
-        )
-    )
+    @Test(FaultSupport.permissionsCanBeTested)
     func anEntryFileARebuildCannotReadIsKept() async throws {
         let folder = TemporaryDirectory()
         do {
