@@ -16,6 +16,16 @@ enum FaultSupport {
         "as root, permissions are only tested where setpriv can drop privileges (Linux)"
     )
 
+    /// Who a permission test's worker runs as, and from where: as root, `nobody`, from a copy of
+    /// the worker in `folder` (the build folder may be inside a folder only root can enter);
+    /// otherwise this user and the worker where it was built (`nil`, `nil`).
+    static func unprivilegedWorker(in folder: TemporaryDirectory) throws -> (user: String?, executable: String?) {
+        guard getuid() == 0 else { return (nil, nil) }
+        let copy = folder.url.appendingPathComponent("hoard-test-worker").path
+        try WorkerProcess.copyExecutable(to: copy)
+        return ("nobody", copy)
+    }
+
     static let nobody: uid_t = 65_534
     static let nogroup: gid_t = 65_534
 

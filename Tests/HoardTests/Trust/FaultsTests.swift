@@ -124,15 +124,8 @@ struct FaultsTests {
         let folder = TemporaryDirectory()
         // Root ignores permissions: run the scenario as an unprivileged user, from a copy of the
         // worker that user can reach (the build folder may be inside a folder only root can enter).
-        var user: String?
-        var executable: String?
-        if getuid() == 0 {
-            user = "nobody"
-            let copy = folder.url.appendingPathComponent("hoard-test-worker").path
-            try WorkerProcess.copyExecutable(to: copy)
-            #expect(chown(folder.url.path, FaultSupport.nobody, FaultSupport.nogroup) == 0)
-            executable = copy
-        }
+        let (user, executable) = try FaultSupport.unprivilegedWorker(in: folder)
+        if user != nil { #expect(chown(folder.url.path, FaultSupport.nobody, FaultSupport.nogroup) == 0) }
         let result = try await WorkerProcess.run(
             ["faults-permissions", folder.url.path],
             asUser: user,
@@ -155,13 +148,7 @@ struct FaultsTests {
         }
         // Read-only for everyone; root ignores permissions, so the worker runs as another user, from
         // a copy of itself that user can reach.
-        var user: String?
-        var executable: String?
-        if getuid() == 0 {
-            user = "nobody"
-            executable = folder.url.appendingPathComponent("hoard-test-worker").path
-            try WorkerProcess.copyExecutable(to: try #require(executable))
-        }
+        let (user, executable) = try FaultSupport.unprivilegedWorker(in: folder)
         for name in try FileManager.default.contentsOfDirectory(atPath: container.path) {
             #expect(chmod(container.path + "/" + name, 0o444) == 0)
         }
@@ -201,12 +188,8 @@ struct FaultsTests {
         let index = container.appendingPathComponent(ContainerFile.index)
         try FileManager.default.removeItem(at: index)
         let locked = container.appendingPathComponent(DiskKey("locked").fileName).path
-        var user: String?
-        var executable: String?
-        if getuid() == 0 {
-            user = "nobody"
-            executable = folder.url.appendingPathComponent("hoard-test-worker").path
-            try WorkerProcess.copyExecutable(to: try #require(executable))
+        let (user, executable) = try FaultSupport.unprivilegedWorker(in: folder)
+        if user != nil {
             let names = try FileManager.default.contentsOfDirectory(atPath: container.path)
             for path in [folder.url.path, container.path] + names.map({ container.path + "/" + $0 }) {
                 #expect(chown(path, FaultSupport.nobody, FaultSupport.nogroup) == 0, "\(path)")
