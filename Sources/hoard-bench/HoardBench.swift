@@ -82,8 +82,13 @@ struct HoardBench {
             print()
             print("== targets\(quick ? " (--quick: sizes ÷ 10, indicative only)" : "") ==")
             for target in targets { print(target.rendered) }
-            let missed = targets.filter { !$0.holds }.count
-            print("\(targets.count - missed) of \(targets.count) targets hold")
+            let judged = targets.filter(\.isJudged)
+            let missed = judged.filter { !$0.holds }.count
+            let unjudged = targets.count - judged.count
+            print(
+                "\(judged.count - missed) of \(judged.count) targets hold"
+                    + (unjudged == 0 ? "" : "; \(unjudged) not judged: this host could not reach what they need")
+            )
         }
         progress(String(format: "hoard-bench: %.1f s in all", started.duration(to: .now).seconds))
     }

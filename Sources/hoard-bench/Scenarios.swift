@@ -45,7 +45,8 @@ enum ScenarioRegistry {
         ),
         Scenario(
             name: "callstyles",
-            help: "memory hits via the subscript, await getOrFetch (main actor, detached task) and asyncGet",
+            help:
+                "memory hits via the subscript, await getOrFetch (main actor, detached task) and asyncGet; a plain queue's awaited callback",
             run: CallStyles.run
         ),
         Scenario(

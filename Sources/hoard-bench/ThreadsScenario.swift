@@ -11,6 +11,10 @@ import Synchronization
 /// second core). Every key is stored, so gets hit and sets replace; nothing is evicted.
 enum ThreadsMixed {
     static let setPercent = 10
+    /// Two threads' rate over one thread's that each policy must reach.
+    static let targetRatio = 1.5
+    /// The no-sharing ceiling below which a run does not judge ``targetRatio``.
+    static let judgingCeiling = 1.8
 
     static func label(_ name: String, threads: Int) -> String {
         "\(name), \(threads) thread\(threads == 1 ? "" : "s")"
@@ -140,33 +144,39 @@ enum ThreadsMixed {
             [1, 2].map { threads in ("2 threads 90/10: \(label(name, threads: threads))", label(name, threads: threads))
             }
         }
-        // What two threads that share nothing reach on the host, now.
-        var ceiling = ""
+        // What two threads that share nothing reach on the host, now. Below 1.8×, the host cannot give
+        // two threads what the target asks of Hoard, and the run does not judge it.
+        var ceiling: Double?
         if let two = report.row(label(privateDictionaries, threads: 2)),
             let one = report.row(label(privateDictionaries, threads: 1))
         {
-            let ratio = two.median / one.median
-            ceiling = "; the machine's no-sharing ceiling: \(formatRatio(ratio))"
+            ceiling = two.median / one.median
             report.summaryText.append(
-                "2 threads 90/10: no-sharing ceiling (Dictionary per thread) \(formatRatio(ratio))"
+                "2 threads 90/10: no-sharing ceiling (Dictionary per thread) \(formatRatio(two.median / one.median))"
             )
-            if ratio < 1.6 {
-                report.notes.append(
-                    "two threads sharing nothing reached only \(formatRatio(ratio)) of one: the second core was busy "
-                        + "(other processes), so this run cannot judge the 2-thread target; rerun on an idle machine"
-                )
-            }
+        }
+        if let ceiling, ceiling < judgingCeiling {
+            report.notes.append(
+                "two threads sharing nothing reached only \(formatRatio(ceiling)) of one (the second core was busy, "
+                    + "or shared): this run cannot judge the 2-thread target; rerun on an idle machine"
+            )
         }
         for (policy, name) in [("lru", hoardLRU), ("lfu", hoardLFU), ("w-tinylfu, the default", hoardWTinyLFU)] {
             let check = TargetCheck.ratio(
-                "2 threads 90/10 (\(policy)) ≥ 1.2× Hoard's own 1-thread rate",
+                "2 threads 90/10 (\(policy)) ≥ \(formatRatio(targetRatio)) Hoard's own 1-thread rate where the "
+                    + "no-sharing ceiling is ≥ \(formatRatio(judgingCeiling))",
                 report.row(label(name, threads: 2)),
                 report.row(label(name, threads: 1)),
-                atLeast: 1.2
+                atLeast: targetRatio
             )
-            report.targets.append(
-                TargetCheck(target: check.target, measured: check.measured + ceiling, holds: check.holds)
+            var target = TargetCheck(
+                target: check.target,
+                measured: check.measured + "; the machine's no-sharing ceiling: "
+                    + (ceiling.map(formatRatio) ?? "not measured"),
+                holds: check.holds
             )
+            target.isJudged = (ceiling ?? 0) >= judgingCeiling
+            report.targets.append(target)
         }
         report.checksum = checksum
         return report
