@@ -84,3 +84,5 @@ extension RedisCacheLevel: ConfigurationCheckingLevel {
 
 /// A coherent cache's read-backs of its own writes go in one `MGET` (one per slot on a cluster).
 extension RedisCacheLevel: BatchReadingCacheLevel {}
+
+extension RedisCacheLevel: ClearReportingCacheLevel {}

@@ -224,7 +224,9 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
 
     /// Removes every key of the namespace and only those, throwing when the server fails.
     ///
-    /// Keys stored while it runs may survive it.
+    /// Keys stored while it runs may survive it. On a cluster, it goes to every primary even when
+    /// one fails, then throws that failure; and it throws when some slots have no primary (a
+    /// failover under way), whose keys it cannot reach.
     ///
     /// - Throws: `CacheError` with code `network`.
     /// - Complexity: One `SCAN` per 1000 keys of the database, one `UNLINK` per page of matches.
@@ -243,9 +245,23 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         case .server(let pool):
             try await removeMatches(of: pattern) { try await pool.send($0, key: nil) }
         case .cluster(let router):
-            // Every primary holds some of the namespace's keys (all of them, with a hash tag).
-            for primary in try await router.primaries() {
-                try await removeMatches(of: pattern) { try await router.send($0, key: nil, to: primary) }
+            // Every primary holds some of the namespace's keys (all of them, with a hash tag). One that
+            // fails does not spare the others their clear; the first failure is thrown once all were
+            // tried. Slots that no primary serves now (a failover under way) keep their keys, to be
+            // served again by the replica that takes over: the clear failed there too.
+            let (primaries, unservedSlots) = try await router.primariesAndUnservedSlots()
+            var firstFailure: (any Error)?
+            for primary in primaries {
+                do {
+                    try await removeMatches(of: pattern) { try await router.send($0, key: nil, to: primary) }
+                } catch {
+                    firstFailure = firstFailure ?? error
+                }
+            }
+            if let firstFailure { throw firstFailure }
+            if unservedSlots > 0 {
+                throw RedisFailure(.connect, "\(unservedSlots) slots have no primary now; their keys stay")
+                    .error(server: configuration.server, command: "SCAN", key: nil)
             }
         }
     }

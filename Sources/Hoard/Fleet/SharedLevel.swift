@@ -319,7 +319,7 @@ final class SharedLevel: Sendable {
                 if isIdle { continuation.resume() }
             }
             let through = state.withLock { $0.clears.last?.generation ?? 0 }
-            await level.clear()
+            let failure = await makeClear()
             let (starts, resumed, waiters, isDone) = state.withLock {
                 state -> (Int, [CheckedContinuation<Void, Never>], [Completion], Bool) in
                 var waiters: [Completion] = []
@@ -335,10 +335,29 @@ final class SharedLevel: Sendable {
                 state.isClearing = false
                 return (Self.workersToStart(&state), resumed, waiters, true)
             }
-            for waiter in waiters { waiter(.success(())) }
+            // A save the clear dropped is made once the level holds nothing for its key; when the
+            // clear failed, the level may still hold an older value, and the save failed with it.
+            for waiter in waiters { waiter(failure.map { .failure($0) } ?? .success(())) }
             for continuation in resumed { continuation.resume() }
             startWorkers(starts)
             if isDone { return }
+        }
+    }
+
+    /// Clears the level; returns why it failed, when the level can tell (see
+    /// ``ClearReportingCacheLevel``).
+    private func makeClear() async -> CacheError? {
+        guard let reporting = level as? any ClearReportingCacheLevel else {
+            await level.clear()
+            return nil
+        }
+        do {
+            try await reporting.removeAll()
+            return nil
+        } catch {
+            HoardLogger.log(.warning, "Clearing the shared level failed: \(error)")
+            if let error = error as? CacheError { return error }
+            return .io("The shared level failed to clear.", key: nil, underlying: error)
         }
     }
 

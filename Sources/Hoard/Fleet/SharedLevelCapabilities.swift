@@ -21,6 +21,16 @@ package enum CacheInvalidation: Sendable, Equatable {
     case tracking
 }
 
+/// A shared level whose clear can fail and say so.
+///
+/// `CacheLevel.clear()` cannot throw. A cache in front of a level that adopts this clears through
+/// ``removeAll()`` instead, so that the saves a clear dropped (their values were to be replaced by
+/// nothing) fail when the clear did, rather than return as if the level held what they asked for.
+package protocol ClearReportingCacheLevel: Sendable {
+    /// Removes every value the level holds, throwing when it could not.
+    func removeAll() async throws
+}
+
 /// A subscription to a level's invalidations; ``cancel()`` ends it.
 package protocol InvalidationSubscription: Sendable {
     /// Stops the deliveries; the handler is not called once this returns (except for a call under

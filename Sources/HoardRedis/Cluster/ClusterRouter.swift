@@ -202,6 +202,19 @@ final class ClusterRouter: Sendable {
             .primaries
     }
 
+    /// The primaries of the map, with how many slots none of them serves (a shard whose primary
+    /// failed and whose replica has not taken over yet), waiting for a map if there is none yet.
+    ///
+    /// - Throws: `CacheError` with code `network` when no node gave a map.
+    func primariesAndUnservedSlots() async throws -> (primaries: [Endpoint], unservedSlots: Int) {
+        let topology = try await currentTopology(
+            key: nil,
+            command: "CLUSTER SHARDS",
+            deadline: .now + configuration.commandTimeout
+        )
+        return (topology.primaries, ClusterSlot.count - topology.ownedSlots)
+    }
+
     /// The primary that owns `slot` (the first primary for `nil`), waiting for a map if there is none
     /// yet, and asking for a new one when it is old.
     ///

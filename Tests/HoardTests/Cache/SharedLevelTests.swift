@@ -120,6 +120,63 @@ struct SharedLevelTests {
         #expect(!level.hasBegun("2"))
     }
 
+    /// A level that can say its clear failed (as a Redis level does when a server is down), and
+    /// fails it when told to.
+    final class FailingClearLevel: CacheLevel, ClearReportingCacheLevel, Sendable {
+        typealias Key = String
+        typealias Value = Data
+
+        let values = Protected([String: Data]())
+        let clearFails: Bool
+        let clears = Protected(0)
+        /// Holds the first clear until opened.
+        let firstClear = Gate()
+
+        init(clearFails: Bool) { self.clearFails = clearFails }
+
+        func get(_ key: String) async throws -> Data {
+            guard let value = values.withLock({ $0[key] }) else { throw CacheError.notFound(key: key) }
+            return value
+        }
+        func set(_ value: Data, forKey key: String) async throws { values.withLock { $0[key] = value } }
+        func removeValue(forKey key: String) async throws { values.withLock { $0[key] = nil } }
+        func clear() async { try? await removeAll() }
+        func removeAll() async throws {
+            if clears.withLock({ $0 += 1; return $0 }) == 1 { try await firstClear.wait() }
+            if clearFails { throw CacheError.io("the server went away") }
+            values.withLock { $0 = [:] }
+        }
+        func onMemoryWarning() {}
+    }
+
+    /// A save whose write a clear dropped returns what the clear did: the level holds nothing for the
+    /// key after a clear that was made, and may still hold an older value after one that failed.
+    @Test(arguments: [false, true])
+    func aSaveDroppedByAClearFailsWhenTheClearFails(clearFails: Bool) async throws {
+        let level = FailingClearLevel(clearFails: clearFails)
+        level.values.withLock { $0["k"] = Data("old".utf8) }
+        let shared = SharedLevel(level) { _, _ in }
+        let saved = Protected<Result<Void, CacheError>?>(nil)
+        // Queued behind a clear under way, so the next clear drops it for sure.
+        shared.clear()
+        #expect(await waitUntil { level.clears.withLock { $0 } == 1 })
+        shared.enqueue(Self.set("new"), forKey: "k") { result in saved.withLock { $0 = result } }
+        shared.clear()
+        level.firstClear.open()
+        await shared.flush()
+        #expect(level.clears.withLock { $0 } == 2)
+        let result = try #require(saved.withLock { $0 })
+        if clearFails {
+            #expect(level.values.withLock { $0["k"] } == Data("old".utf8))
+            #expect(throws: CacheError.self, "a save reported made while the level still holds the old value") {
+                try result.get()
+            }
+        } else {
+            #expect(level.values.withLock { $0["k"] } == nil)
+            #expect(throws: Never.self) { try result.get() }
+        }
+    }
+
     /// A level that records, for each key, the sequence number of the value it holds, and how many
     /// clears it made; each set yields first, so that writes interleave.
     final class RecordingLevel: CacheLevel, Sendable {

@@ -114,6 +114,34 @@ struct RedisClusterTests {
         #expect(try await tagged.get("key-7") == Data("key-7".utf8))
     }
 
+    /// A primary down does not spare the others their clear; the clear then fails: the victim's
+    /// replica will serve the keys it held.
+    @Test func aClearReachesTheLivePrimariesAndFailsWhenOneIsDown() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "clear-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace, commandTimeout: .seconds(2))
+        let keys = (0..<300).map { "key-\($0)" }
+        for key in keys { try await level.set(Data("old".utf8), forKey: key) }
+        let primaries = try await cluster.primaries
+        let counts = try await Self.keysPerPrimary(cluster, namespace: namespace)
+        #expect(counts.count == 3 && counts.allSatisfy { $0 > 50 }, "\(counts)")
+        // The level keeps its map from before the kill; the victim is the first primary it names, so
+        // that the others come after it.
+        let first = try #require(level.nodes.router?.topology?.primaries.first)
+        let victim = try cluster.server(try #require(primaries.first { $0.port == first.port }))
+        cluster.kill(victim)
+        await #expect(throws: CacheError.self) { try await level.removeAll() }
+        let live = primaries.filter { $0.port != victim.port }
+        for primary in live {
+            let reply = try await cluster.send(["KEYS", "\(namespace):*"], to: try cluster.server(primary))
+            guard case .array(let found) = reply else { throw TestServerError("KEYS answered \(reply)") }
+            #expect(found.isEmpty, "a live primary kept \(found.count) of the namespace's keys")
+        }
+        // A cache in front of the level hears of that failure (the level is a
+        // `ClearReportingCacheLevel`; see `SharedLevelTests`): the saves a failed clear dropped fail
+        // with it.
+    }
+
     @Test func leasesLiveInTheirValuesSlot() async throws {
         let cluster = try await RedisTestCluster.start()
         for namespace in ["lease-\(UUID().uuidString.prefix(8))", "{lease-\(UUID().uuidString.prefix(8))}"] {
