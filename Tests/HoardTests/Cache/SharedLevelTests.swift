@@ -142,7 +142,11 @@ struct SharedLevelTests {
         func removeValue(forKey key: String) async throws { values.withLock { $0[key] = nil } }
         func clear() async { try? await removeAll() }
         func removeAll() async throws {
-            if clears.withLock({ $0 += 1; return $0 }) == 1 { try await firstClear.wait() }
+            let count = clears.withLock { clears in
+                clears += 1
+                return clears
+            }
+            if count == 1 { try await firstClear.wait() }
             if clearFails { throw CacheError.io("the server went away") }
             values.withLock { $0 = [:] }
         }
