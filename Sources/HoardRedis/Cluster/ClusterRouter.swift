@@ -135,6 +135,9 @@ final class ClusterRouter: Sendable {
         var replica = isRead ? replica(forReadOf: slot) : nil
         var asking = false
         var redirections = 0
+        // A command of several keys in a slot half migrated goes back and forth between the source
+        // (`ASK`) and the target (`TRYAGAIN`); past the limit, `TRYAGAIN` is what the caller can act on.
+        var tryAgain: CacheError?
         while true {
             let readsReplica = replica != nil
             let pool = try replica.map(replicaPool) ?? pool(for: endpoint)
@@ -156,13 +159,16 @@ final class ClusterRouter: Sendable {
                     if failure.kind != .cancelled { requestRefresh() }
                     throw error
                 }
-                guard redirections < cluster.maximumRedirections else { throw error }
+                guard redirections < cluster.maximumRedirections else {
+                    throw ClusterRedirection(reply, from: endpoint)?.kind == .ask ? tryAgain ?? error : error
+                }
                 redirections += 1
                 if let redirection = ClusterRedirection(reply, from: endpoint) {
                     if redirection.kind == .moved { learn(redirection) }
                     endpoint = redirection.endpoint
                     asking = redirection.kind == .ask
                 } else if reply.hasPrefix("TRYAGAIN") || reply.hasPrefix("CLUSTERDOWN") {
+                    if reply.hasPrefix("TRYAGAIN") { tryAgain = error }
                     // A slot half migrated for a command of several keys, or a cluster electing a
                     // new primary: a short pause, then the map as it stands.
                     requestRefresh()
