@@ -247,8 +247,9 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         case .cluster(let router):
             // Every primary holds some of the namespace's keys (all of them, with a hash tag). One that
             // fails does not spare the others their clear; the first failure is thrown once all were
-            // tried. Slots that no primary serves now (a failover under way) keep their keys, to be
-            // served again by the replica that takes over: the clear failed there too.
+            // tried. Slots that no primary serves now (a failover under way, or a shard down) keep
+            // their keys, served again by the replica that takes over or the primary that comes
+            // back: the clear failed there too.
             let (primaries, unservedSlots) = try await router.primariesAndUnservedSlots()
             var firstFailure: (any Error)?
             for primary in primaries {
