@@ -13,9 +13,9 @@ import Hoard
 /// A call awaited before the next hands over to another thread and back, as any callback does
 /// that never runs on its caller's thread. What that costs on the host, measured in the same run,
 /// is a task awaiting a callback from a plain dispatch queue, no cache involved (two threads woken
-/// a call). Where that is slower than the target and Hoard is too, the host's wake-ups are too slow
-/// for the run to judge the target; Hoard's completion thread stays awake between calls, so it
-/// can be faster than this row.
+/// a call). Where that is slower than the target and Hoard is too, but no slower than it, the
+/// host's wake-ups are too slow for the run to judge the target; Hoard's completion thread stays
+/// awake between calls, so it can be faster than this row.
 enum CallStyles {
     static let subscriptRow = "subscript cache[key]"
     static let mainActorRow = "await getOrFetch, main actor"
@@ -186,7 +186,8 @@ enum CallStyles {
         return (start.duration(to: clock.now), sum)
     }
 
-    /// The awaited row's target, judged unless both it and a plain queue's callback are slower.
+    /// The awaited row's target, judged unless both it and a plain queue's callback are slower than
+    /// it, Hoard no slower than the plain queue.
     static func awaitedCheck(_ awaited: Measurement?, plainQueue: Measurement?) -> TargetCheck {
         let limit = 1 / awaitedTarget.seconds
         let check = TargetCheck.rate(
@@ -201,7 +202,8 @@ enum CallStyles {
                 + formatMicroseconds(1 / plainQueue.median),
             holds: check.holds
         )
-        result.isJudged = check.holds || plainQueue.median >= limit
+        // Not judged only where the host's wake-ups are too slow and Hoard is not slower than them.
+        result.isJudged = check.holds || plainQueue.median >= limit || awaited.median < plainQueue.median
         return result
     }
 

@@ -13,7 +13,8 @@ extension Cache {
     /// lose it (it is never torn). A later change of the key (a set, a removal, a clear) that lands
     /// first also ends the wait: the key's latest state is on disk.
     ///
-    /// With a shared level, `save` also waits for the shared write. Under
+    /// With a shared level, `save` also waits for the shared write (or for a clear queued after it,
+    /// which drops it: if that clear fails, the save throws its error). Under
     /// ``CacheCoherence/invalidations`` the saved value stays in memory and on disk until the fleet
     /// changes, removes or flushes that key, or coherence is in doubt (a lost tracking connection):
     /// the server's announcement of this cache's own write does not drop it.

@@ -46,6 +46,8 @@ final class SharedLevel: Sendable {
         var dropped: [UInt64] = []
         /// The saves waiting for the operations it dropped: told once it is made.
         var waiters: [Completion] = []
+        /// The keys of those saves, whose failure is reported when the clear fails.
+        var savedKeys: [String] = []
     }
 
     struct State: Sendable {
@@ -186,9 +188,10 @@ final class SharedLevel: Sendable {
             // their saves wait, until it is made (the key's latest state, none, is what the level
             // gets then).
             var clear = Clear(generation: state.generation)
-            for pending in state.pending.values {
+            for (key, pending) in state.pending {
                 clear.dropped.append(pending.generation)
                 clear.waiters += pending.waiters
+                if !pending.waiters.isEmpty { clear.savedKeys.append(key) }
             }
             state.pending = [:]
             state.queue = []
@@ -320,23 +323,27 @@ final class SharedLevel: Sendable {
             }
             let through = state.withLock { $0.clears.last?.generation ?? 0 }
             let failure = await makeClear()
-            let (starts, resumed, waiters, isDone) = state.withLock {
-                state -> (Int, [CheckedContinuation<Void, Never>], [Completion], Bool) in
+            let (starts, resumed, waiters, savedKeys, isDone) = state.withLock {
+                state -> (Int, [CheckedContinuation<Void, Never>], [Completion], [String], Bool) in
                 var waiters: [Completion] = []
+                var savedKeys: [String] = []
                 state.written = [:]
                 for clear in state.clears where clear.generation <= through {
                     state.outstanding.remove(clear.generation)
                     state.outstanding.subtract(clear.dropped)
                     waiters += clear.waiters
+                    savedKeys += clear.savedKeys
                 }
                 state.clears.removeAll { $0.generation <= through }
                 let resumed = Self.takeDoneFlushes(&state)
-                guard state.clears.isEmpty else { return (0, resumed, waiters, false) }
+                guard state.clears.isEmpty else { return (0, resumed, waiters, savedKeys, false) }
                 state.isClearing = false
-                return (Self.workersToStart(&state), resumed, waiters, true)
+                return (Self.workersToStart(&state), resumed, waiters, savedKeys, true)
             }
             // A save the clear dropped is made once the level holds nothing for its key; when the
-            // clear failed, the level may still hold an older value, and the save failed with it.
+            // clear failed, the level may still hold an older value, and the save failed with it,
+            // reported as a failed write of its key.
+            if let failure { for key in savedKeys { onFailure(key, failure) } }
             for waiter in waiters { waiter(failure.map { .failure($0) } ?? .success(())) }
             for continuation in resumed { continuation.resume() }
             startWorkers(starts)

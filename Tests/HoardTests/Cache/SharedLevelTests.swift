@@ -159,7 +159,8 @@ struct SharedLevelTests {
     func aSaveDroppedByAClearFailsWhenTheClearFails(clearFails: Bool) async throws {
         let level = FailingClearLevel(clearFails: clearFails)
         level.values.withLock { $0["k"] = Data("old".utf8) }
-        let shared = SharedLevel(level) { _, _ in }
+        let reported = Protected([String]())
+        let shared = SharedLevel(level) { key, _ in reported.withLock { $0.append(key) } }
         let saved = Protected<Result<Void, CacheError>?>(nil)
         // Queued behind a clear under way, so the next clear drops it for sure.
         shared.clear()
@@ -175,9 +176,12 @@ struct SharedLevelTests {
             #expect(throws: CacheError.self, "a save reported made while the level still holds the old value") {
                 try result.get()
             }
+            // Reported as a failed write of its key, as a save's own failed write is.
+            #expect(reported.withLock { $0 } == ["k"])
         } else {
             #expect(level.values.withLock { $0["k"] } == nil)
             #expect(throws: Never.self) { try result.get() }
+            #expect(reported.withLock { $0 }.isEmpty)
         }
     }
 
