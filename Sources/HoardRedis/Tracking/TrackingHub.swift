@@ -285,6 +285,13 @@ extension TrackingHub {
             self.id = id
         }
 
+        /// Whether the server refused to track: the hub's connection has stopped, and only a new
+        /// subscription (a new hub) tries again.
+        var isRefused: Bool {
+            if case .refused = hub.state.withLock({ $0.status }) { return true }
+            return false
+        }
+
         func cancel() {
             let wasCancelled = isCancelled.withLock { isCancelled in
                 defer { isCancelled = true }

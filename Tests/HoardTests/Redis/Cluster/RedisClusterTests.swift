@@ -26,6 +26,7 @@ struct RedisClusterTests {
         namespace: String,
         clientName: String? = nil,
         commandTimeout: Duration = .seconds(10),
+        connectTimeout: Duration = .seconds(10),
         maximumRedirections: Int = 5
     ) throws -> RedisCacheLevel {
         var configuration = try RedisCacheLevel.Configuration(cluster: Array(cluster.seedURLs.prefix(2)))
@@ -33,7 +34,7 @@ struct RedisClusterTests {
         configuration.tls?.certificateAuthorityFile = cluster.certificates?.authority
         configuration.clientName = clientName
         configuration.commandTimeout = commandTimeout
-        configuration.connectTimeout = .seconds(10)
+        configuration.connectTimeout = connectTimeout
         configuration.trackingPingTimeout = .seconds(30)
         configuration.poolSize = 2
         return try RedisCacheLevel(configuration, namespace: namespace)
@@ -460,6 +461,54 @@ extension RedisClusterTests {
 }
 
 extension RedisClusterTests {
+    /// Every string in a reply, however nested.
+    static func texts(of reply: RESPValue) -> [String] {
+        switch reply {
+        case .array(let items), .map(let items), .push(let items): items.flatMap(texts(of:))
+        default: reply.text.map { [$0] } ?? []
+        }
+    }
+
+    /// A primary that refuses to track only after its subscription was made (its first answer came
+    /// after the subscription stopped waiting) is asked again, anew, with the next map: once it lets
+    /// the level track, the cache is coherent again.
+    @Test func aPrimaryThatRefusedToTrackLateIsAskedAgain() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let folder = TemporaryDirectory()
+        let namespace = "refused-\(UUID().uuidString.prefix(8))"
+        let seeds = Set(cluster.seedURLs.prefix(2))
+        let victim = try #require(
+            try await cluster.primaries.map { try cluster.server($0) }.first { !seeds.contains($0.url) }
+        )
+        _ = try await cluster.send(["ACL", "SETUSER", "default", "-client|tracking"], to: victim)
+        _ = try await cluster.send(["ACL", "LOG", "RESET"], to: victim)
+        // Its answers wait past what a subscription waits for (the connect and command timeouts).
+        _ = try await cluster.send(["CLIENT", "PAUSE", "4000", "ALL"], to: victim)
+        let level = try Self.level(
+            cluster,
+            namespace: namespace,
+            clientName: "reader",
+            commandTimeout: .seconds(1),
+            connectTimeout: .seconds(1)
+        )
+        let reader = try folder.stringBuilder("reader").sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400), duringOutage: .serveLocalCopies)).build()
+        // The refusal, once the pause is over.
+        #expect(
+            await waitUntilAsync {
+                guard let log = try? await cluster.send(["ACL", "LOG"], to: victim) else { return false }
+                return Self.texts(of: log).contains { $0.contains("tracking") }
+            }
+        )
+        #expect(!reader.isCoherent)
+        _ = try await cluster.send(["ACL", "SETUSER", "default", "+client|tracking"], to: victim)
+        let tracking = reader.invalidations.withLock { $0 } as? ClusterTracking
+        #expect(
+            await waitUntil(seconds: 30) { reader.isCoherent },
+            "\(tracking?.stateDescription ?? "no cluster tracking")"
+        )
+    }
+
     /// A node added to the cluster is tracked as soon as the map names it, before any slot moves to
     /// it: a write that reaches it through `ASK` mid-migration drops another cache's copy.
     @Test func aPrimaryAddedToTheClusterIsTrackedBeforeSlotsMoveToIt() async throws {
