@@ -158,7 +158,7 @@ enum ThreadsMixed {
         if let ceiling, ceiling < judgingCeiling {
             report.notes.append(
                 "two threads sharing nothing reached only \(formatRatio(ceiling)) of one (the second core was busy, "
-                    + "or shared): this run cannot judge the 2-thread target; rerun on an idle machine"
+                    + "or shared): this run cannot judge a miss of the 2-thread target; rerun on an idle machine"
             )
         }
         for (policy, name) in [("lru", hoardLRU), ("lfu", hoardLFU), ("w-tinylfu, the default", hoardWTinyLFU)] {

@@ -32,9 +32,6 @@ final class ClusterRouter: Sendable {
         var nextReplica = 0
         /// Whether reads stay on the primaries: coherence listens to them.
         var isTracked = false
-        /// Until when a command for a slot that no primary of the map serves fails at once: set when
-        /// a command waited for one until its deadline in vain (see ``owner(of:key:command:deadline:)``).
-        var unservedSkippedUntil: ContinuousClock.Instant?
     }
 
     let configuration: RedisCacheLevel.Configuration
@@ -214,9 +211,10 @@ final class ClusterRouter: Sendable {
     /// The primaries of the map, with how many slots none of them serves (a shard whose primary
     /// failed and whose replica has not taken over yet), waiting for a map if there is none yet.
     ///
-    /// - Throws: `CacheError` with code `network` when no node gave a map.
     /// A map with slots that no primary serves is asked for again once, as it may date from a
     /// failover since finished.
+    ///
+    /// - Throws: `CacheError` with code `network` when no node gave a map.
     func primariesAndUnservedSlots() async throws -> (primaries: [Endpoint], unservedSlots: Int) {
         let deadline = ContinuousClock.now + configuration.commandTimeout
         var topology = try await currentTopology(key: nil, command: "CLUSTER SHARDS", deadline: deadline)
@@ -231,11 +229,7 @@ final class ClusterRouter: Sendable {
     /// yet, and asking for a new one when it is old.
     ///
     /// A slot without a primary in the map (a failover under way: the failed primary is out, its
-    /// successor not yet in) makes it ask again, every 20 ms, until `deadline`. A wait that ends
-    /// without one (a shard lost for good, with `cluster-require-full-coverage no`) makes the
-    /// commands for such slots fail at once for a second, as a circuit breaker does for a node that
-    /// stopped answering (unless ``RedisCacheLevel/Configuration/timeoutsBeforeSkipping`` is 0); the
-    /// next one after that waits again.
+    /// successor not yet in) makes it ask again, every 20 ms, until `deadline`.
     private func owner(
         of slot: Int?,
         key: String?,
@@ -246,19 +240,7 @@ final class ClusterRouter: Sendable {
         if let slot {
             while true {
                 if let shard = topology.shard(forSlot: slot) { return shard.primary }
-                let now = ContinuousClock.now
-                if let until = state.withLock({ $0.unservedSkippedUntil }), now < until {
-                    requestRefresh()
-                    throw RedisFailure(
-                        .skipped,
-                        "skipped: no primary of the cluster serves the slot \(slot), nor did one come for "
-                            + "the last command that waited for one"
-                    ).error(server: configuration.server, command: command, key: key)
-                }
-                guard now + .milliseconds(20) < deadline else {
-                    if configuration.timeoutsBeforeSkipping > 0 {
-                        state.withLock { $0.unservedSkippedUntil = .now + CircuitBreaker.firstPause }
-                    }
+                guard ContinuousClock.now + .milliseconds(20) < deadline else {
                     requestRefresh()
                     throw RedisFailure(.connect, "no primary of the cluster serves the slot \(slot)")
                         .error(server: configuration.server, command: command, key: key)
