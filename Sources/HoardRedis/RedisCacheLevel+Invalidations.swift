@@ -22,8 +22,9 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     /// many clients or a wrong password: the connection retries with a growing backoff and the cache
     /// stays closed to local reads until it tracks). That is at most the connect timeout plus the
     /// command timeout. Only an unknown `HELLO` or `NOPROTO`, and an unknown `CLIENT TRACKING` or
-    /// `NOPERM`, count as refusals, and only before the server has tracked once: afterwards they are
-    /// logged and retried.
+    /// `NOPERM`, count as refusals, and only while this call waits for the first answer: later
+    /// (after the first attempt failed for a passing reason, or answered too late, or once the server
+    /// has tracked) they are logged and retried.
     ///
     /// On a cluster, there is such a connection to every primary (see `ClusterTracking`), and
     /// `tracking` means that every primary tracks.

@@ -27,8 +27,9 @@ protocol TrackingObserver: AnyObject, Sendable {
     /// The connection failed or closed (or never came up): changes may go unannounced.
     func trackingDidFail(_ failure: RedisFailure)
     /// The server cannot track (no RESP3, or the tracking command unknown or not permitted) and never
-    /// tracked on this connection before; the connection stopped.
-    func trackingWasRefused(_ reason: String)
+    /// tracked on this connection before. Returns whether the refusal is final: the connection then
+    /// stops; otherwise it retries, as after a failure.
+    func trackingWasRefused(_ reason: String) -> Bool
     /// A push message arrived (an `invalidate`, say), its elements in order.
     func trackingDidReceive(_ push: [RESPValue])
     /// The connection was woken (``RedisConnection/wake``) or pinged: a chance to tell newcomers.

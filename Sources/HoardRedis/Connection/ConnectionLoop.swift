@@ -89,10 +89,13 @@ final class ConnectionLoop {
                     if hasTracked {
                         // It tracked on this server before: a failover or a changed ACL may pass.
                         HoardLogger.log(.warning, "Redis at \(configuration.server): \(trackingRefusal) Retrying.")
-                    } else {
-                        // Retrying cannot help: the server lacks what tracking needs.
+                    } else if tracking.trackingWasRefused(trackingRefusal) {
+                        // Told to the subscriber waiting for the first answer, which throws it: the
+                        // server lacks what tracking needs.
                         connection.stop()
-                        tracking.trackingWasRefused(trackingRefusal)
+                    } else {
+                        // Nobody waits to throw it: a misconfiguration that may be fixed, retried.
+                        HoardLogger.log(.warning, "Redis at \(configuration.server): \(trackingRefusal) Retrying.")
                     }
                 }
             case .success(let stream):

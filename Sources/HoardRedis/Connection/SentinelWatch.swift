@@ -137,7 +137,7 @@ final class SentinelWatch: Sendable {
 
         func trackingDidConfirm() { isQueryDue.withLock { $0 = false } }
         func trackingDidFail(_ failure: RedisFailure) { isQueryDue.withLock { $0 = false } }
-        func trackingWasRefused(_ reason: String) {}
+        func trackingWasRefused(_ reason: String) -> Bool { true }
         func trackingDidWake() {}
 
         /// `SENTINEL GET-MASTER-ADDR-BY-NAME`, once the subscription to every channel is confirmed:

@@ -35,6 +35,9 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         var status = Status.connecting
         var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 0
+        /// The ``subscribe(_:namespace:handler:)`` calls waiting for the first answer: a refusal is
+        /// final only while one waits, to throw it.
+        var waitingSubscribes = 0
 
         /// The subscribers in the order they subscribed, the order each event reaches them in.
         var inOrder: [Subscriber] { subscribers.sorted { $0.key < $1.key }.map(\.value) }
@@ -109,6 +112,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
                 hubs[key] = made
                 hub = made
             }
+            hub.state.withLock { $0.waitingSubscribes += 1 }
             return (hub, hub.add(Subscriber(handler: handler, answered: answered)))
         }
         guard let (hub, id) = found else {
@@ -123,7 +127,11 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         _ = answered.semaphore.wait(
             timeout: .now() + seconds(configuration.connectTimeout + configuration.commandTimeout)
         )
-        if case .refused(let reason) = hub.state.withLock({ $0.status }) {
+        let status = hub.state.withLock { state in
+            state.waitingSubscribes -= 1
+            return state.status
+        }
+        if case .refused(let reason) = status {
             subscription.cancel()
             throw CacheError.invalidConfiguration("Redis: \(reason)")
         }
@@ -217,18 +225,24 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         for subscriber in told { subscriber.handler(.all(reason: reason)) }
     }
 
-    func trackingWasRefused(_ reason: String) {
-        let told = Self.hubs.withLock { hubs -> [Subscriber] in
-            if hubs[key] === self { hubs[key] = nil }
-            return state.withLock { state in
+    func trackingWasRefused(_ reason: String) -> Bool {
+        // With nobody waiting to throw it (the first answer came after the wait), a refusal is
+        // logged and retried, as after the server tracked once: an ACL may be fixed, a node may
+        // finish starting.
+        let told = Self.hubs.withLock { hubs -> [Subscriber]? in
+            state.withLock { state in
+                guard state.waitingSubscribes > 0 else { return nil }
+                if hubs[key] === self { hubs[key] = nil }
                 state.status = .refused(reason)
                 return state.inOrder
             }
         }
+        guard let told else { return false }
         for subscriber in told {
             if subscriber.isConfirmed { subscriber.handler(.all(reason: reason)) }
             subscriber.answered.semaphore.signal()
         }
+        return true
     }
 
     func trackingDidReceive(_ push: [RESPValue]) {

@@ -6,8 +6,8 @@ import Testing
 @testable import HoardRedis
 
 /// The tracking connection after a handshake that failed for now (too many clients, a wrong
-/// password, `-BUSY`), after a refusal on a server that tracked before, and after the last cache on
-/// it closed: it retries, and it is freed.
+/// password, `-BUSY`), after a refusal on a server that tracked before or that came after `build()`
+/// stopped waiting, and after the last cache on it closed: it retries, and it is freed.
 @Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
 struct RedisTrackingRecoveryTests {
     init() { TestLog.install() }
@@ -84,6 +84,27 @@ struct RedisTrackingRecoveryTests {
         let cache = try Self.cache(folder, server)
         // Before, the refusal stopped the connection for good at the second handshake.
         #expect(await waitUntil { hellos.withLock { $0 } >= 3 && cache.isCoherent })
+    }
+
+    /// A refusal that comes once `build()` has stopped waiting (its first handshake failed for a
+    /// reason that may pass, and returned) has nobody to throw it to: it is retried like a failure,
+    /// and tracking comes once the server allows it (an ACL fixed, a node done starting).
+    @Test func aRefusalAfterTheFirstAnswerIsRetriedAndTrackingComes() async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let (server, hellos) = try Self.fake { earlier, command in
+            switch (earlier, command) {
+            case (0, "HELLO"): return Data("-ERR max number of clients reached\r\n".utf8)
+            case (1, "TRACKING"):
+                return Data("-NOPERM this user has no permissions to run the 'client|tracking' command\r\n".utf8)
+            case (_, "HELLO"): return Data("%0\r\n".utf8)
+            case (_, "PING"): return Data("+PONG\r\n".utf8)
+            default: return Data("+OK\r\n".utf8)
+            }
+        }
+        let cache = try Self.cache(folder, server)
+        // Before, the refusal at the second handshake stopped the connection for good.
+        #expect(await waitUntil(seconds: 30) { hellos.withLock { $0 } >= 3 && cache.isCoherent })
     }
 
     @Test func aClosedCoherentCacheFreesItsTrackingConnection() async throws {
