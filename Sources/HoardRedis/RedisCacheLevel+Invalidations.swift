@@ -22,9 +22,10 @@ extension RedisCacheLevel: InvalidatingCacheLevel {
     /// many clients or a wrong password: the connection retries with a growing backoff and the cache
     /// stays closed to local reads until it tracks). That is at most the connect timeout plus the
     /// command timeout. Only an unknown `HELLO` or `NOPROTO`, and an unknown `CLIENT TRACKING` or
-    /// `NOPERM`, count as refusals, and only while this call waits for the first answer: later
-    /// (after the first attempt failed for a passing reason, or answered too late, or once the server
-    /// has tracked) they are logged and retried.
+    /// `NOPERM`, count as refusals, and only as the first answer this call waits for: later (after
+    /// the first attempt failed for a passing reason, or answered too late, or once the server has
+    /// tracked) they are logged and retried, as are those that reach other subscribers of the same
+    /// connection whose calls returned.
     ///
     /// On a cluster, there is such a connection to every primary (see `ClusterTracking`), and
     /// `tracking` means that every primary tracks.

@@ -145,14 +145,8 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
                 }
             }
             var added: [(Endpoint, UInt64)] = []
-            for endpoint in primaries.sorted(by: { $0.description < $1.description }) {
-                if let subscription = nodes[endpoint]?.subscription {
-                    // A primary that refused to track after its subscription was made (its first
-                    // answer came late): its connection has stopped, so it is asked again, anew.
-                    guard (subscription as? TrackingHub.Subscription)?.isRefused == true else { continue }
-                    removed.append(subscription)
-                    nodes[endpoint] = nil
-                }
+            for endpoint in primaries.sorted(by: { $0.description < $1.description })
+            where nodes[endpoint]?.subscription == nil {
                 if nodes[endpoint] == nil {
                     nextGeneration += 1
                     nodes[endpoint] = Node(generation: nextGeneration)

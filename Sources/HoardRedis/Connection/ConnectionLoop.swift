@@ -86,17 +86,12 @@ final class ConnectionLoop {
                 failure = failed
                 attempt += 1
                 if let trackingRefusal, let tracking = connection.tracking {
-                    if hasTracked {
-                        // It tracked on this server before: a failover or a changed ACL may pass.
-                        HoardLogger.log(.warning, "Redis at \(configuration.server): \(trackingRefusal) Retrying.")
-                    } else if tracking.trackingWasRefused(trackingRefusal) {
-                        // Told to the subscriber waiting for the first answer, which throws it: the
-                        // server lacks what tracking needs.
-                        connection.stop()
-                    } else {
-                        // Nobody waits to throw it: a misconfiguration that may be fixed, retried.
-                        HoardLogger.log(.warning, "Redis at \(configuration.server): \(trackingRefusal) Retrying.")
-                    }
+                    // Once it tracked on this server (a failover or a changed ACL may pass), or while
+                    // subscribers whose calls returned listen (a misconfiguration that may be fixed),
+                    // it is retried and logged below as a failure that repeats. Otherwise the
+                    // subscribe calls waiting for the first answer throw it: the server lacks what
+                    // tracking needs, and nobody else listens.
+                    if !hasTracked && tracking.trackingWasRefused(trackingRefusal) { connection.stop() }
                 }
             case .success(let stream):
                 isServing = true

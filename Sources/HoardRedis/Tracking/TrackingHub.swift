@@ -29,15 +29,17 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         let handler: @Sendable (CacheInvalidation) -> Void
         let answered: DispatchSemaphoreBox
         var isConfirmed = false
+        /// Whether its subscribe call waits for the first answer still: only then is a refusal
+        /// final for it (the call throws it).
+        var isWaiting = true
+        /// The refusal its subscribe call throws.
+        var refusal: String?
     }
 
     struct State: Sendable {
         var status = Status.connecting
         var subscribers: [UInt64: Subscriber] = [:]
         var nextID: UInt64 = 0
-        /// The ``subscribe(_:namespace:handler:)`` calls waiting for the first answer: a refusal is
-        /// final only while one waits, to throw it.
-        var waitingSubscribes = 0
 
         /// The subscribers in the order they subscribed, the order each event reaches them in.
         var inOrder: [Subscriber] { subscribers.sorted { $0.key < $1.key }.map(\.value) }
@@ -112,7 +114,6 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
                 hubs[key] = made
                 hub = made
             }
-            hub.state.withLock { $0.waitingSubscribes += 1 }
             return (hub, hub.add(Subscriber(handler: handler, answered: answered)))
         }
         guard let (hub, id) = found else {
@@ -127,11 +128,12 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         _ = answered.semaphore.wait(
             timeout: .now() + seconds(configuration.connectTimeout + configuration.commandTimeout)
         )
-        let status = hub.state.withLock { state in
-            state.waitingSubscribes -= 1
-            return state.status
+        let refusal = hub.state.withLock { state -> String? in
+            state.subscribers[id]?.isWaiting = false
+            if case .refused(let reason) = state.status { return reason }
+            return state.subscribers[id]?.refusal
         }
-        if case .refused(let reason) = status {
+        if let reason = refusal {
             subscription.cancel()
             throw CacheError.invalidConfiguration("Redis: \(reason)")
         }
@@ -181,7 +183,10 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
     func trackingDidConfirm() {
         let told = state.withLock { state -> [Subscriber] in
             state.status = .confirmed
-            for id in state.subscribers.keys { state.subscribers[id]?.isConfirmed = true }
+            for id in state.subscribers.keys {
+                state.subscribers[id]?.isConfirmed = true
+                state.subscribers[id]?.isWaiting = false
+            }
             return state.inOrder
         }
         for subscriber in told {
@@ -196,6 +201,7 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             var newcomers: [Subscriber] = []
             for (id, subscriber) in state.subscribers.sorted(by: { $0.key < $1.key }) where !subscriber.isConfirmed {
                 state.subscribers[id]?.isConfirmed = true
+                state.subscribers[id]?.isWaiting = false
                 newcomers.append(subscriber)
             }
             return newcomers
@@ -213,7 +219,10 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
             case .connecting, .down:
                 state.status = .down
                 // The first answer: a subscribe call waits no longer (its gate stays closed).
-                for subscriber in state.subscribers.values { subscriber.answered.semaphore.signal() }
+                for (id, subscriber) in state.subscribers {
+                    state.subscribers[id]?.isWaiting = false
+                    subscriber.answered.semaphore.signal()
+                }
                 return []
             case .confirmed:
                 state.status = .down
@@ -226,23 +235,28 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
     }
 
     func trackingWasRefused(_ reason: String) -> Bool {
-        // With nobody waiting to throw it (the first answer came after the wait), a refusal is
-        // logged and retried, as after the server tracked once: an ACL may be fixed, a node may
-        // finish starting.
-        let told = Self.hubs.withLock { hubs -> [Subscriber]? in
+        // Final only for the subscribe calls that wait for their first answer: they throw it. For a
+        // subscriber whose call returned already (its first answer was a passing failure, or came
+        // after the wait), it is retried, as after the server tracked once: an ACL may be fixed, a
+        // node may finish starting. With only waiting subscribers, the connection stops now (as
+        // their calls, throwing, would stop it anyway).
+        let (waiting, isFinal) = Self.hubs.withLock { hubs -> ([Subscriber], Bool) in
             state.withLock { state in
-                guard state.waitingSubscribes > 0 else { return nil }
+                let waiting = state.subscribers.filter(\.value.isWaiting)
+                for id in waiting.keys {
+                    state.subscribers[id]?.refusal = reason
+                    state.subscribers[id]?.isWaiting = false
+                }
+                guard !waiting.isEmpty, waiting.count == state.subscribers.count else {
+                    return (Array(waiting.values), false)
+                }
                 if hubs[key] === self { hubs[key] = nil }
                 state.status = .refused(reason)
-                return state.inOrder
+                return (Array(waiting.values), true)
             }
         }
-        guard let told else { return false }
-        for subscriber in told {
-            if subscriber.isConfirmed { subscriber.handler(.all(reason: reason)) }
-            subscriber.answered.semaphore.signal()
-        }
-        return true
+        for subscriber in waiting { subscriber.answered.semaphore.signal() }
+        return isFinal
     }
 
     func trackingDidReceive(_ push: [RESPValue]) {
@@ -297,13 +311,6 @@ extension TrackingHub {
         fileprivate init(hub: TrackingHub, id: UInt64) {
             self.hub = hub
             self.id = id
-        }
-
-        /// Whether the server refused to track: the hub's connection has stopped, and only a new
-        /// subscription (a new hub) tries again.
-        var isRefused: Bool {
-            if case .refused = hub.state.withLock({ $0.status }) { return true }
-            return false
         }
 
         func cancel() {

@@ -107,6 +107,50 @@ struct RedisTrackingRecoveryTests {
         #expect(await waitUntil(seconds: 30) { hellos.withLock { $0 } >= 3 && cache.isCoherent })
     }
 
+    /// A refusal that reaches a tracking connection shared by a cache built already and a cache
+    /// whose `build()` waits for its first answer: the waiting build throws it, and the other cache
+    /// keeps the connection, which retries and tracks once the server allows it.
+    @Test func aRefusalIsThrownToTheWaitingBuildOnlyAndTheOtherCacheRetries() async throws {
+        _ = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let secondHandshake = DispatchSemaphore(value: 0)
+        let (server, _) = try Self.fake { earlier, command in
+            switch (earlier, command) {
+            case (0, "HELLO"): return Data("-ERR max number of clients reached\r\n".utf8)
+            case (1, "HELLO"):
+                // Held until the second cache waits on the same connection.
+                secondHandshake.wait()
+                return Data("%0\r\n".utf8)
+            case (1, "TRACKING"):
+                return Data("-NOPERM this user has no permissions to run the 'client|tracking' command\r\n".utf8)
+            case (_, "HELLO"): return Data("%0\r\n".utf8)
+            case (_, "PING"): return Data("+PONG\r\n".utf8)
+            default: return Data("+OK\r\n".utf8)
+            }
+        }
+        let level = try RedisCoherenceTests.level(
+            port: server.port,
+            namespace: "n",
+            clientName: "shared-\(UUID().uuidString.prefix(8))",
+            pingInterval: .milliseconds(100),
+            pingTimeout: .seconds(5)
+        )
+        // Its first answer is the passing failure: it returns, and the connection retries.
+        let first = try folder.stringBuilder("a").sharedLevel(level).coherence(.invalidations).build()
+        let hub = try #require(TrackingHub.hubs.withLock { $0[TrackingHub.key(level.configuration, namespace: "n")] })
+        // A plain thread: the build blocks until its first answer.
+        let second = Locked<Result<Cache<String>, any Error>?>(nil)
+        Thread.detachNewThread {
+            let built = Result { try folder.stringBuilder("b").sharedLevel(level).coherence(.invalidations).build() }
+            second.withLock { $0 = built }
+        }
+        #expect(await waitUntil { hub.state.withLock { $0.subscribers.count } == 2 })
+        secondHandshake.signal()
+        #expect(await waitUntil { second.withLock { $0 } != nil })
+        #expect(throws: CacheError.self) { try second.withLock { $0 }?.get() }
+        #expect(await waitUntil(seconds: 30) { first.isCoherent })
+    }
+
     @Test func aClosedCoherentCacheFreesItsTrackingConnection() async throws {
         let server = try RedisTestServer.required()
         let folder = TemporaryDirectory()

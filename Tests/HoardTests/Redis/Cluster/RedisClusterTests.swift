@@ -452,8 +452,8 @@ extension RedisClusterTests {
     }
 
     /// A primary that refuses to track only after its subscription was made (its first answer came
-    /// after the subscription stopped waiting) is asked again, anew, with the next map: once it lets
-    /// the level track, the cache is coherent again.
+    /// after the subscription stopped waiting) is asked again, with the tracking connection's
+    /// backoff: once it lets the level track, the cache is coherent again.
     @Test func aPrimaryThatRefusedToTrackLateIsAskedAgain() async throws {
         let cluster = try await RedisTestCluster.start()
         let folder = TemporaryDirectory()
