@@ -119,7 +119,7 @@ struct RedisTrackingRecoveryTests {
             case (0, "HELLO"): return Data("-ERR max number of clients reached\r\n".utf8)
             case (1, "HELLO"):
                 // Held until the second cache waits on the same connection.
-                secondHandshake.wait()
+                _ = secondHandshake.wait(timeout: .now() + 300)
                 return Data("%0\r\n".utf8)
             case (1, "TRACKING"):
                 return Data("-NOPERM this user has no permissions to run the 'client|tracking' command\r\n".utf8)
@@ -128,13 +128,16 @@ struct RedisTrackingRecoveryTests {
             default: return Data("+OK\r\n".utf8)
             }
         }
-        let level = try RedisCoherenceTests.level(
-            port: server.port,
-            namespace: "n",
-            clientName: "shared-\(UUID().uuidString.prefix(8))",
-            pingInterval: .milliseconds(100),
-            pingTimeout: .seconds(5)
-        )
+        var configuration = RedisCacheLevel.Configuration(host: "127.0.0.1", port: Int(server.port))
+        configuration.clientName = "shared-\(UUID().uuidString.prefix(8))"
+        configuration.trackingPingInterval = .milliseconds(100)
+        configuration.trackingPingTimeout = .seconds(5)
+        configuration.commandTimeout = .seconds(10)
+        // The held handshake must outlast the second build's start, however slow the machine (a
+        // handshake that timed out would be retried, track, and let the second build succeed).
+        configuration.connectTimeout = .seconds(300)
+        configuration.poolSize = 1
+        let level = try RedisCacheLevel(configuration, namespace: "n")
         // Its first answer is the passing failure: it returns, and the connection retries.
         let first = try folder.stringBuilder("a").sharedLevel(level).coherence(.invalidations).build()
         let hub = try #require(TrackingHub.hubs.withLock { $0[TrackingHub.key(level.configuration, namespace: "n")] })

@@ -464,8 +464,9 @@ extension RedisClusterTests {
         )
         _ = try await cluster.send(["ACL", "SETUSER", "default", "-client|tracking"], to: victim)
         _ = try await cluster.send(["ACL", "LOG", "RESET"], to: victim)
-        // Its answers wait past what a subscription waits for (the connect and command timeouts).
-        _ = try await cluster.send(["CLIENT", "PAUSE", "4000", "ALL"], to: victim)
+        // Its answers wait past what a subscription waits for (the connect and command timeouts, 2 s),
+        // with room for a slow machine to make the cache before its subscription starts.
+        _ = try await cluster.send(["CLIENT", "PAUSE", "8000", "ALL"], to: victim)
         let level = try Self.level(
             cluster,
             namespace: namespace,
