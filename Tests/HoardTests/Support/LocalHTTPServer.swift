@@ -65,15 +65,27 @@ final class LocalHTTPServer: Sendable {
     /// The paths of the requests received so far, in arrival order.
     var receivedPaths: [String] { listener.receivedPaths }
 
-    /// A port on 127.0.0.1 that nothing listens on: bound, then closed without listening.
+    /// A port on 127.0.0.1 that nothing listens on, for a test's server or for a test about a
+    /// port nobody serves: free when checked, and never given twice in this process.
+    ///
+    /// It lies below the system's ephemeral range, so no socket the system numbers (a client's
+    /// source port, a fake server on port 0) takes it: once a test kills its server, nobody else
+    /// answers on that port by chance.
     static func closedPort() throws -> UInt16 {
-        let descriptor = try boundSocket()
-        defer { close(descriptor) }
-        return try port(of: descriptor)
+        for _ in 0..<PortPicker.count {
+            let candidate = PortPicker.next()
+            do {
+                close(try boundSocket(port: candidate))
+                return candidate
+            } catch let error as SocketError where error.errorNumber == EADDRINUSE || error.errorNumber == EACCES {
+                continue
+            }
+        }
+        throw SocketError(operation: "bind", errorNumber: EADDRINUSE)
     }
 
-    /// A TCP socket bound to 127.0.0.1 on a port the system picks.
-    static func boundSocket() throws -> Int32 {
+    /// A TCP socket bound to 127.0.0.1 on `port`, or on a port the system picks.
+    static func boundSocket(port: UInt16 = 0) throws -> Int32 {
         #if canImport(Darwin)
         let descriptor = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -82,7 +94,7 @@ final class LocalHTTPServer: Sendable {
         guard descriptor >= 0 else { throw SocketError(operation: "socket", errorNumber: errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let status = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
@@ -197,5 +209,35 @@ private final class Listener: @unchecked Sendable {
                 offset += sent
             }
         }
+    }
+}
+
+/// Gives out the ports `closedPort()` tries, in turn from a random start, each once a process.
+private enum PortPicker {
+    /// The lowest port the system gives out by itself (Linux says it; Darwin's range starts higher).
+    private static let ephemeralStart: Int = {
+        #if os(Linux)
+        if let range = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+            let low = range.split(whereSeparator: \.isWhitespace).first.flatMap({ Int($0) })
+        {
+            return low
+        }
+        #endif
+        return 32768
+    }()
+
+    /// The ports given out: the 12 000 below the ephemeral range, above the well-known ones.
+    private static let range: Range<Int> = max(1024, ephemeralStart - 12000)..<max(1025, ephemeralStart)
+    static var count: Int { range.count }
+    private static let lock = NSLock()
+    // Safe because it is only touched while holding `lock`.
+    nonisolated(unsafe) private static var given = Int.random(in: 0..<12000)
+
+    static func next() -> UInt16 {
+        let index = lock.withLock {
+            defer { given += 1 }
+            return given
+        }
+        return UInt16(range.lowerBound + index % range.count)
     }
 }
