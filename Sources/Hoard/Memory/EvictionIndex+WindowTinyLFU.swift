@@ -16,7 +16,8 @@
 //
 // A hit moves one node at most: a probation hit joins protected, and protected's oldest entries
 // step down to probation only when a new entry comes (two at most per insert), which costs hits
-// fewer list moves than stepping down at each promotion and loses no hit rate (Decisions/0011).
+// fewer list moves than stepping down at each promotion and loses no hit rate (Decisions/0011). A
+// hit on a protected entry that moved lately does not move it (`AdmissionState.recentSpan`).
 
 extension EvictionIndex {
     @inlinable static var windowRegion: Int32 { 0 }
@@ -152,6 +153,11 @@ extension EvictionIndex {
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on.
             move(slot, to: Self.protectedRegion, stamp: stamp)
+        } else if region == Self.protectedRegion
+            && admission.idleTime(since: links[Int(slot)].stamp) < admission.recentSpan
+        {
+            // Moved lately, so in protected's newer half: it stays, and so does its stamp, which
+            // keeps telling when it last moved.
         } else if links[Int(slot)].next >= 0 {
             relink(slot, from: region, to: region, stamp: stamp)
         } else {

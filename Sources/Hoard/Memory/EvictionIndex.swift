@@ -66,10 +66,11 @@ struct EvictionIndex<Key: Hashable, Payload> {
         ///
         /// Under LFU it orders the entries of two frequency buckets that aging merges (see
         /// ``nextStamp()`` for why 32 bits never wrap there). Under W-TinyLFU its low 31 bits are the
-        /// request clock `AdmissionState.now` at the last request, which tells idle victims, and its
-        /// top bit whether the entry was hit in probation or protected since it was stored (an
-        /// incumbent; see `AdmissionState.incumbentBit`): a hit writes both, and reads nothing else
-        /// of the entry.
+        /// request clock `AdmissionState.now` at the last request that moved the entry (a hit on a
+        /// protected entry that moved lately leaves it be: `AdmissionState.recentSpan`), which tells
+        /// idle victims, and its top bit whether the entry was hit in probation or protected since it
+        /// was stored (an incumbent; see `AdmissionState.incumbentBit`): a hit writes both, and reads
+        /// nothing else of the entry.
         @usableFromInline var stamp: UInt32 = 0
 
         @inlinable

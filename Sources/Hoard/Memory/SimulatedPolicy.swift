@@ -4,7 +4,8 @@
 /// It follows the index's rules at its own scale: a window, probation and protected (80 % of main)
 /// regions, the duel with incumbency and idle victims (`AdmissionState.admits`), window hits not
 /// counted in its own sketch, whose reset period follows its window share, and at most two region
-/// moves per request. Two experts need no sketch: the one whose window is everything (a plain LRU),
+/// moves per request; it moves every protected hit, where the index leaves one that moved lately
+/// (`AdmissionState.recentSpan`), which changes no hit rate measurably. Two experts need no sketch: the one whose window is everything (a plain LRU),
 /// and the one that admits every candidate (an SLRU).
 ///
 /// Everything is allocated when it is made, so a request never allocates. Nodes link by `UInt16`

@@ -73,6 +73,49 @@ import Testing
         index.checkInvariants()
     }
 
+    /// The keys of the protected region, oldest first.
+    private func protectedKeys(_ index: EvictionIndex<StableKey, Int>) -> [Int] {
+        var keys: [Int] = []
+        var slot = index.lists[Int(EvictionIndex<StableKey, Int>.protectedRegion)].head
+        while slot >= 0 {
+            keys.append(index.entries[Int(slot)].key.raw)
+            slot = index.links[Int(slot)].next
+        }
+        return keys
+    }
+
+    @Test func aProtectedHitMovesTheEntryOnlyIfItHasNotMovedLately() {
+        let capacity = 1_000
+        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
+        for key in 0..<capacity { index.upsert(key, forKey: key) }
+        // Every probation entry read once, one request each: the n-th promoted of N moved N − n
+        // requests before the next one.
+        let probation = (0..<capacity).filter { key in
+            index.slot(for: StableKey(key), hash: StableKey(key).hashValue).map { index.links[Int($0)].list } == 1
+        }
+        for key in probation { _ = index.access(key) }
+        let promoted = protectedKeys(index)
+        #expect(promoted == probation)
+        let span = Int(index.admission.recentSpan)
+        #expect(span == index.admission.protectedTarget / 2 && span > 2 && promoted.count > span + 2)
+
+        // Moved exactly `span` requests before this hit: it moves to the newest end.
+        let stale = promoted[promoted.count - span]
+        _ = index.access(stale)
+        var expected = promoted.filter { $0 != stale } + [stale]
+        #expect(protectedKeys(index) == expected)
+        // Moved `span` − 1 requests before this hit (the one above counts): it stays where it is.
+        let recent = promoted[promoted.count - span + 2]
+        _ = index.access(recent)
+        #expect(protectedKeys(index) == expected)
+        // So does the newest, hit again and again; the oldest moves.
+        for _ in 0..<3 { _ = index.access(stale) }
+        _ = index.access(promoted[0])
+        expected = Array(expected.dropFirst()) + [promoted[0]]
+        #expect(protectedKeys(index) == expected)
+        index.checkInvariants()
+    }
+
     @Test func theEvictionOrderIsTheOrderOfSuccessivePops() {
         var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: 50)
         var generator = SplitMix64(seed: 3)
