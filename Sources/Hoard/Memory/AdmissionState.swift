@@ -31,7 +31,8 @@ struct AdmissionState {
     /// The request clock, +1 on every hit and every new entry; 31 bits, and it wraps.
     ///
     /// `Link.stamp` holds each entry's last request below its incumbent bit (for a protected
-    /// entry, the last one that moved it: at most ``recentSpan`` requests older), so
+    /// entry, the last one that moved it: fewer than ``recentSpan`` requests older at its last
+    /// hit, and it keeps that lag if it steps down to probation), so
     /// ``idleTime(since:)`` tells how long the entry has been idle.
     @usableFromInline var now: UInt32 = 0
     /// A main victim idle for longer than this (30 × `capacity` requests) loses its duel to any
@@ -78,14 +79,16 @@ struct AdmissionState {
     func idleTime(since stamp: UInt32) -> UInt32 { (now &- stamp) & Self.clockMask }
 
     /// How recent a protected entry's last move must be for a hit to leave it where it is: half the
-    /// protected region's target, in requests.
+    /// protected region's entries (half its target when it holds more), in requests.
     ///
     /// Fewer requests than that since the move means fewer entries than that moved behind it, so it
     /// sits in protected's newer half, where its exact place decides nothing soon; skipping the move
     /// spares a hit the list's writes, which two threads hitting one shard otherwise pass between
-    /// their cores (Decisions/0017).
+    /// their cores (Decisions/0017). The live count matters where a cost or byte limit keeps
+    /// protected far below its target: half the target could then exceed the whole region, and a
+    /// hit entry could stay at the end that is evicted first.
     @inlinable
-    var recentSpan: UInt32 { UInt32(clamping: protectedTarget >> 1) }
+    var recentSpan: UInt32 { UInt32(clamping: min(protectedTarget, protectedCount) >> 1) }
 
     /// The protected region's share of the main region.
     @usableFromInline static var protectedShare: Double { 0.8 }

@@ -5,8 +5,8 @@
 // most recently used; there are no frequency buckets (`firstBucket` stays -1). The duels, which read other
 // entries than the one requested, mix a node's sketch hash from its tag; a hit mixes it from the
 // key's hash value it has at hand (the same bits). A node's `Link.stamp` holds the request
-// clock at its last request and whether it was hit in main (see `AdmissionState.incumbentBit`), so
-// a hit writes nothing outside the links. The state besides the links is `AdmissionState`; the
+// clock at its last request that moved it and whether it was hit in main (see
+// `AdmissionState.incumbentBit`), so a hit writes nothing outside the links. The state besides the links is `AdmissionState`; the
 // experts that size the window are `WindowExperts`. The eviction order, which `victim` and
 // `entriesInEvictionOrder` read, is in `EvictionIndex+AdmissionOrder.swift`.
 //

@@ -69,8 +69,8 @@ struct EvictionIndex<Key: Hashable, Payload> {
         /// request clock `AdmissionState.now` at the last request that moved the entry (a hit on a
         /// protected entry that moved lately leaves it be: `AdmissionState.recentSpan`), which tells
         /// idle victims, and its top bit whether the entry was hit in probation or protected since it
-        /// was stored (an incumbent; see `AdmissionState.incumbentBit`): a hit writes both, and reads
-        /// nothing else of the entry.
+        /// was stored (an incumbent; see `AdmissionState.incumbentBit`): a hit that moves the entry
+        /// writes both, and reads nothing else of the entry.
         @usableFromInline var stamp: UInt32 = 0
 
         @inlinable

@@ -5,8 +5,9 @@
 /// regions, the duel with incumbency and idle victims (`AdmissionState.admits`), window hits not
 /// counted in its own sketch, whose reset period follows its window share, and at most two region
 /// moves per request; it moves every protected hit, where the index leaves one that moved lately
-/// (`AdmissionState.recentSpan`), which changes no hit rate measurably. Two experts need no sketch: the one whose window is everything (a plain LRU),
-/// and the one that admits every candidate (an SLRU).
+/// (`AdmissionState.recentSpan`), which changes no hit rate measurably. Two experts need no sketch:
+/// the one whose window is everything (a plain LRU), and the one that admits every candidate (an
+/// SLRU).
 ///
 /// Everything is allocated when it is made, so a request never allocates. Nodes link by `UInt16`
 /// numbers (at most 32 768 nodes); the hashes find their node through an open-addressing table of
