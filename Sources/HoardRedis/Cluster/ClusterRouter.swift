@@ -32,11 +32,21 @@ final class ClusterRouter: Sendable {
         var nextReplica = 0
         /// Whether reads stay on the primaries: coherence listens to them.
         var isTracked = false
+        /// For each slot the map leaves without a primary, when a map first did, in milliseconds
+        /// since `origin`, plus one (0: the slot has a primary); `nil` while every slot has one.
+        var unownedSince: [UInt64]?
     }
+
+    /// How long a slot may have no primary in the map before its commands fail at once instead of
+    /// waiting for one: longer than a failover leaves a failed primary's slots without one (the
+    /// replica's election, 0.5–1 s plus 1 s per rank after the cluster marks the primary failed).
+    static let unownedSlotGrace = Duration.seconds(10)
 
     let configuration: RedisCacheLevel.Configuration
     private let cluster: RedisCacheLevel.Configuration.Cluster
     private let state = Locked(State())
+    /// The time `State.unownedSince` counts from.
+    private let origin = ContinuousClock.now
 
     init(_ configuration: RedisCacheLevel.Configuration) {
         precondition(configuration.cluster != nil, "a cluster router needs a cluster configuration")
@@ -229,7 +239,9 @@ final class ClusterRouter: Sendable {
     /// yet, and asking for a new one when it is old.
     ///
     /// A slot without a primary in the map (a failover under way: the failed primary is out, its
-    /// successor not yet in) makes it ask again, every 20 ms, until `deadline`.
+    /// successor not yet in) makes it ask again, every 20 ms, until `deadline`; but a slot that has
+    /// had none for ``unownedSlotGrace`` (a shard lost for good) fails at once, so that its commands
+    /// do not each wait their whole timeout. Each such failure asks for a new map, which ends it.
     private func owner(
         of slot: Int?,
         key: String?,
@@ -238,6 +250,13 @@ final class ClusterRouter: Sendable {
     ) async throws -> Endpoint {
         var topology = try await currentTopology(key: key, command: command, deadline: deadline)
         if let slot {
+            if topology.shard(forSlot: slot) == nil, let unowned = unownedDuration(forSlot: slot),
+                unowned >= Self.unownedSlotGrace
+            {
+                requestRefresh()
+                throw RedisFailure(.connect, "no primary of the cluster has served the slot \(slot) for \(unowned)")
+                    .error(server: configuration.server, command: command, key: key)
+            }
             while true {
                 if let shard = topology.shard(forSlot: slot) { return shard.primary }
                 guard ContinuousClock.now + .milliseconds(20) < deadline else {
@@ -258,6 +277,32 @@ final class ClusterRouter: Sendable {
             )
         }
         return first
+    }
+
+    /// How long the maps have left `slot` without a primary, from the first map that did; `nil` when
+    /// the last one gave it one.
+    func unownedDuration(forSlot slot: Int) -> Duration? {
+        let since = state.withLock { $0.unownedSince?[slot] ?? 0 }
+        guard since != 0 else { return nil }
+        return .milliseconds(Self.milliseconds(since: origin) + 1 - since)
+    }
+
+    /// The whole milliseconds from `origin` to now.
+    private static func milliseconds(since origin: ContinuousClock.Instant) -> UInt64 {
+        let elapsed = origin.duration(to: .now).components
+        return UInt64(max(0, elapsed.seconds)) * 1_000 + UInt64(max(0, elapsed.attoseconds) / 1_000_000_000_000_000)
+    }
+
+    /// When each slot of `topology` without a primary was first left so: as in `previous` for
+    /// those it already left so, `now` for the others; `nil` when every slot has a primary.
+    static func unownedSince(_ topology: ClusterTopology, previous: [UInt64]?, now: UInt64) -> [UInt64]? {
+        guard topology.ownedSlots < ClusterSlot.count else { return nil }
+        var since = [UInt64](repeating: 0, count: ClusterSlot.count)
+        for slot in 0..<ClusterSlot.count where topology.shard(forSlot: slot) == nil {
+            let earlier = previous?[slot] ?? 0
+            since[slot] = earlier != 0 ? earlier : now + 1
+        }
+        return since
     }
 
     /// The map; when there is none yet, waits for a refresh that gives one, until `deadline`.
@@ -413,8 +458,12 @@ final class ClusterRouter: Sendable {
     }
 
     private func finishRefresh(_ topology: ClusterTopology?, failure: String?) {
+        let now = Self.milliseconds(since: origin)
         let (waiters, again, observers) = state.withLock { state in
-            if let topology { state.topology = topology }
+            if let topology {
+                state.topology = topology
+                state.unownedSince = Self.unownedSince(topology, previous: state.unownedSince, now: now)
+            }
             state.lastFailure = topology == nil ? failure : nil
             state.lastRefresh = .now
             state.isRefreshing = false

@@ -184,6 +184,76 @@ struct RedisClusterTests {
         }
     }
 
+    @Test func theSlotsOfAShardLostForGoodFailAtOnceOnceTheyHaveHadNoPrimaryForAWhile() async throws {
+        let cluster = try await RedisTestCluster.start()
+        for node in cluster.liveNodes {
+            _ = try await cluster.send(["CONFIG", "SET", "cluster-require-full-coverage", "no"], to: node)
+        }
+        let namespace = "lost-\(UUID().uuidString.prefix(8))"
+        // A long timeout: a command for the lost slots that waits for a primary waits this long.
+        let timeout = Duration.seconds(40)
+        let level = try Self.level(cluster, namespace: namespace, commandTimeout: timeout)
+        let router = try #require(level.nodes.router)
+        let keys = (0..<60).map { "k\($0)" }
+        for key in keys { try await level.set(Data("v".utf8), forKey: key) }
+        let lostKey = keys[0]
+        let lostSlot = ClusterSlot.of(level.storedKey(lostKey))
+        let victim = try await cluster.node(forSlot: lostSlot)
+        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
+        let replicas = try await cluster.replicas.filter { $0.primaryID == victimID }.map { try cluster.server($0) }
+        var served: String?
+        for key in keys where try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port != victim.port
+        {
+            served = key
+            break
+        }
+        let servedKey = try #require(served)
+        for replica in replicas { cluster.kill(replica) }
+        cluster.kill(victim)
+        // Once the others count the victim as failed, its slots have no primary in the level's map;
+        // once they have had none for the grace, a command for them fails without waiting.
+        #expect(
+            await waitUntilAsync {
+                router.requestRefresh()
+                return router.unownedDuration(forSlot: lostSlot).map { $0 >= ClusterRouter.unownedSlotGrace } == true
+            }
+        )
+        let start = ContinuousClock.now
+        await #expect {
+            try await level.get(lostKey)
+        } throws: { error in
+            guard let error = error as? CacheError, error.code == .network else { return false }
+            return error.message.contains("has served the slot \(lostSlot) for")
+        }
+        let elapsed = start.duration(to: .now)
+        #expect(elapsed < timeout / 2, "failed after \(elapsed)")
+        // The other shards serve as before.
+        #expect(try await level.get(servedKey) == Data("v".utf8))
+        try await level.set(Data("w".utf8), forKey: servedKey)
+        #expect(try await level.get(servedKey) == Data("w".utf8))
+    }
+
+    @Test func aSlotLeftWithoutAPrimaryIsTimedFromTheFirstMapThatLeftItSo() {
+        let endpoint = RedisCacheLevel.Configuration.Endpoint(host: "127.0.0.1", port: 7000)
+        var whole = ClusterTopology()
+        whole.assign(0...(ClusterSlot.count - 1), to: endpoint)
+        #expect(ClusterRouter.unownedSince(whole, previous: nil, now: 5) == nil)
+        var partial = ClusterTopology()
+        partial.assign(100...(ClusterSlot.count - 1), to: endpoint)
+        let first = try? #require(ClusterRouter.unownedSince(partial, previous: nil, now: 5))
+        #expect(first?[0] == 6 && first?[99] == 6 && first?[100] == 0)
+        // Fewer slots served later: the slots lost before keep their time, the new ones get theirs.
+        var smaller = ClusterTopology()
+        smaller.assign(200...(ClusterSlot.count - 1), to: endpoint)
+        let second = ClusterRouter.unownedSince(smaller, previous: first, now: 900)
+        #expect(second?[0] == 6 && second?[99] == 6 && second?[100] == 901 && second?[199] == 901)
+        #expect(second?[200] == 0)
+        // Served again: no time is kept, so a later loss starts its own.
+        #expect(ClusterRouter.unownedSince(whole, previous: second, now: 1_000) == nil)
+        let later = ClusterRouter.unownedSince(partial, previous: nil, now: 2_000)
+        #expect(later?[0] == 2_001)
+    }
+
     @Test func leasesLiveInTheirValuesSlot() async throws {
         let cluster = try await RedisTestCluster.start()
         for namespace in ["lease-\(UUID().uuidString.prefix(8))", "{lease-\(UUID().uuidString.prefix(8))}"] {
