@@ -32,15 +32,22 @@ final class ClusterRouter: Sendable {
         var nextReplica = 0
         /// Whether reads stay on the primaries: coherence listens to them.
         var isTracked = false
-        /// For each slot the map leaves without a primary, when a map first did, in milliseconds
-        /// since `origin`, plus one (0: the slot has a primary); `nil` while every slot has one.
+        /// For each slot the last refreshed map leaves without a primary, when a refreshed map first
+        /// did, in milliseconds since `origin`, plus one (0: the slot has a primary); `nil` while
+        /// every slot has one.
         var unownedSince: [UInt64]?
+        /// When the last refreshed map came, in milliseconds since `origin`.
+        var mapTime: UInt64 = 0
     }
 
-    /// How long a slot may have no primary in the map before its commands fail at once instead of
-    /// waiting for one: longer than a failover leaves a failed primary's slots without one (the
-    /// replica's election, 0.5–1 s plus 1 s per rank after the cluster marks the primary failed).
+    /// How long the refreshed maps must show a slot without a primary before its commands fail at
+    /// once instead of waiting for one: longer than a failover leaves a failed primary's slots
+    /// without one (the replica's election, 0.5–1 s plus 1 s per rank after the cluster marks the
+    /// primary failed).
     static let unownedSlotGrace = Duration.seconds(10)
+    /// How recent the map must be for a command to fail at once on it; an older one is refreshed
+    /// first (so, under load, about once per this time while a shard is lost).
+    static let unownedSlotMapAge = Duration.seconds(1)
 
     let configuration: RedisCacheLevel.Configuration
     private let cluster: RedisCacheLevel.Configuration.Cluster
@@ -239,9 +246,10 @@ final class ClusterRouter: Sendable {
     /// yet, and asking for a new one when it is old.
     ///
     /// A slot without a primary in the map (a failover under way: the failed primary is out, its
-    /// successor not yet in) makes it ask again, every 20 ms, until `deadline`; but a slot that has
-    /// had none for ``unownedSlotGrace`` (a shard lost for good) fails at once, so that its commands
-    /// do not each wait their whole timeout. Each such failure asks for a new map, which ends it.
+    /// successor not yet in) makes it wait 20 ms and a refresh, again and again, until `deadline`;
+    /// but a slot that the refreshed maps have shown without one for ``unownedSlotGrace`` (a shard
+    /// lost for good) fails at once, if the last map is younger than ``unownedSlotMapAge``, so that
+    /// its commands do not each wait their whole timeout.
     private func owner(
         of slot: Int?,
         key: String?,
@@ -250,15 +258,12 @@ final class ClusterRouter: Sendable {
     ) async throws -> Endpoint {
         var topology = try await currentTopology(key: key, command: command, deadline: deadline)
         if let slot {
-            if topology.shard(forSlot: slot) == nil, let unowned = unownedDuration(forSlot: slot),
-                unowned >= Self.unownedSlotGrace
-            {
-                requestRefresh()
-                throw RedisFailure(.connect, "no primary of the cluster has served the slot \(slot) for \(unowned)")
-                    .error(server: configuration.server, command: command, key: key)
-            }
             while true {
                 if let shard = topology.shard(forSlot: slot) { return shard.primary }
+                if let unowned = lostSlotDuration(slot) {
+                    throw RedisFailure(.connect, "no primary of the cluster has served the slot \(slot) for \(unowned)")
+                        .error(server: configuration.server, command: command, key: key)
+                }
                 guard ContinuousClock.now + .milliseconds(20) < deadline else {
                     requestRefresh()
                     throw RedisFailure(.connect, "no primary of the cluster serves the slot \(slot)")
@@ -279,12 +284,29 @@ final class ClusterRouter: Sendable {
         return first
     }
 
-    /// How long the maps have left `slot` without a primary, from the first map that did; `nil` when
-    /// the last one gave it one.
+    /// How long the refreshed maps have left `slot` without a primary, from the first that did to
+    /// the last; `nil` when the last one gave it one.
     func unownedDuration(forSlot slot: Int) -> Duration? {
-        let since = state.withLock { $0.unownedSince?[slot] ?? 0 }
+        let (since, mapTime) = state.withLock { ($0.unownedSince?[slot] ?? 0, $0.mapTime) }
         guard since != 0 else { return nil }
-        return .milliseconds(Self.milliseconds(since: origin) + 1 - since)
+        return .milliseconds(mapTime + 1 - since)
+    }
+
+    /// How long the refreshed maps have left `slot` without a primary, when that is at least
+    /// ``unownedSlotGrace`` and the last map is younger than ``unownedSlotMapAge``; else `nil`.
+    private func lostSlotDuration(_ slot: Int) -> Duration? {
+        let (since, mapTime) = state.withLock { ($0.unownedSince?[slot] ?? 0, $0.mapTime) }
+        return Self.lostSlotDuration(since: since, mapTime: mapTime, now: Self.milliseconds(since: origin))
+    }
+
+    /// ``lostSlotDuration(_:)`` for a slot first left without a primary at `since` (0: it has
+    /// one) by the maps, the last of which came at `mapTime`, all in milliseconds since `origin`.
+    static func lostSlotDuration(since: UInt64, mapTime: UInt64, now: UInt64) -> Duration? {
+        guard since != 0, now >= mapTime, Duration.milliseconds(now - mapTime) < unownedSlotMapAge else {
+            return nil
+        }
+        let unowned = Duration.milliseconds(mapTime + 1 - since)
+        return unowned >= unownedSlotGrace ? unowned : nil
     }
 
     /// The whole milliseconds from `origin` to now.
@@ -293,16 +315,24 @@ final class ClusterRouter: Sendable {
         return UInt64(max(0, elapsed.seconds)) * 1_000 + UInt64(max(0, elapsed.attoseconds) / 1_000_000_000_000_000)
     }
 
-    /// When each slot of `topology` without a primary was first left so: as in `previous` for
-    /// those it already left so, `now` for the others; `nil` when every slot has a primary.
-    static func unownedSince(_ topology: ClusterTopology, previous: [UInt64]?, now: UInt64) -> [UInt64]? {
-        guard topology.ownedSlots < ClusterSlot.count else { return nil }
-        var since = [UInt64](repeating: 0, count: ClusterSlot.count)
-        for slot in 0..<ClusterSlot.count where topology.shard(forSlot: slot) == nil {
-            let earlier = previous?[slot] ?? 0
-            since[slot] = earlier != 0 ? earlier : now + 1
+    /// Updates `since`, when each slot was first left without a primary (see
+    /// `State.unownedSince`), for a new map `topology` that came at `now`: the slots it leaves so
+    /// keep their time, or take `now`; the others have none, and so `since` is `nil` when every
+    /// slot has a primary.
+    static func updateUnownedSince(_ since: inout [UInt64]?, for topology: ClusterTopology, now: UInt64) {
+        let owners = topology.owners
+        guard owners.contains(ClusterTopology.unowned) else {
+            since = nil
+            return
         }
-        return since
+        if since == nil { since = [UInt64](repeating: 0, count: ClusterSlot.count) }
+        for slot in 0..<ClusterSlot.count {
+            if owners[slot] != ClusterTopology.unowned {
+                since![slot] = 0
+            } else if since![slot] == 0 {
+                since![slot] = now + 1
+            }
+        }
     }
 
     /// The map; when there is none yet, waits for a refresh that gives one, until `deadline`.
@@ -361,7 +391,10 @@ final class ClusterRouter: Sendable {
 
     /// Points `redirection`'s slot at the node it names, until the next map says more.
     private func learn(_ redirection: ClusterRedirection) {
-        state.withLock { state in state.topology?.assign(redirection.slot...redirection.slot, to: redirection.endpoint)
+        state.withLock { state in
+            state.topology?.assign(redirection.slot...redirection.slot, to: redirection.endpoint)
+            // Served: a later map that leaves it without a primary starts its time anew.
+            state.unownedSince?[redirection.slot] = 0
         }
         requestRefresh()
     }
@@ -462,7 +495,8 @@ final class ClusterRouter: Sendable {
         let (waiters, again, observers) = state.withLock { state in
             if let topology {
                 state.topology = topology
-                state.unownedSince = Self.unownedSince(topology, previous: state.unownedSince, now: now)
+                Self.updateUnownedSince(&state.unownedSince, for: topology, now: now)
+                state.mapTime = now
             }
             state.lastFailure = topology == nil ? failure : nil
             state.lastRefresh = .now

@@ -233,25 +233,76 @@ struct RedisClusterTests {
         #expect(try await level.get(servedKey) == Data("w".utf8))
     }
 
+    @Test func aQuietLevelServesTheSlotsOfAFailoverItSawWithoutAPrimaryLongAgo() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let level = try Self.level(
+            cluster,
+            namespace: "quiet-\(UUID().uuidString.prefix(8))",
+            commandTimeout: .seconds(5)
+        )
+        let router = try #require(level.nodes.router)
+        try await level.set(Data("v".utf8), forKey: "k")
+        let slot = ClusterSlot.of(level.storedKey("k"))
+        let victim = try await cluster.node(forSlot: slot)
+        cluster.kill(victim)
+        // A map taken while the replica is being elected leaves the slot without a primary (any
+        // command may ask for it; here the test does).
+        #expect(
+            await waitUntilAsync {
+                router.requestRefresh()
+                return router.unownedDuration(forSlot: slot) != nil
+            }
+        )
+        let seen = ContinuousClock.now
+        _ = try await cluster.waitForFailover(of: victim.port)
+        // Then nothing asks for a map for longer than the grace, as on a level nobody uses.
+        try await Task.sleep(until: seen + ClusterRouter.unownedSlotGrace + .milliseconds(500))
+        // The old map is no evidence that the slot is still without a primary: the read waits for
+        // a new map and is served by the new primary.
+        #expect(try await level.get("k") == Data("v".utf8))
+    }
+
     @Test func aSlotLeftWithoutAPrimaryIsTimedFromTheFirstMapThatLeftItSo() {
         let endpoint = RedisCacheLevel.Configuration.Endpoint(host: "127.0.0.1", port: 7000)
         var whole = ClusterTopology()
         whole.assign(0...(ClusterSlot.count - 1), to: endpoint)
-        #expect(ClusterRouter.unownedSince(whole, previous: nil, now: 5) == nil)
+        var since: [UInt64]?
+        ClusterRouter.updateUnownedSince(&since, for: whole, now: 5)
+        #expect(since == nil)
         var partial = ClusterTopology()
         partial.assign(100...(ClusterSlot.count - 1), to: endpoint)
-        let first = try? #require(ClusterRouter.unownedSince(partial, previous: nil, now: 5))
-        #expect(first?[0] == 6 && first?[99] == 6 && first?[100] == 0)
+        ClusterRouter.updateUnownedSince(&since, for: partial, now: 5)
+        #expect(since?[0] == 6 && since?[99] == 6 && since?[100] == 0)
         // Fewer slots served later: the slots lost before keep their time, the new ones get theirs.
         var smaller = ClusterTopology()
         smaller.assign(200...(ClusterSlot.count - 1), to: endpoint)
-        let second = ClusterRouter.unownedSince(smaller, previous: first, now: 900)
-        #expect(second?[0] == 6 && second?[99] == 6 && second?[100] == 901 && second?[199] == 901)
-        #expect(second?[200] == 0)
-        // Served again: no time is kept, so a later loss starts its own.
-        #expect(ClusterRouter.unownedSince(whole, previous: second, now: 1_000) == nil)
-        let later = ClusterRouter.unownedSince(partial, previous: nil, now: 2_000)
-        #expect(later?[0] == 2_001)
+        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 900)
+        #expect(since?[0] == 6 && since?[99] == 6 && since?[100] == 901 && since?[199] == 901)
+        #expect(since?[200] == 0)
+        // Some served again: they lose their time, and a later loss starts its own.
+        ClusterRouter.updateUnownedSince(&since, for: partial, now: 950)
+        #expect(since?[0] == 6 && since?[100] == 0)
+        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 1_000)
+        #expect(since?[100] == 1_001)
+        ClusterRouter.updateUnownedSince(&since, for: whole, now: 1_100)
+        #expect(since == nil)
+    }
+
+    @Test func onlyAFreshMapThatLongShowedASlotWithoutAPrimaryFailsItsCommandsAtOnce() {
+        let grace = UInt64(ClusterRouter.unownedSlotGrace.components.seconds * 1_000)
+        let age = UInt64(ClusterRouter.unownedSlotMapAge.components.seconds * 1_000)
+        // The slot has a primary.
+        #expect(ClusterRouter.lostSlotDuration(since: 0, mapTime: 50_000, now: 50_000) == nil)
+        // Without one in the maps for less than the grace: a failover may be under way.
+        #expect(ClusterRouter.lostSlotDuration(since: 1, mapTime: grace - 2, now: grace - 2) == nil)
+        // For the grace, in a fresh map: it fails at once.
+        #expect(ClusterRouter.lostSlotDuration(since: 1, mapTime: grace, now: grace) == .milliseconds(grace))
+        #expect(ClusterRouter.lostSlotDuration(since: 1, mapTime: grace, now: grace + age - 1) != nil)
+        // A map without one at first, and none since while the level was quiet: however long ago,
+        // the next command waits for a new map (the replica may have taken over meanwhile).
+        #expect(ClusterRouter.lostSlotDuration(since: 1, mapTime: 0, now: 10 * grace) == nil)
+        // Long without one, but the last map is old: a new one first.
+        #expect(ClusterRouter.lostSlotDuration(since: 1, mapTime: grace, now: grace + age) == nil)
     }
 
     @Test func leasesLiveInTheirValuesSlot() async throws {
