@@ -48,6 +48,9 @@ final class ClusterRouter: Sendable {
     /// How recent the map must be for a command to fail at once on it; an older one is refreshed
     /// first (so, under load, about once per this time while a shard is lost).
     static let unownedSlotMapAge = Duration.seconds(1)
+    /// The longest time between two maps for a slot's time without a primary to run on from the
+    /// first to the second; after a longer gap it starts again.
+    static let unownedSlotMapGap = Duration.seconds(3)
 
     let configuration: RedisCacheLevel.Configuration
     private let cluster: RedisCacheLevel.Configuration.Cluster
@@ -269,8 +272,11 @@ final class ClusterRouter: Sendable {
                     throw RedisFailure(.connect, "no primary of the cluster serves the slot \(slot)")
                         .error(server: configuration.server, command: command, key: key)
                 }
+                let seen = state.withLock { $0.mapTime }
                 try await Task.sleep(for: .milliseconds(20))
-                await nextRefresh(until: deadline)
+                // A map that came meanwhile is what a refresh would give; one under way is joined,
+                // not followed by another (every refresh asks every node while slots lack a primary).
+                if state.withLock({ $0.mapTime }) == seen { await nextRefresh(until: deadline, joinsRunning: true) }
                 topology = try await currentTopology(key: key, command: command, deadline: deadline)
             }
         }
@@ -316,16 +322,25 @@ final class ClusterRouter: Sendable {
     }
 
     /// Updates `since`, when each slot was first left without a primary (see
-    /// `State.unownedSince`), for a new map `topology` that came at `now`: the slots it leaves so
-    /// keep their time, or take `now`; the others have none, and so `since` is `nil` when every
-    /// slot has a primary.
-    static func updateUnownedSince(_ since: inout [UInt64]?, for topology: ClusterTopology, now: UInt64) {
+    /// `State.unownedSince`), for a new map `topology` that came at `now`, the one before at
+    /// `previousMap`: the slots it leaves so keep their time, or take `now`; the others have none,
+    /// and so `since` is `nil` when every slot has a primary.
+    ///
+    /// After a gap of more than ``unownedSlotMapGap`` between the two maps, every slot takes `now`:
+    /// nobody saw what happened in between (a failover may have ended and another begun).
+    static func updateUnownedSince(
+        _ since: inout [UInt64]?,
+        for topology: ClusterTopology,
+        now: UInt64,
+        previousMap: UInt64
+    ) {
         let owners = topology.owners
+        let gap = UInt64(unownedSlotMapGap.components.seconds) * 1_000
         guard owners.contains(ClusterTopology.unowned) else {
             since = nil
             return
         }
-        if since == nil { since = [UInt64](repeating: 0, count: ClusterSlot.count) }
+        if since == nil || now > previousMap + gap { since = [UInt64](repeating: 0, count: ClusterSlot.count) }
         for slot in 0..<ClusterSlot.count {
             if owners[slot] != ClusterTopology.unowned {
                 since![slot] = 0
@@ -363,15 +378,21 @@ final class ClusterRouter: Sendable {
 
     /// Asks for the map and waits until a refresh ends (this one, or the one under way), the
     /// deadline passes or the task is cancelled, whichever comes first.
-    private func nextRefresh(until deadline: ContinuousClock.Instant) async {
+    ///
+    /// With `joinsRunning`, a refresh under way is only waited for; without, it is followed by
+    /// another, which starts after the call.
+    private func nextRefresh(until deadline: ContinuousClock.Instant, joinsRunning: Bool = false) async {
         let id = state.withLock { state in
             defer { state.nextWaiter &+= 1 }
             return state.nextWaiter
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                state.withLock { $0.waiters[id] = continuation }
-                requestRefresh()
+                let isRunning = state.withLock { state in
+                    state.waiters[id] = continuation
+                    return state.isRefreshing
+                }
+                if !(joinsRunning && isRunning) { requestRefresh() }
                 let left = ContinuousClock.now.duration(to: deadline)
                 let seconds = max(0, Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18)
                 DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
@@ -495,7 +516,7 @@ final class ClusterRouter: Sendable {
         let (waiters, again, observers) = state.withLock { state in
             if let topology {
                 state.topology = topology
-                Self.updateUnownedSince(&state.unownedSince, for: topology, now: now)
+                Self.updateUnownedSince(&state.unownedSince, for: topology, now: now, previousMap: state.mapTime)
                 state.mapTime = now
             }
             state.lastFailure = topology == nil ? failure : nil

@@ -244,9 +244,15 @@ struct RedisClusterTests {
         try await level.set(Data("v".utf8), forKey: "k")
         let slot = ClusterSlot.of(level.storedKey("k"))
         let victim = try await cluster.node(forSlot: slot)
+        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
+        let replicas = try await cluster.replicas.filter { $0.primaryID == victimID }.map { try cluster.server($0) }
+        let successor = try #require(replicas.first)
+        // The replicas wait to be told, so that the election comes only once the level's map has
+        // shown the slot without a primary, however slow the machine.
+        for replica in replicas {
+            _ = try await cluster.send(["CONFIG", "SET", "cluster-replica-no-failover", "yes"], to: replica)
+        }
         cluster.kill(victim)
-        // A map taken while the replica is being elected leaves the slot without a primary (any
-        // command may ask for it; here the test does).
         #expect(
             await waitUntilAsync {
                 router.requestRefresh()
@@ -254,6 +260,7 @@ struct RedisClusterTests {
             }
         )
         let seen = ContinuousClock.now
+        _ = try await cluster.send(["CLUSTER", "FAILOVER", "FORCE"], to: successor)
         _ = try await cluster.waitForFailover(of: victim.port)
         // Then nothing asks for a map for longer than the grace, as on a level nobody uses.
         try await Task.sleep(until: seen + ClusterRouter.unownedSlotGrace + .milliseconds(500))
@@ -267,24 +274,33 @@ struct RedisClusterTests {
         var whole = ClusterTopology()
         whole.assign(0...(ClusterSlot.count - 1), to: endpoint)
         var since: [UInt64]?
-        ClusterRouter.updateUnownedSince(&since, for: whole, now: 5)
+        ClusterRouter.updateUnownedSince(&since, for: whole, now: 5, previousMap: 0)
         #expect(since == nil)
         var partial = ClusterTopology()
         partial.assign(100...(ClusterSlot.count - 1), to: endpoint)
-        ClusterRouter.updateUnownedSince(&since, for: partial, now: 5)
+        ClusterRouter.updateUnownedSince(&since, for: partial, now: 5, previousMap: 5)
         #expect(since?[0] == 6 && since?[99] == 6 && since?[100] == 0)
         // Fewer slots served later: the slots lost before keep their time, the new ones get theirs.
         var smaller = ClusterTopology()
         smaller.assign(200...(ClusterSlot.count - 1), to: endpoint)
-        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 900)
+        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 900, previousMap: 5)
         #expect(since?[0] == 6 && since?[99] == 6 && since?[100] == 901 && since?[199] == 901)
         #expect(since?[200] == 0)
         // Some served again: they lose their time, and a later loss starts its own.
-        ClusterRouter.updateUnownedSince(&since, for: partial, now: 950)
+        ClusterRouter.updateUnownedSince(&since, for: partial, now: 950, previousMap: 900)
         #expect(since?[0] == 6 && since?[100] == 0)
-        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 1_000)
+        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 1_000, previousMap: 950)
         #expect(since?[100] == 1_001)
-        ClusterRouter.updateUnownedSince(&since, for: whole, now: 1_100)
+        // Maps as far apart as the limit: the time runs on. Farther apart: nobody saw the slots in
+        // between (a failover may have ended and another begun), so their time starts again.
+        let gap = UInt64(ClusterRouter.unownedSlotMapGap.components.seconds * 1_000)
+        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 1_000 + gap, previousMap: 1_000)
+        #expect(since?[0] == 6 && since?[100] == 1_001)
+        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 2_001 + gap, previousMap: 1_000 + gap)
+        #expect(since?[0] == 6 && since?[100] == 1_001)
+        ClusterRouter.updateUnownedSince(&since, for: smaller, now: 3_002 + 2 * gap, previousMap: 2_001 + gap)
+        #expect(since?[0] == 3_003 + 2 * gap && since?[100] == 3_003 + 2 * gap && since?[200] == 0)
+        ClusterRouter.updateUnownedSince(&since, for: whole, now: 4_000 + 2 * gap, previousMap: 3_002 + 2 * gap)
         #expect(since == nil)
     }
 
