@@ -5,7 +5,8 @@ import Hoard
 /// each slot, and the following of `MOVED` and `ASK` redirections.
 ///
 /// The map is asked of the cluster (``ClusterTopology``) in the background: at the first call, after
-/// a redirection or a failure, and when it is older than the refresh interval. One refresh runs at a
+/// a redirection or a failure, when it is older than the refresh interval, and every
+/// ``unownedSlotWatchInterval`` while it leaves slots without a primary. One refresh runs at a
 /// time; a request for another while it runs makes one more run after it. Callers that need a map
 /// before there is one wait for the first refresh, within their command timeout. Pools are made for
 /// nodes as they appear and kept while the router lives (a cluster has few nodes; a node that comes
@@ -38,6 +39,9 @@ final class ClusterRouter: Sendable {
         var unownedSince: [UInt64]?
         /// When the last refreshed map came, in milliseconds since `origin`.
         var mapTime: UInt64 = 0
+        /// Whether a refresh is scheduled because the last map left slots without a primary (see
+        /// ``ClusterRouter/unownedSlotWatchInterval``).
+        var isWatchingUnownedSlots = false
     }
 
     /// How long the refreshed maps must show a slot without a primary before its commands fail at
@@ -51,6 +55,11 @@ final class ClusterRouter: Sendable {
     /// The longest time between two maps for a slot's time without a primary to run on from the
     /// first to the second; after a longer gap it starts again.
     static let unownedSlotMapGap = Duration.seconds(3)
+    /// How often the map is asked for while the last one leaves slots without a primary, even when
+    /// no command comes: shorter than ``unownedSlotMapGap``, so that a level used rarely times a
+    /// lost shard as a busy one does, and its rare commands for it fail at once after the grace
+    /// instead of each waiting its whole timeout.
+    static let unownedSlotWatchInterval = Duration.seconds(2)
 
     let configuration: RedisCacheLevel.Configuration
     private let cluster: RedisCacheLevel.Configuration.Cluster
@@ -513,7 +522,7 @@ final class ClusterRouter: Sendable {
 
     private func finishRefresh(_ topology: ClusterTopology?, failure: String?) {
         let now = Self.milliseconds(since: origin)
-        let (waiters, again, observers) = state.withLock { state in
+        let (waiters, again, observers, watches) = state.withLock { state in
             if let topology {
                 state.topology = topology
                 Self.updateUnownedSince(&state.unownedSince, for: topology, now: now, previousMap: state.mapTime)
@@ -522,12 +531,16 @@ final class ClusterRouter: Sendable {
             state.lastFailure = topology == nil ? failure : nil
             state.lastRefresh = .now
             state.isRefreshing = false
+            // A failed refresh leaves the last map's slots as they were: watched on.
+            let watches = state.unownedSince != nil && !state.isWatchingUnownedSlots
+            if watches { state.isWatchingUnownedSlots = true }
             defer {
                 state.waiters = [:]
                 state.refreshesAgain = false
             }
             return (
-                Array(state.waiters.values), state.refreshesAgain, topology == nil ? [] : Array(state.observers.values)
+                Array(state.waiters.values), state.refreshesAgain,
+                topology == nil ? [] : Array(state.observers.values), watches
             )
         }
         if let topology { for observer in observers { observer(topology) } }
@@ -535,6 +548,35 @@ final class ClusterRouter: Sendable {
         if again {
             // A pause, so that a burst of redirections makes a few refreshes, not one per command.
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { [weak self] in self?.requestRefresh() }
+        }
+        if watches { watchUnownedSlots() }
+    }
+
+    /// In ``unownedSlotWatchInterval``, asks for the map unless a refresh ended in the last half of
+    /// it (a tracked level asks every second), while the last map leaves slots without a primary;
+    /// each refresh's end calls this again while they lack one.
+    private func watchUnownedSlots() {
+        let seconds = Double(Self.unownedSlotWatchInterval.components.seconds)
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
+            guard let self else { return }
+            enum Next { case stop, wait, refresh }
+            let next = state.withLock { state -> Next in
+                guard state.unownedSince != nil else {
+                    state.isWatchingUnownedSlots = false
+                    return .stop
+                }
+                if let last = state.lastRefresh, last.duration(to: .now) < Self.unownedSlotWatchInterval / 2 {
+                    return .wait
+                }
+                // The refresh's end watches on while slots still lack a primary.
+                state.isWatchingUnownedSlots = false
+                return .refresh
+            }
+            switch next {
+            case .stop: break
+            case .wait: watchUnownedSlots()
+            case .refresh: requestRefresh()
+            }
         }
     }
 }

@@ -233,6 +233,48 @@ struct RedisClusterTests {
         #expect(try await level.get(servedKey) == Data("w".utf8))
     }
 
+    @Test func aLevelUsedRarelyTimesALostShardAndFailsItsSlotsAtOnceAfterTheGrace() async throws {
+        let cluster = try await RedisTestCluster.start()
+        for node in cluster.liveNodes {
+            _ = try await cluster.send(["CONFIG", "SET", "cluster-require-full-coverage", "no"], to: node)
+        }
+        let timeout = Duration.seconds(8)
+        let level = try Self.level(cluster, namespace: "rare-\(UUID().uuidString.prefix(8))", commandTimeout: timeout)
+        let router = try #require(level.nodes.router)
+        try await level.set(Data("v".utf8), forKey: "k")
+        let slot = ClusterSlot.of(level.storedKey("k"))
+        let victim = try await cluster.node(forSlot: slot)
+        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
+        for replica in try await cluster.replicas.filter({ $0.primaryID == victimID }) {
+            cluster.kill(try cluster.server(replica))
+        }
+        cluster.kill(victim)
+        #expect(
+            await waitUntilAsync {
+                router.requestRefresh()
+                return router.unownedDuration(forSlot: slot) != nil
+            }
+        )
+        // From here nothing uses the level. Without maps asked for on their own, the one above would
+        // be the last, and a command much later would find no evidence the shard is still lost.
+        #expect(
+            await waitUntilAsync(seconds: 60) {
+                router.unownedDuration(forSlot: slot).map {
+                    $0 >= ClusterRouter.unownedSlotGrace + ClusterRouter.unownedSlotMapGap
+                } == true
+            }
+        )
+        let start = ContinuousClock.now
+        await #expect {
+            try await level.get("k")
+        } throws: { error in
+            guard let error = error as? CacheError, error.code == .network else { return false }
+            return error.message.contains("has served the slot \(slot) for")
+        }
+        let elapsed = start.duration(to: .now)
+        #expect(elapsed < timeout / 2, "failed after \(elapsed)")
+    }
+
     @Test func aQuietLevelServesTheSlotsOfAFailoverItSawWithoutAPrimaryLongAgo() async throws {
         let cluster = try await RedisTestCluster.start()
         let level = try Self.level(
@@ -262,10 +304,10 @@ struct RedisClusterTests {
         let seen = ContinuousClock.now
         _ = try await cluster.send(["CLUSTER", "FAILOVER", "FORCE"], to: successor)
         _ = try await cluster.waitForFailover(of: victim.port)
-        // Then nothing asks for a map for longer than the grace, as on a level nobody uses.
+        // Then no command comes for longer than the grace, as on a level nobody uses.
         try await Task.sleep(until: seen + ClusterRouter.unownedSlotGrace + .milliseconds(500))
-        // The old map is no evidence that the slot is still without a primary: the read waits for
-        // a new map and is served by the new primary.
+        // The time without a primary ended with the election, whether the level's own refreshes saw
+        // it or the read's map does: the read is served by the new primary.
         #expect(try await level.get("k") == Data("v".utf8))
     }
 
