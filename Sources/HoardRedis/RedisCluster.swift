@@ -9,7 +9,8 @@ extension RedisCacheLevel.Configuration {
     /// the primary that owns its key's slot (CRC16 of the key, or of its `{hash tag}`). A `MOVED`
     /// reply updates the map and sends the command where it points; an `ASK` reply (a slot being
     /// migrated) sends it once to the node it names, after `ASKING`. The map is asked again after a
-    /// redirection, after a node fails, and every ``topologyRefreshInterval``.
+    /// redirection, after a node fails, every ``topologyRefreshInterval``, and every second while
+    /// the map leaves slots without a primary.
     ///
     /// A primary that is down makes a `CacheError` with code `network` for the keys of its slots
     /// only (the cache treats it as a miss), within the command timeout; its circuit breaker skips

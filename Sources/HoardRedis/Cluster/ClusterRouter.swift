@@ -59,7 +59,7 @@ final class ClusterRouter: Sendable {
     /// no command comes: shorter than ``unownedSlotMapGap``, so that a level used rarely times a
     /// lost shard as a busy one does, and its rare commands for it fail at once after the grace
     /// instead of each waiting its whole timeout.
-    static let unownedSlotWatchInterval = Duration.seconds(2)
+    static let unownedSlotWatchInterval = Duration.seconds(1)
 
     let configuration: RedisCacheLevel.Configuration
     private let cluster: RedisCacheLevel.Configuration.Cluster
@@ -552,29 +552,28 @@ final class ClusterRouter: Sendable {
         if watches { watchUnownedSlots() }
     }
 
-    /// In ``unownedSlotWatchInterval``, asks for the map unless a refresh ended in the last half of
-    /// it (a tracked level asks every second), while the last map leaves slots without a primary;
-    /// each refresh's end calls this again while they lack one.
-    private func watchUnownedSlots() {
-        let seconds = Double(Self.unownedSlotWatchInterval.components.seconds)
+    /// After `delay`, asks for the map if the last one is ``unownedSlotWatchInterval`` old and slots
+    /// still lack a primary, or waits until it is (a tracked level asks every second); each
+    /// refresh's end calls this again while they lack one.
+    private func watchUnownedSlots(after delay: Duration = unownedSlotWatchInterval) {
+        let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
             guard let self else { return }
-            enum Next { case stop, wait, refresh }
+            enum Next { case stop, wait(Duration), refresh }
+            let now = Self.milliseconds(since: origin)
             let next = state.withLock { state -> Next in
-                guard state.unownedSince != nil else {
-                    state.isWatchingUnownedSlots = false
-                    return .stop
+                let age = Duration.milliseconds(now >= state.mapTime ? now - state.mapTime : 0)
+                if state.unownedSince != nil && !state.isRefreshing && age < Self.unownedSlotWatchInterval {
+                    return .wait(Self.unownedSlotWatchInterval - age)
                 }
-                if let last = state.lastRefresh, last.duration(to: .now) < Self.unownedSlotWatchInterval / 2 {
-                    return .wait
-                }
-                // The refresh's end watches on while slots still lack a primary.
+                // Done, or a refresh is under way or asked for now: its end watches on while slots
+                // still lack a primary.
                 state.isWatchingUnownedSlots = false
-                return .refresh
+                return state.unownedSince == nil || state.isRefreshing ? .stop : .refresh
             }
             switch next {
             case .stop: break
-            case .wait: watchUnownedSlots()
+            case .wait(let left): watchUnownedSlots(after: left)
             case .refresh: requestRefresh()
             }
         }
