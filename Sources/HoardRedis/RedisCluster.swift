@@ -24,8 +24,13 @@ extension RedisCacheLevel.Configuration {
         public var seeds: [Endpoint]
         /// How often the level asks for the map when nothing made it ask sooner (30 s by default).
         public var topologyRefreshInterval: Duration
-        /// How many redirections (`MOVED`, `ASK`) and retries (`TRYAGAIN`, `CLUSTERDOWN`) one
-        /// command goes through before it fails (5 by default), within its command timeout.
+        /// How many redirections (`MOVED`, `ASK`) and retries (`TRYAGAIN`) one command goes
+        /// through before it fails (5 by default), within its command timeout.
+        ///
+        /// `CLUSTERDOWN` (a cluster that requires every slot served, while one has no primary) is
+        /// not counted: it is retried until the command's deadline, as a failover's election ends
+        /// it, unless the cluster has answered so for 10 seconds, or a shard has had no primary for
+        /// that long; then it fails at once.
         public var maximumRedirections: Int
         /// Whether reads (`GET`, `MGET`, `PTTL`) go to the replicas of their slot's primary, in
         /// turn, after `READONLY` (`false` by default: every command goes to the primary).

@@ -42,6 +42,19 @@ final class ClusterRouter: Sendable {
         /// Whether a refresh is scheduled because the last map left slots without a primary (see
         /// ``ClusterRouter/unownedSlotWatchInterval``).
         var isWatchingUnownedSlots = false
+        /// When the cluster first answered `CLUSTERDOWN` since it last served a command, and when it
+        /// last did (see ``ClusterRouter/updateClusterDown(_:now:)``).
+        var clusterDown = ClusterDown()
+        /// How many `CLUSTERDOWN` answers came, for tests and messages.
+        var clusterDownAnswers = 0
+    }
+
+    /// How long a cluster has answered `CLUSTERDOWN`, in milliseconds since `origin`.
+    struct ClusterDown: Sendable, Equatable {
+        /// The first such answer, plus one; 0 when the cluster answers.
+        var since: UInt64 = 0
+        /// The last such answer.
+        var last: UInt64 = 0
     }
 
     /// How long the refreshed maps must show a slot without a primary before its commands fail at
@@ -167,6 +180,8 @@ final class ClusterRouter: Sendable {
         // A command of several keys in a slot half migrated goes back and forth between the source
         // (`ASK`) and the target (`TRYAGAIN`); past the limit, `TRYAGAIN` is what the caller can act on.
         var tryAgain: CacheError?
+        // `CLUSTERDOWN` answers so far, which the redirections do not count.
+        var downRounds = 0
         while true {
             let readsReplica = replica != nil
             let pool = try replica.map(replicaPool) ?? pool(for: endpoint)
@@ -175,7 +190,11 @@ final class ClusterRouter: Sendable {
                 replica = nil
             }
             do {
-                return try await pool.send(command, key: key, deadline: deadline, asking: asking)
+                let reply = try await pool.send(command, key: key, deadline: deadline, asking: asking)
+                if downRounds > 0 || state.withLock({ $0.clusterDown.since != 0 }) {
+                    state.withLock { $0.clusterDown = ClusterDown() }
+                }
+                return reply
             } catch let error as CacheError {
                 guard let failure = error.underlyingError as? RedisFailure else { throw error }
                 if readsReplica, failure.kind != .server, failure.kind != .cancelled, failure.kind != .timeout {
@@ -188,6 +207,26 @@ final class ClusterRouter: Sendable {
                     if failure.kind != .cancelled { requestRefresh() }
                     throw error
                 }
+                if reply.hasPrefix("CLUSTERDOWN") {
+                    // A cluster that requires every slot served refuses every key while one has no
+                    // primary: for a second or two in a failover, until the replica is elected.
+                    // Waited for as a slot without a primary is, unless it has lasted.
+                    if downRounds == 0 { requestRefresh() }
+                    downRounds += 1
+                    if let reason = lastingClusterDown(reply) {
+                        throw RedisFailure(.server, reason, reply: reply)
+                            .error(server: configuration.server, command: command.name, key: key)
+                    }
+                    let pause = Duration.milliseconds(min(5 << min(downRounds, 5), 100))
+                    guard ContinuousClock.now + pause < deadline else {
+                        throw RedisFailure(.server, "the cluster answered \(reply)", reply: reply)
+                            .error(server: configuration.server, command: command.name, key: key)
+                    }
+                    try await Task.sleep(for: pause)
+                    endpoint = try await owner(of: slot, key: key, command: command.name, deadline: deadline)
+                    asking = false
+                    continue
+                }
                 guard redirections < cluster.maximumRedirections else {
                     throw ClusterRedirection(reply, from: endpoint)?.kind == .ask ? tryAgain ?? error : error
                 }
@@ -196,10 +235,10 @@ final class ClusterRouter: Sendable {
                     if redirection.kind == .moved { learn(redirection) }
                     endpoint = redirection.endpoint
                     asking = redirection.kind == .ask
-                } else if reply.hasPrefix("TRYAGAIN") || reply.hasPrefix("CLUSTERDOWN") {
-                    if reply.hasPrefix("TRYAGAIN") { tryAgain = error }
-                    // A slot half migrated for a command of several keys, or a cluster electing a
-                    // new primary: a short pause, then the map as it stands.
+                } else if reply.hasPrefix("TRYAGAIN") {
+                    tryAgain = error
+                    // A slot half migrated for a command of several keys: a short pause, then the
+                    // map as it stands.
                     requestRefresh()
                     let pause = Duration.milliseconds(5 << redirections)
                     guard ContinuousClock.now + pause < deadline else { throw error }
@@ -322,6 +361,40 @@ final class ClusterRouter: Sendable {
         }
         let unowned = Duration.milliseconds(mapTime + 1 - since)
         return unowned >= unownedSlotGrace ? unowned : nil
+    }
+
+    /// How many `CLUSTERDOWN` answers the level's commands have had.
+    var clusterDownAnswerCount: Int { state.withLock { $0.clusterDownAnswers } }
+
+    /// Notes the answer `reply`, a `CLUSTERDOWN`, now; says why a command should fail at once when
+    /// the cluster has answered so for at least ``unownedSlotGrace``, or when a fresh map has shown a
+    /// slot without a primary for that long (a shard lost for good keeps a cluster that requires
+    /// every slot down); else `nil`.
+    private func lastingClusterDown(_ reply: String) -> String? {
+        let now = Self.milliseconds(since: origin)
+        let (down, since, mapTime) = state.withLock { state in
+            Self.updateClusterDown(&state.clusterDown, now: now)
+            state.clusterDownAnswers += 1
+            return (state.clusterDown, state.unownedSince, state.mapTime)
+        }
+        let answered = Duration.milliseconds(down.last + 1 - down.since)
+        if answered >= Self.unownedSlotGrace { return "the cluster has answered \(reply) for \(answered)" }
+        guard let since else { return nil }
+        for (slot, first) in since.enumerated() {
+            if let lost = Self.lostSlotDuration(since: first, mapTime: mapTime, now: now) {
+                return "the cluster answered \(reply), and no primary has served the slot \(slot) for \(lost)"
+            }
+        }
+        return nil
+    }
+
+    /// Updates `down` for a `CLUSTERDOWN` answer that came at `now` (milliseconds since `origin`):
+    /// the first of a run keeps its time while the next ones come at most ``unownedSlotMapGap``
+    /// apart; after a longer gap the time starts again, as for a slot without a primary.
+    static func updateClusterDown(_ down: inout ClusterDown, now: UInt64) {
+        let gap = UInt64(unownedSlotMapGap.components.seconds) * 1_000
+        if down.since == 0 || now > down.last + gap { down.since = now + 1 }
+        down.last = max(down.last, now)
     }
 
     /// The whole milliseconds from `origin` to now.

@@ -275,6 +275,105 @@ struct RedisClusterTests {
         #expect(elapsed < timeout / 2, "failed after \(elapsed)")
     }
 
+    /// Under `cluster-require-full-coverage yes` (Redis's default) every node answers `CLUSTERDOWN`
+    /// from the moment the others count a killed primary as failed until its replica is elected: a
+    /// command for any slot waits for the election, within its timeout, instead of failing.
+    @Test func aFailoverUnderFullCoverageFailsNoCommandOfTheOtherShards() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let level = try Self.level(
+            cluster,
+            namespace: "down-\(UUID().uuidString.prefix(8))",
+            commandTimeout: .seconds(10)
+        )
+        let router = try #require(level.nodes.router)
+        let keys = (0..<60).map { "k\($0)" }
+        for key in keys { try await level.set(Data("v".utf8), forKey: key) }
+        let victim = try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(keys[0])))
+        var others: [String] = []
+        for key in keys where try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port != victim.port
+        {
+            others.append(key)
+        }
+        cluster.kill(victim)
+        let settled = Protected(false)
+        let failover = Task {
+            defer { settled.withLock { $0 = true } }
+            return try await cluster.waitForFailover(of: victim.port)
+        }
+        var failures: [String] = []
+        var writes = 0
+        while !settled.withLock({ $0 }) {
+            let key = others[writes % others.count]
+            do {
+                try await level.set(Data("w\(writes)".utf8), forKey: key)
+                #expect(try await level.get(key) == Data("w\(writes)".utf8))
+            } catch {
+                failures.append("\(key): \(error)")
+            }
+            writes += 1
+        }
+        _ = try await failover.value
+        #expect(router.clusterDownAnswerCount > 0, "the writes never met the cluster down")
+        #expect(failures.isEmpty, "\(failures.count) of \(writes) failed: \(failures.prefix(3))")
+    }
+
+    /// A shard lost for good keeps a cluster that requires every slot down: once the maps have shown
+    /// its slots without a primary for the grace, a command for any slot fails at once, saying why.
+    @Test func aClusterKeptDownByALostShardFailsEveryCommandAtOnceAfterTheGrace() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let timeout = Duration.seconds(8)
+        let level = try Self.level(cluster, namespace: "kept-\(UUID().uuidString.prefix(8))", commandTimeout: timeout)
+        let router = try #require(level.nodes.router)
+        let keys = (0..<60).map { "k\($0)" }
+        for key in keys { try await level.set(Data("v".utf8), forKey: key) }
+        let lostSlot = ClusterSlot.of(level.storedKey(keys[0]))
+        let victim = try await cluster.node(forSlot: lostSlot)
+        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
+        var served: String?
+        for key in keys where try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port != victim.port
+        {
+            served = key
+            break
+        }
+        let servedKey = try #require(served)
+        for replica in try await cluster.replicas.filter({ $0.primaryID == victimID }) {
+            cluster.kill(try cluster.server(replica))
+        }
+        cluster.kill(victim)
+        #expect(
+            await waitUntilAsync {
+                router.requestRefresh()
+                return router.unownedDuration(forSlot: lostSlot).map { $0 >= ClusterRouter.unownedSlotGrace } == true
+            }
+        )
+        let start = ContinuousClock.now
+        await #expect {
+            try await level.get(servedKey)
+        } throws: { error in
+            guard let error = error as? CacheError, error.code == .serverRefused else { return false }
+            return error.message.contains("CLUSTERDOWN") && error.message.contains("no primary has served the slot")
+                && !error.message.contains("RedisCacheLevel(cluster:")
+        }
+        let elapsed = start.duration(to: .now)
+        #expect(elapsed < timeout / 2, "failed after \(elapsed)")
+        #expect(router.clusterDownAnswerCount > 0)
+    }
+
+    @Test func clusterDownAnswersAreTimedFromTheFirstOfARunWithoutLongGaps() {
+        var down = ClusterRouter.ClusterDown()
+        ClusterRouter.updateClusterDown(&down, now: 1_000)
+        #expect(down == .init(since: 1_001, last: 1_000))
+        ClusterRouter.updateClusterDown(&down, now: 3_900)
+        ClusterRouter.updateClusterDown(&down, now: 6_800)
+        #expect(down == .init(since: 1_001, last: 6_800))
+        // A caller that took its time before another's later answer changes nothing.
+        ClusterRouter.updateClusterDown(&down, now: 6_700)
+        #expect(down == .init(since: 1_001, last: 6_800))
+        // More than the gap without an answer: nobody saw what happened in between.
+        ClusterRouter.updateClusterDown(&down, now: 9_801)
+        #expect(down == .init(since: 9_802, last: 9_801))
+    }
+
     @Test func aQuietLevelServesTheSlotsOfAFailoverItSawWithoutAPrimaryLongAgo() async throws {
         let cluster = try await RedisTestCluster.start()
         let level = try Self.level(
