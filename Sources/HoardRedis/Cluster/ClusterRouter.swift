@@ -191,7 +191,10 @@ final class ClusterRouter: Sendable {
             }
             do {
                 let reply = try await pool.send(command, key: key, deadline: deadline, asking: asking)
-                if downRounds > 0 || state.withLock({ $0.clusterDown.since != 0 }) {
+                // A read may be served by a cluster down that still takes reads
+                // (`cluster-allow-reads-when-down`): only a write, or a command that met the
+                // cluster down, shows that it is up.
+                if downRounds > 0 || (!isRead && state.withLock({ $0.clusterDown.since != 0 })) {
                     state.withLock { $0.clusterDown = ClusterDown() }
                 }
                 return reply
@@ -211,15 +214,17 @@ final class ClusterRouter: Sendable {
                     // A cluster that requires every slot served refuses every key while one has no
                     // primary: for a second or two in a failover, until the replica is elected.
                     // Waited for as a slot without a primary is, unless it has lasted.
-                    if downRounds == 0 { requestRefresh() }
-                    downRounds += 1
                     if let reason = lastingClusterDown(reply) {
                         throw RedisFailure(.server, reason, reply: reply)
                             .error(server: configuration.server, command: command.name, key: key)
                     }
+                    // Only a command that waits asks for a map: once commands fail at once, the
+                    // unowned-slot watch keeps it fresh, and a refresh each would ask every node.
+                    if downRounds == 0 { requestRefresh() }
+                    downRounds += 1
                     let pause = Duration.milliseconds(min(5 << min(downRounds, 5), 100))
                     guard ContinuousClock.now + pause < deadline else {
-                        throw RedisFailure(.server, "the cluster answered \(reply)", reply: reply)
+                        throw RedisFailure(.server, "the cluster answered \(reply) until the deadline", reply: reply)
                             .error(server: configuration.server, command: command.name, key: key)
                     }
                     try await Task.sleep(for: pause)

@@ -359,6 +359,52 @@ struct RedisClusterTests {
         #expect(router.clusterDownAnswerCount > 0)
     }
 
+    /// A cluster that lost its majority fails commands at once after the grace.
+    ///
+    /// Two primaries of three killed: no replica can be elected, the map still names a primary
+    /// for every slot, and the last primary answers `CLUSTERDOWN` for good. Commands wait for it
+    /// until it has answered so for the grace, then fail at once; reads served meanwhile (a cluster
+    /// down that still takes them) do not restart that time.
+    @Test func aClusterThatLostItsMajorityFailsCommandsAtOnceAfterTheGrace() async throws {
+        let cluster = try await RedisTestCluster.start()
+        for node in cluster.liveNodes {
+            _ = try await cluster.send(["CONFIG", "SET", "cluster-allow-reads-when-down", "yes"], to: node)
+        }
+        let timeout = Duration.seconds(2)
+        let level = try Self.level(
+            cluster,
+            namespace: "minority-\(UUID().uuidString.prefix(8))",
+            commandTimeout: timeout
+        )
+        let router = try #require(level.nodes.router)
+        let keys = (0..<60).map { "k\($0)" }
+        for key in keys { try await level.set(Data("v".utf8), forKey: key) }
+        let primaries = try await cluster.primaries.map { try cluster.server($0) }
+        let survivor = primaries[0]
+        var survivorKeys: [String] = []
+        for key in keys
+        where try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port == survivor.port {
+            survivorKeys.append(key)
+        }
+        let key = try #require(survivorKeys.first)
+        for primary in primaries.dropFirst() { cluster.kill(primary) }
+        // Writes of the survivor's keys, each waiting its timeout at most, with reads in between.
+        var failedAtOnce: String?
+        let start = ContinuousClock.now
+        while failedAtOnce == nil, start.duration(to: .now) < .seconds(90) {
+            _ = try? await level.get(key)
+            let attempt = ContinuousClock.now
+            do {
+                try await level.set(Data("w".utf8), forKey: key)
+            } catch let error as CacheError where attempt.duration(to: .now) < timeout / 2 {
+                if error.message.contains("has answered CLUSTERDOWN") { failedAtOnce = error.message }
+            } catch {}
+        }
+        let message = try #require(failedAtOnce, "no write failed at once in 90 s")
+        #expect(message.contains("for 1"), "\(message)")
+        #expect(router.clusterDownAnswerCount > 0)
+    }
+
     @Test func clusterDownAnswersAreTimedFromTheFirstOfARunWithoutLongGaps() {
         var down = ClusterRouter.ClusterDown()
         ClusterRouter.updateClusterDown(&down, now: 1_000)
