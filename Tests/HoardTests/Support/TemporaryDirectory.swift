@@ -11,9 +11,28 @@ import Foundation
 final class TemporaryDirectory: Sendable {
     let url: URL
 
-    init() {
-        let made = FileManager.default.temporaryDirectory
-            .appendingPathComponent("HoardTests-\(UUID().uuidString)", isDirectory: true)
+    convenience init() { self.init(name: "HoardTests-\(UUID().uuidString)") }
+
+    /// A folder for the child process of an exit test, which may die by a trap before it removes
+    /// anything: its parent, the test process, removes it with ``removeExitTestFolders()``.
+    static func forExitTest() -> TemporaryDirectory {
+        TemporaryDirectory(name: "\(exitTestPrefix(parent: getppid()))\(UUID().uuidString)")
+    }
+
+    /// Removes the folders that this process's exit tests' children made with ``forExitTest()``.
+    static func removeExitTestFolders() {
+        let parent = FileManager.default.temporaryDirectory
+        let prefix = exitTestPrefix(parent: getpid())
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []
+        where name.hasPrefix(prefix) {
+            try? FileManager.default.removeItem(at: parent.appendingPathComponent(name))
+        }
+    }
+
+    private static func exitTestPrefix(parent: pid_t) -> String { "HoardTests-exit-\(parent)-" }
+
+    private init(name: String) {
+        let made = FileManager.default.temporaryDirectory.appendingPathComponent(name, isDirectory: true)
         try? FileManager.default.createDirectory(at: made, withIntermediateDirectories: true)
         // The real path, every symbolic link resolved, as the cache reports it in its messages: on
         // Apple platforms the temporary folder is under /var, a link to /private/var.

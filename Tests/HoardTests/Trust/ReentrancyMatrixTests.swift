@@ -220,7 +220,7 @@ import Testing
     }
 
     static func run(savesInstead: Bool) async throws {
-        let folder = TemporaryDirectory()
+        let folder = TemporaryDirectory.forExitTest()
         let serializer = WaitingSerializer(savesInstead: savesInstead)
         let cache = try CacheBuilder<String>(serializer: serializer).containerName("c").directory(folder.url)
             .build()
@@ -231,10 +231,12 @@ import Testing
 
     @Test func flushAndWaitFromASerializerTraps() async {
         await #expect(processExitsWith: .failure) { try await BlockingFormsOnTheWriterTests.run(savesInstead: false) }
+        TemporaryDirectory.removeExitTestFolders()
     }
 
     @Test func saveAndWaitFromASerializerTraps() async {
         await #expect(processExitsWith: .failure) { try await BlockingFormsOnTheWriterTests.run(savesInstead: true) }
+        TemporaryDirectory.removeExitTestFolders()
     }
 
     @Test func flushAndWaitFromADeserializerIsAllowed() throws {
