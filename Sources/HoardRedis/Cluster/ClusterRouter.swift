@@ -223,7 +223,9 @@ final class ClusterRouter: Sendable {
                     if downRounds == 0 { requestRefresh() }
                     downRounds += 1
                     let pause = Duration.milliseconds(min(5 << min(downRounds, 5), 100))
-                    guard ContinuousClock.now + pause < deadline else {
+                    // At least a pause left for the retry, so that it does not time out on a healthy
+                    // node (whose circuit breaker would count it) instead of meeting the answer.
+                    guard ContinuousClock.now + pause * 2 < deadline else {
                         throw RedisFailure(.server, "the cluster answered \(reply) until the deadline", reply: reply)
                             .error(server: configuration.server, command: command.name, key: key)
                     }

@@ -16,15 +16,19 @@ final class TemporaryDirectory: Sendable {
     /// A folder for the child process of an exit test, which may die by a trap before it removes
     /// anything: its parent, the test process, removes it with ``removeExitTestFolders()``.
     static func forExitTest() -> TemporaryDirectory {
-        TemporaryDirectory(name: "\(exitTestPrefix(parent: getppid()))\(UUID().uuidString)")
+        TemporaryDirectory(name: "\(exitTestPrefix(parent: getppid()))\(getpid())-\(UUID().uuidString)")
     }
 
-    /// Removes the folders that this process's exit tests' children made with ``forExitTest()``.
+    /// Removes the folders that the children of this process's exit tests made with
+    /// ``forExitTest()``, once those children have exited (another exit test's may still run).
     static func removeExitTestFolders() {
         let parent = FileManager.default.temporaryDirectory
         let prefix = exitTestPrefix(parent: getpid())
         for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []
         where name.hasPrefix(prefix) {
+            guard let child = pid_t(name.dropFirst(prefix.count).prefix { $0 != "-" }),
+                kill(child, 0) != 0 && errno == ESRCH
+            else { continue }
             try? FileManager.default.removeItem(at: parent.appendingPathComponent(name))
         }
     }
