@@ -198,26 +198,12 @@ struct RedisClusterTests {
         for key in keys { try await level.set(Data("v".utf8), forKey: key) }
         let lostKey = keys[0]
         let lostSlot = ClusterSlot.of(level.storedKey(lostKey))
-        let victim = try await cluster.node(forSlot: lostSlot)
-        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
-        let replicas = try await cluster.replicas.filter { $0.primaryID == victimID }.map { try cluster.server($0) }
-        var served: String?
-        for key in keys where try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port != victim.port
-        {
-            served = key
-            break
-        }
-        let servedKey = try #require(served)
-        for replica in replicas { cluster.kill(replica) }
-        cluster.kill(victim)
+        let servedKey = try #require(
+            try await Self.loseShard(ofSlot: lostSlot, keys: keys, level: level, cluster: cluster)
+        )
         // Once the others count the victim as failed, its slots have no primary in the level's map;
         // once they have had none for the grace, a command for them fails without waiting.
-        #expect(
-            await waitUntilAsync {
-                router.requestRefresh()
-                return router.unownedDuration(forSlot: lostSlot).map { $0 >= ClusterRouter.unownedSlotGrace } == true
-            }
-        )
+        #expect(await Self.waitUntilUnownedForTheGrace(lostSlot, router: router))
         let start = ContinuousClock.now
         await #expect {
             try await level.get(lostKey)
@@ -243,12 +229,7 @@ struct RedisClusterTests {
         let router = try #require(level.nodes.router)
         try await level.set(Data("v".utf8), forKey: "k")
         let slot = ClusterSlot.of(level.storedKey("k"))
-        let victim = try await cluster.node(forSlot: slot)
-        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
-        for replica in try await cluster.replicas.filter({ $0.primaryID == victimID }) {
-            cluster.kill(try cluster.server(replica))
-        }
-        cluster.kill(victim)
+        _ = try await Self.loseShard(ofSlot: slot, keys: [], level: level, cluster: cluster)
         #expect(
             await waitUntilAsync {
                 router.requestRefresh()
@@ -327,25 +308,10 @@ struct RedisClusterTests {
         let keys = (0..<60).map { "k\($0)" }
         for key in keys { try await level.set(Data("v".utf8), forKey: key) }
         let lostSlot = ClusterSlot.of(level.storedKey(keys[0]))
-        let victim = try await cluster.node(forSlot: lostSlot)
-        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
-        var served: String?
-        for key in keys where try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port != victim.port
-        {
-            served = key
-            break
-        }
-        let servedKey = try #require(served)
-        for replica in try await cluster.replicas.filter({ $0.primaryID == victimID }) {
-            cluster.kill(try cluster.server(replica))
-        }
-        cluster.kill(victim)
-        #expect(
-            await waitUntilAsync {
-                router.requestRefresh()
-                return router.unownedDuration(forSlot: lostSlot).map { $0 >= ClusterRouter.unownedSlotGrace } == true
-            }
+        let servedKey = try #require(
+            try await Self.loseShard(ofSlot: lostSlot, keys: keys, level: level, cluster: cluster)
         )
+        #expect(await Self.waitUntilUnownedForTheGrace(lostSlot, router: router))
         let start = ContinuousClock.now
         await #expect {
             try await level.get(servedKey)
@@ -718,6 +684,40 @@ struct RedisClusterTests {
             "Primary killed: writes to its slots failed for \(writable) (\(failedWrites) attempts), "
                 + "coherent again after \(coherent)"
         )
+    }
+}
+
+extension RedisClusterTests {
+    /// Kills the primary of `slot` and its replicas; returns a key of `keys` that another shard
+    /// serves, if any.
+    static func loseShard(
+        ofSlot slot: Int,
+        keys: [String],
+        level: RedisCacheLevel,
+        cluster: RedisTestCluster
+    ) async throws -> String? {
+        let victim = try await cluster.node(forSlot: slot)
+        let victimID = try #require(try await cluster.primaries.first { $0.port == victim.port }?.id)
+        var served: String?
+        for key in keys where try await cluster.node(forSlot: ClusterSlot.of(level.storedKey(key))).port != victim.port
+        {
+            served = key
+            break
+        }
+        for replica in try await cluster.replicas.filter({ $0.primaryID == victimID }) {
+            cluster.kill(try cluster.server(replica))
+        }
+        cluster.kill(victim)
+        return served
+    }
+
+    /// Waits, asking for maps, until the level's maps have shown `slot` without a primary for the
+    /// grace.
+    static func waitUntilUnownedForTheGrace(_ slot: Int, router: ClusterRouter) async -> Bool {
+        await waitUntilAsync {
+            router.requestRefresh()
+            return router.unownedDuration(forSlot: slot).map { $0 >= ClusterRouter.unownedSlotGrace } == true
+        }
     }
 }
 
