@@ -42,8 +42,9 @@ final class ClusterRouter: Sendable {
         /// Whether a refresh is scheduled because the last map left slots without a primary (see
         /// ``ClusterRouter/unownedSlotWatchInterval``).
         var isWatchingUnownedSlots = false
-        /// When the cluster first answered `CLUSTERDOWN` since it last served a command, and when it
-        /// last did (see ``ClusterRouter/updateClusterDown(_:now:)``).
+        /// When the cluster first answered `CLUSTERDOWN` since it last served a write (or a command
+        /// that had met the answer), and when it last did (see
+        /// ``ClusterRouter/updateClusterDown(_:now:)``).
         var clusterDown = ClusterDown()
         /// How many `CLUSTERDOWN` answers came, for tests and messages.
         var clusterDownAnswers = 0
@@ -51,7 +52,7 @@ final class ClusterRouter: Sendable {
 
     /// How long a cluster has answered `CLUSTERDOWN`, in milliseconds since `origin`.
     struct ClusterDown: Sendable, Equatable {
-        /// The first such answer, plus one; 0 when the cluster answers.
+        /// The first such answer, plus one; 0 when the cluster serves.
         var since: UInt64 = 0
         /// The last such answer.
         var last: UInt64 = 0
