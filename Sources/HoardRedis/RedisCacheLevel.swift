@@ -324,11 +324,18 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// when the cluster refuses commands of several keys there); the keys of a node that fails are
     /// misses, unless every node fails, which throws.
     public func values(forKeys keys: [String]) async throws -> [Data?] {
-        guard !keys.isEmpty else { return [] }
+        try await valuesAndFailure(forKeys: keys).values
+    }
+
+    /// ``values(forKeys:)``, with the error of the first slot whose keys it could not read (on a
+    /// cluster, their values are `nil` then, as misses are).
+    func valuesAndFailure(forKeys keys: [String]) async throws -> (values: [Data?], failure: (any Error)?) {
+        guard !keys.isEmpty else { return ([], nil) }
         guard case .cluster(let router) = nodes else {
-            return try await values(forKeys: keys, names: keys.map(storedKey)) { command, key in
+            let values = try await values(forKeys: keys, names: keys.map(storedKey)) { command, key in
                 try await self.send(command, key: key)
             }
+            return (values, nil)
         }
         let names = keys.map(storedKey)
         let groups = Dictionary(grouping: keys.indices, by: { ClusterSlot.of(names[$0]) })
@@ -368,7 +375,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
             }
         }
         if let firstFailure, failures == groups.count { throw firstFailure }
-        return values
+        return (values, firstFailure)
     }
 
     /// One `MGET` of `names` (the server names of `keys`), sent by `send`.
@@ -389,11 +396,15 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     /// A level of key lists whose `get` is one `MGET` and fails with `CacheError.notFound` when a
     /// key is missing; `set` and `removeValue` go key by key, pipelined.
     ///
+    /// On a cluster, a `get` whose keys of one slot cannot be read fails with that error (code
+    /// `network` or `serverRefused`), not as if they were missing.
+    ///
     /// - Returns: The batch level.
     public func allBatch() -> BasicCache<[String], [Data]> {
         BasicCache(
             get: { keys in
-                let values = try await self.values(forKeys: keys)
+                let (values, failure) = try await self.valuesAndFailure(forKeys: keys)
+                if let failure { throw failure }
                 if let missing = zip(keys, values).first(where: { $0.1 == nil }) {
                     throw CacheError.notFound(key: missing.0)
                 }

@@ -213,6 +213,14 @@ struct RedisClusterTests {
         }
         let elapsed = start.duration(to: .now)
         #expect(elapsed < timeout / 2, "failed after \(elapsed)")
+        // A batch read: the lost key is a miss among the values, but a get of all the keys fails
+        // with the slot's error, not as if the key were missing.
+        #expect(try await level.values(forKeys: [lostKey, servedKey]) == [nil, Data("v".utf8)])
+        await #expect {
+            try await level.allBatch().get([lostKey, servedKey])
+        } throws: { error in
+            (error as? CacheError)?.code == .network
+        }
         // The other shards serve as before.
         #expect(try await level.get(servedKey) == Data("v".utf8))
         try await level.set(Data("w".utf8), forKey: servedKey)
