@@ -51,7 +51,9 @@ extension CacheBuilder {
     ///     than zero). Choose it above your slowest fetch: a fetch that outlasts its lease is not
     ///     stored on the shared level, and another instance may fetch the key too.
     ///   - waitLimit: The longest an instance waits for another's fetch before it fetches by itself
-    ///     (more than zero): the most a holder that died can delay the others.
+    ///     (more than zero): the most a holder that died can delay the others. A read of the shared
+    ///     level or a request for the lease under way when it passes is not cut short: it ends within
+    ///     the level's own command timeout.
     /// - Returns: The builder.
     public func fleetSingleFetch(leaseDuration: Duration = .seconds(10), waitLimit: Duration = .seconds(2)) -> Self {
         var copy = self
