@@ -16,7 +16,7 @@ extension Cache {
         _ leases: SharedLeases,
         outcome: CacheOutcome<Value>
     ) async -> SharedLeases.Acquired<Fetched> {
-        await leases.acquire(forKey: key.canonicalKey) { () async -> Result<Fetched?, CacheError> in
+        await leases.acquire(forKey: key.canonicalKey) { [self] () async -> Result<Fetched?, CacheError> in
             // A set in this process may have stored the value meanwhile.
             if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
                 return .success(Fetched(result: .success(cached.value), outcome: outcome))

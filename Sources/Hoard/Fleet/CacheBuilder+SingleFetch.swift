@@ -51,9 +51,10 @@ extension CacheBuilder {
     ///     than zero). Choose it above your slowest fetch: a fetch that outlasts its lease is not
     ///     stored on the shared level, and another instance may fetch the key too.
     ///   - waitLimit: The longest an instance waits for another's fetch before it fetches by itself
-    ///     (more than zero): the most a holder that died can delay the others. A read of the shared
-    ///     level or a request for the lease under way when it passes is not cut short: it ends within
-    ///     the level's own command timeout.
+    ///     (more than zero): the most a holder that died can delay the others. The reads and lease
+    ///     requests of the wait count toward it, even on a level that stops answering (a cluster in
+    ///     an election): one that has not answered when the limit passes is no longer waited for
+    ///     (after at least 50 ms), and a lease it is granted later is given back.
     /// - Returns: The builder.
     public func fleetSingleFetch(leaseDuration: Duration = .seconds(10), waitLimit: Duration = .seconds(2)) -> Self {
         var copy = self

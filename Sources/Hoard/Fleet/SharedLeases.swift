@@ -81,27 +81,38 @@ final class SharedLeases: Sendable {
 
     /// Takes the lease of `key`, or waits for its holder's value (see the type's discussion).
     ///
+    /// The first request for the lease is an ordinary call of the level. Once the wait has begun,
+    /// each read and request runs in a task of its own and is waited for only until the wait limit
+    /// (see ``result(of:before:late:)``): a level that stops answering (a server that hangs, a
+    /// cluster answering `CLUSTERDOWN` through an election) does not hold the wait past it, and a
+    /// lease granted after it is released.
+    ///
     /// - Parameters:
     ///   - key: The level's key (its canonical form).
     ///   - lookup: Reads the key's value; `nil` on a miss, a failure when the level failed (the wait
-    ///     then ends: fetch by yourself).
+    ///     then ends: fetch by yourself). A read made while waiting may be left to finish alone.
     /// - Returns: The value found, the lease taken, or neither.
     func acquire<Found: Sendable>(
         forKey key: String,
-        lookup: () async -> Result<Found?, CacheError>
+        lookup: @escaping @Sendable () async -> Result<Found?, CacheError>
     ) async -> Acquired<Found> {
         let deadline = ContinuousClock.now + waitLimit
         watch(key)
         defer { unwatch(key) }
         var pause = pauses.first
+        var isWaiting = false
         while true {
             // Noted before the lease is asked for: a value announced from then on ends the pause.
             let seen = changes(of: key)
             let token = Self.makeToken()
             do {
-                if try await level.takeLease(forKey: key, token: token, duration: leaseDuration) {
-                    return await confirm(token, forKey: key, lookup: lookup)
-                }
+                // Once waiting, bounded by the wait's limit.
+                let taken =
+                    isWaiting
+                    ? try await takeLease(forKey: key, token: token, before: callDeadline(deadline))
+                    : try await level.takeLease(forKey: key, token: token, duration: leaseDuration)
+                guard let taken else { return waitEnded(forKey: key) }
+                if taken { return await confirm(token, forKey: key, lookup: lookup) }
             } catch {
                 HoardLogger.log(
                     .info,
@@ -110,23 +121,162 @@ final class SharedLeases: Sendable {
                 return .none
             }
             let remaining = deadline - ContinuousClock.now
-            guard remaining > .zero, !Task.isCancelled else {
-                if remaining <= .zero {
-                    HoardLogger.log(
-                        .info,
-                        "Fleet single fetch: waited \(waitLimit) for another instance's fetch of \"\(key.prefix(100))\"; "
-                            + "fetching."
-                    )
-                }
-                return .none
-            }
+            guard remaining > .zero, !Task.isCancelled else { return waitEnded(forKey: key) }
             await sleep(forKey: key, unlessChangedSince: seen, for: min(pause, remaining))
             pause = min(pause * 2, pauses.longest)
-            switch await lookup() {
+            isWaiting = true
+            switch await Self.result(of: lookup, before: callDeadline(deadline), late: { _ in }) {
             case .success(let found?): return .found(found)
             case .success(nil): continue
             case .failure: return .none
+            case nil: return waitEnded(forKey: key)
             }
+        }
+    }
+
+    /// Asks for the lease of `key` with `token`, waiting for the answer until `deadline`.
+    ///
+    /// - Returns: Whether the lease was granted, or `nil` when the deadline came first; a lease
+    ///   granted later is released.
+    private func takeLease(
+        forKey key: String,
+        token: String,
+        before deadline: ContinuousClock.Instant
+    ) async throws -> Bool? {
+        let (level, duration) = (level, leaseDuration)
+        let answer = await Self.result(
+            of: { () async -> Result<Bool, any Error> in
+                do {
+                    return .success(try await level.takeLease(forKey: key, token: token, duration: duration))
+                } catch {
+                    return .failure(error)
+                }
+            },
+            before: deadline,
+            late: { answer in
+                if case .success(true) = answer { Self.releaseInBackground(forKey: key, token: token, level: level) }
+            }
+        )
+        return try answer?.get()
+    }
+
+    /// When a call of the wait (a read, a request for the lease) started now stops being waited
+    /// for: at the wait's `deadline`, or after the longest pause when less is left, so that the
+    /// last read, made as the limit comes, still has the time to find the holder's value.
+    private func callDeadline(_ deadline: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        max(deadline, ContinuousClock.now + pauses.longest)
+    }
+
+    /// What a wait that ran out of time or was cancelled ends with: no value and no lease.
+    private func waitEnded<Found: Sendable>(forKey key: String) -> Acquired<Found> {
+        if !Task.isCancelled {
+            HoardLogger.log(
+                .info,
+                "Fleet single fetch: waited \(waitLimit) for another instance's fetch of \"\(key.prefix(100))\"; fetching."
+            )
+        }
+        return .none
+    }
+
+    /// Runs `operation` in a task of its own and waits for its result until `deadline`, or until
+    /// the caller is cancelled, whichever comes first.
+    ///
+    /// A call of the shared level ends within the level's command timeout, which may be longer than
+    /// what is left of a wait: the wait does not follow it past its limit.
+    ///
+    /// - Returns: What `operation` returned, or `nil` when the deadline or the cancellation came
+    ///   first; `late` then gets what it returns, once it has.
+    static func result<Success: Sendable>(
+        of operation: @escaping @Sendable () async -> Success,
+        before deadline: ContinuousClock.Instant,
+        late: @escaping @Sendable (Success) -> Void
+    ) async -> Success? {
+        let race = Race<Success>()
+        FetchTask.run {
+            let value = await operation()
+            if !race.answer(value) { late(value) }
+        }
+        let timer = FetchTask.run {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            race.expire()
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { race.wait($0) }
+        } onCancel: {
+            race.expire()
+        }
+    }
+
+    /// Who answers first in ``result(of:before:late:)``: the operation, or the deadline (or the
+    /// caller's cancellation).
+    final class Race<Success: Sendable>: Sendable {
+        private enum Phase {
+            /// Neither has answered, and the caller does not wait yet.
+            case running
+            /// The caller waits.
+            case waiting(CheckedContinuation<Success?, Never>)
+            /// The operation answered before the caller waited.
+            case answered(Success)
+            /// The deadline came before the caller waited.
+            case expired
+            /// The caller has its answer.
+            case over
+        }
+
+        private let phase = Locked(Phase.running)
+
+        /// Hands the caller's continuation over: resumed at once when an answer came already.
+        func wait(_ continuation: CheckedContinuation<Success?, Never>) {
+            let answer = phase.withLock { phase -> Success?? in
+                switch phase {
+                case .running:
+                    phase = .waiting(continuation)
+                    return nil
+                case .answered(let value):
+                    phase = .over
+                    return .some(value)
+                case .expired, .waiting, .over:
+                    phase = .over
+                    return .some(nil)
+                }
+            }
+            if let answer { continuation.resume(returning: answer) }
+        }
+
+        /// The operation's answer; returns whether the caller gets it (`false`: it came too late).
+        func answer(_ value: Success) -> Bool {
+            let (isTaken, waiter) = phase.withLock { phase -> (Bool, CheckedContinuation<Success?, Never>?) in
+                switch phase {
+                case .running:
+                    phase = .answered(value)
+                    return (true, nil)
+                case .waiting(let continuation):
+                    phase = .over
+                    return (true, continuation)
+                case .answered, .expired, .over:
+                    return (false, nil)
+                }
+            }
+            waiter?.resume(returning: value)
+            return isTaken
+        }
+
+        /// The deadline or the caller's cancellation: the caller gets `nil` unless it has an answer.
+        func expire() {
+            let waiter = phase.withLock { phase -> CheckedContinuation<Success?, Never>? in
+                switch phase {
+                case .running:
+                    phase = .expired
+                    return nil
+                case .waiting(let continuation):
+                    phase = .over
+                    return continuation
+                case .answered, .expired, .over:
+                    return nil
+                }
+            }
+            waiter?.resume(returning: nil)
         }
     }
 
@@ -148,7 +298,15 @@ final class SharedLeases: Sendable {
     /// Ends the lease `token` holds on `key`, in the background (a failure is logged: the lease then
     /// ends by itself).
     func release(forKey key: String, token: String) {
-        let level = level
+        Self.releaseInBackground(forKey: key, token: token, level: level)
+    }
+
+    /// ``release(forKey:token:)`` on `level`.
+    private static func releaseInBackground(
+        forKey key: String,
+        token: String,
+        level: any LeasingCacheLevel<String, Data>
+    ) {
         FetchTask.run { await Self.release(forKey: key, token: token, level: level) }
     }
 

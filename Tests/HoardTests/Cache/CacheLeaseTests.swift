@@ -11,13 +11,14 @@ struct CacheLeaseTests {
     /// An instance of the fleet: a memory-only cache on `level`.
     static func instance(
         _ level: FakeLeasingLevel,
+        waitLimit: Duration = .seconds(3_600),
         fetcher: @escaping @Sendable (String) async throws -> String
     ) throws -> Cache<String> {
         try CacheBuilder<String>(serializer: StringSerializer())
             .maxDiskCount(0)
             .maxRamCount(1_000)
             .sharedLevel(level)
-            .fleetSingleFetch(leaseDuration: .seconds(3_600), waitLimit: .seconds(3_600))
+            .fleetSingleFetch(leaseDuration: .seconds(3_600), waitLimit: waitLimit)
             .fetcher(fetcher)
             .build()
     }
@@ -83,6 +84,52 @@ struct CacheLeaseTests {
         // The holder's value reached the level: the other instance reads it, and never fetches.
         #expect(try await waiting.getOrFetch(forKey: "k") == "origin k")
         #expect(waiting.statistics.fetches == 0)
+    }
+
+    /// A waiter whose shared level stops answering mid-wait (a cluster in an election, a server
+    /// that hangs) fetches by itself once its wait limit has passed, without waiting for the level;
+    /// a lease it is granted after that is given back.
+    @Test(arguments: [false, true])
+    func aWaiterWhoseLevelStopsAnsweringFetchesByItselfAfterTheWaitLimit(leasesStall: Bool) async throws {
+        let level = FakeLeasingLevel()
+        let origin = Gate()
+        let started = Counter()
+        let holder = try Self.instance(level) { key in
+            started.increment()
+            try await origin.wait()
+            return "origin \(key)"
+        }
+        let waiting = try Self.instance(level, waitLimit: .milliseconds(300)) { _ in "fetched by the waiter" }
+        let held = Task { try await holder.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let stall = Gate()
+        let waiter = Task { try await waiting.getOrFetch(forKey: "k") }
+        // The waiter's first request for the lease, which found it taken, is answered: what it asks
+        // the level from then on is part of its wait. (That first request, like the read before it,
+        // is an ordinary call of the level, bounded by the level's own timeout only.)
+        #expect(await waitUntil { level.leaseRequestsAnswered.value >= 2 })
+        #expect(waiting.engine.shared?.leases?.watchedKeyCount == 1)
+        (leasesStall ? level.leaseStall : level.readStall).withLock { $0 = stall }
+        let finished = Protected<String?>(nil)
+        Task {
+            let value = (try? await waiter.value) ?? "failed"
+            finished.withLock { $0 = value }
+        }
+        // Without a limit on the level's calls, the waiter would wait as long as the stall lasts.
+        #expect(await waitUntil(seconds: 60) { finished.withLock { $0 } != nil })
+        #expect(finished.withLock { $0 } == "fetched by the waiter")
+        #expect(level.stalledCalls.value >= 1)
+        (leasesStall ? level.leaseStall : level.readStall).withLock { $0 = nil }
+        // The holder stores and ends its lease; then the stalled calls are served. A lease request
+        // among them is granted the lease, which nobody will store under: it is given back.
+        origin.open()
+        #expect(try await held.value == "origin k")
+        await holder.flush()
+        #expect(level.lease(forKey: "k") == nil)
+        let grantedBefore = level.leasesGranted(forKey: "k")
+        stall.open()
+        if leasesStall { #expect(await waitUntil { level.leasesGranted(forKey: "k") > grantedBefore }) }
+        #expect(await waitUntil { level.lease(forKey: "k") == nil })
     }
 
     @Test func aSetDuringTheHoldersOwnFetchWinsOnTheSharedLevel() async throws {

@@ -9,6 +9,21 @@ import HoardTestSupport
 /// lasts until it is used, released or ended by a write).
 final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     private let state = Protected((values: [String: Data](), leases: [String: String](), granted: [String: Int]()))
+    /// While set, a read waits for this gate before it is served: a server that stopped answering.
+    let readStall = Protected<Gate?>(nil)
+    /// While set, a request for a lease waits for this gate before it is served.
+    let leaseStall = Protected<Gate?>(nil)
+    /// How many reads and lease requests met a stall.
+    let stalledCalls = Counter()
+    /// How many lease requests were answered, granted or not.
+    let leaseRequestsAnswered = Counter()
+
+    /// Waits for the gate of `stall`, if one is set.
+    private func waitOut(_ stall: Protected<Gate?>) async {
+        guard let gate = stall.withLock({ $0 }) else { return }
+        stalledCalls.increment()
+        try? await gate.wait()
+    }
 
     /// How many leases were granted for `key`.
     func leasesGranted(forKey key: String) -> Int { state.withLock { $0.granted[key] ?? 0 } }
@@ -17,6 +32,7 @@ final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     func lease(forKey key: String) -> String? { state.withLock { $0.leases[key] } }
 
     func get(_ key: String) async throws -> Data {
+        await waitOut(readStall)
         guard let value = state.withLock({ $0.values[key] }) else { throw CacheError.notFound(key: key) }
         return value
     }
@@ -39,7 +55,9 @@ final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     func onMemoryWarning() {}
 
     func takeLease(forKey key: String, token: String, duration: Duration) async throws -> Bool {
-        state.withLock { state in
+        await waitOut(leaseStall)
+        defer { leaseRequestsAnswered.increment() }
+        return state.withLock { state in
             guard state.leases[key] == nil else { return false }
             state.leases[key] = token
             state.granted[key, default: 0] += 1
