@@ -99,17 +99,16 @@ struct CacheLeaseTests {
             try await origin.wait()
             return "origin \(key)"
         }
-        let waiting = try Self.instance(level, waitLimit: .milliseconds(300)) { _ in "fetched by the waiter" }
+        let waiting = try Self.instance(level, waitLimit: .seconds(3)) { _ in "fetched by the waiter" }
         let held = Task { try await holder.getOrFetch(forKey: "k") }
         #expect(await waitUntil { started.value == 1 })
+        // The level stops answering once the holder's and the waiter's first lease requests are
+        // answered: the waiter's reads or its next lease request, which are part of its wait. (The
+        // first request, like the read before it, is an ordinary call of the level, bounded by the
+        // level's own timeout only.)
         let stall = Gate()
+        level.stall.withLock { $0 = FakeLeasingLevel.Stall(gate: stall, reads: !leasesStall, afterLeaseRequests: 2) }
         let waiter = Task { try await waiting.getOrFetch(forKey: "k") }
-        // The waiter's first request for the lease, which found it taken, is answered: what it asks
-        // the level from then on is part of its wait. (That first request, like the read before it,
-        // is an ordinary call of the level, bounded by the level's own timeout only.)
-        #expect(await waitUntil { level.leaseRequestsAnswered.value >= 2 })
-        #expect(waiting.engine.shared?.leases?.watchedKeyCount == 1)
-        (leasesStall ? level.leaseStall : level.readStall).withLock { $0 = stall }
         let finished = Protected<String?>(nil)
         Task {
             let value = (try? await waiter.value) ?? "failed"
@@ -119,7 +118,7 @@ struct CacheLeaseTests {
         #expect(await waitUntil(seconds: 60) { finished.withLock { $0 } != nil })
         #expect(finished.withLock { $0 } == "fetched by the waiter")
         #expect(level.stalledCalls.value >= 1)
-        (leasesStall ? level.leaseStall : level.readStall).withLock { $0 = nil }
+        level.stall.withLock { $0 = nil }
         // The holder stores and ends its lease; then the stalled calls are served. A lease request
         // among them is granted the lease, which nobody will store under: it is given back.
         origin.open()

@@ -9,20 +9,30 @@ import HoardTestSupport
 /// lasts until it is used, released or ended by a write).
 final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     private let state = Protected((values: [String: Data](), leases: [String: String](), granted: [String: Int]()))
-    /// While set, a read waits for this gate before it is served: a server that stopped answering.
-    let readStall = Protected<Gate?>(nil)
-    /// While set, a request for a lease waits for this gate before it is served.
-    let leaseStall = Protected<Gate?>(nil)
-    /// How many reads and lease requests met a stall.
+    /// Calls that wait for a gate before they are served: a server that stopped answering.
+    struct Stall {
+        /// What the stalled calls wait for.
+        var gate: Gate
+        /// Whether reads stall; otherwise lease requests do.
+        var reads: Bool
+        /// How many lease requests are answered before calls stall.
+        var afterLeaseRequests: Int
+    }
+
+    /// The stall, if any: set it before the calls it should catch are made.
+    let stall = Protected<Stall?>(nil)
+    /// How many reads and lease requests met the stall.
     let stalledCalls = Counter()
     /// How many lease requests were answered, granted or not.
     let leaseRequestsAnswered = Counter()
 
-    /// Waits for the gate of `stall`, if one is set.
-    private func waitOut(_ stall: Protected<Gate?>) async {
-        guard let gate = stall.withLock({ $0 }) else { return }
+    /// Waits for the stall's gate if a read (`isRead`) or a lease request is to stall now.
+    private func waitOutStall(isRead: Bool) async {
+        guard let stall = stall.withLock({ $0 }), stall.reads == isRead,
+            leaseRequestsAnswered.value >= stall.afterLeaseRequests
+        else { return }
         stalledCalls.increment()
-        try? await gate.wait()
+        try? await stall.gate.wait()
     }
 
     /// How many leases were granted for `key`.
@@ -32,7 +42,7 @@ final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     func lease(forKey key: String) -> String? { state.withLock { $0.leases[key] } }
 
     func get(_ key: String) async throws -> Data {
-        await waitOut(readStall)
+        await waitOutStall(isRead: true)
         guard let value = state.withLock({ $0.values[key] }) else { throw CacheError.notFound(key: key) }
         return value
     }
@@ -55,7 +65,7 @@ final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     func onMemoryWarning() {}
 
     func takeLease(forKey key: String, token: String, duration: Duration) async throws -> Bool {
-        await waitOut(leaseStall)
+        await waitOutStall(isRead: false)
         defer { leaseRequestsAnswered.increment() }
         return state.withLock { state in
             guard state.leases[key] == nil else { return false }
