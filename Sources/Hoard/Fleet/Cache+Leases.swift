@@ -16,27 +16,54 @@ extension Cache {
         _ leases: SharedLeases,
         outcome: CacheOutcome<Value>
     ) async -> SharedLeases.Acquired<Fetched> {
-        await leases.acquire(forKey: key.canonicalKey) { [self] () async -> Result<Fetched?, CacheError> in
-            // A set in this process may have stored the value meanwhile.
-            if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
-                return .success(Fetched(result: .success(cached.value), outcome: outcome))
+        let acquired = await leases.acquire(
+            forKey: key.canonicalKey,
+            lookup: { [self] () async -> Result<LeaseRead?, CacheError> in
+                // A set in this process may have stored the value meanwhile.
+                if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
+                    return .success(.memory(cached.value))
+                }
+                // Taken again before each read: the holder's write, announced by an invalidation, has
+                // changed the key since the first read. Ended once the value is filled in, or dropped.
+                let token = engine.stripes.beginFill(key.hashValue)
+                switch await engine.readShared(key) {
+                case .hit(let cached, let serialized):
+                    return .success(.shared(cached, serialized: serialized, token: token))
+                case .miss:
+                    engine.stripes.endFill(token)
+                    return .success(nil)
+                case .failed(let error):
+                    engine.stripes.endFill(token)
+                    reporter.didFailOnShared(key, error, isWrite: false)
+                    return .failure(error)
+                }
+            },
+            dropLate: { [engine] late in
+                // A read the wait stopped waiting for: its value is not filled in.
+                if case .success(.shared(_, _, let token)?) = late { engine.stripes.endFill(token) }
             }
-            // Taken again before each read: the holder's write, announced by an invalidation, has
-            // changed the key since the first read.
-            let token = engine.stripes.beginFill(key.hashValue)
+        )
+        switch acquired {
+        case .found(.memory(let value)):
+            return .found(Fetched(result: .success(value), outcome: outcome))
+        case .found(.shared(let cached, let serialized, let token)):
             defer { engine.stripes.endFill(token) }
-            switch await engine.readShared(key) {
-            case .hit(let cached, let serialized):
-                var filled = outcome
-                fill(cached, serialized: serialized, forKey: key, ifUnchangedSince: token, into: &filled)
-                return .success(Fetched(result: .success(cached.value), outcome: filled))
-            case .miss:
-                return .success(nil)
-            case .failed(let error):
-                reporter.didFailOnShared(key, error, isWrite: false)
-                return .failure(error)
-            }
+            var filled = outcome
+            fill(cached, serialized: serialized, forKey: key, ifUnchangedSince: token, into: &filled)
+            return .found(Fetched(result: .success(cached.value), outcome: filled))
+        case .lease(let token):
+            return .lease(token: token)
+        case .none:
+            return .none
         }
+    }
+
+    /// What a read of a lease wait found, before it is filled in.
+    enum LeaseRead: Sendable {
+        /// A live value in memory, which a set in this process stored meanwhile.
+        case memory(Value)
+        /// The shared level's value, read under `token`.
+        case shared(CachedValue<Value>, serialized: Data, token: KeyStripes.FillToken)
     }
 
     /// Puts a value read from the shared level into disk and memory (not back into the shared level)

@@ -52,9 +52,11 @@ extension CacheBuilder {
     ///     stored on the shared level, and another instance may fetch the key too.
     ///   - waitLimit: The longest an instance waits for another's fetch before it fetches by itself
     ///     (more than zero): the most a holder that died can delay the others. The reads and lease
-    ///     requests of the wait count toward it, even on a level that stops answering (a cluster in
-    ///     an election): one that has not answered when the limit passes is no longer waited for
-    ///     (after at least 50 ms), and a lease it is granted later is given back.
+    ///     requests made while waiting count toward it, even on a level that stops answering (a
+    ///     cluster in an election): one that has not answered by the limit is no longer waited for
+    ///     (each gets 50 ms at least, so the wait may end up to about 100 ms late), and a lease
+    ///     granted to it too late is given back. The first lease request, made before the wait
+    ///     begins, is bounded by the level's own command timeout.
     /// - Returns: The builder.
     public func fleetSingleFetch(leaseDuration: Duration = .seconds(10), waitLimit: Duration = .seconds(2)) -> Self {
         var copy = self

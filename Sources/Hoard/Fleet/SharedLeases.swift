@@ -90,11 +90,14 @@ final class SharedLeases: Sendable {
     /// - Parameters:
     ///   - key: The level's key (its canonical form).
     ///   - lookup: Reads the key's value; `nil` on a miss, a failure when the level failed (the wait
-    ///     then ends: fetch by yourself). A read made while waiting may be left to finish alone.
+    ///     then ends: fetch by yourself). A read made while waiting may be left to finish alone:
+    ///     keep its side effects for what it returns to the wait.
+    ///   - dropLate: Gets what a read the wait stopped waiting for returned.
     /// - Returns: The value found, the lease taken, or neither.
     func acquire<Found: Sendable>(
         forKey key: String,
-        lookup: @escaping @Sendable () async -> Result<Found?, CacheError>
+        lookup: @escaping @Sendable () async -> Result<Found?, CacheError>,
+        dropLate: @escaping @Sendable (Result<Found?, CacheError>) -> Void
     ) async -> Acquired<Found> {
         let deadline = ContinuousClock.now + waitLimit
         watch(key)
@@ -112,7 +115,10 @@ final class SharedLeases: Sendable {
                     ? try await takeLease(forKey: key, token: token, before: callDeadline(deadline))
                     : try await level.takeLease(forKey: key, token: token, duration: leaseDuration)
                 guard let taken else { return waitEnded(forKey: key) }
-                if taken { return await confirm(token, forKey: key, lookup: lookup) }
+                if taken {
+                    let readDeadline = isWaiting ? callDeadline(deadline) : nil
+                    return await confirm(token, forKey: key, before: readDeadline, lookup: lookup, dropLate: dropLate)
+                }
             } catch {
                 HoardLogger.log(
                     .info,
@@ -125,7 +131,7 @@ final class SharedLeases: Sendable {
             await sleep(forKey: key, unlessChangedSince: seen, for: min(pause, remaining))
             pause = min(pause * 2, pauses.longest)
             isWaiting = true
-            switch await Self.result(of: lookup, before: callDeadline(deadline), late: { _ in }) {
+            switch await Self.result(of: lookup, before: callDeadline(deadline), late: dropLate) {
             case .success(let found?): return .found(found)
             case .success(nil): continue
             case .failure: return .none
@@ -191,6 +197,8 @@ final class SharedLeases: Sendable {
         before deadline: ContinuousClock.Instant,
         late: @escaping @Sendable (Success) -> Void
     ) async -> Success? {
+        // A caller cancelled already sends nothing (a lease request would take a lease for a while).
+        guard !Task.isCancelled else { return nil }
         let race = Race<Success>()
         FetchTask.run {
             let value = await operation()
@@ -210,7 +218,7 @@ final class SharedLeases: Sendable {
 
     /// Who answers first in ``result(of:before:late:)``: the operation, or the deadline (or the
     /// caller's cancellation).
-    final class Race<Success: Sendable>: Sendable {
+    private final class Race<Success: Sendable>: Sendable {
         private enum Phase {
             /// Neither has answered, and the caller does not wait yet.
             case running
@@ -236,9 +244,11 @@ final class SharedLeases: Sendable {
                 case .answered(let value):
                     phase = .over
                     return .some(value)
-                case .expired, .waiting, .over:
+                case .expired:
                     phase = .over
                     return .some(nil)
+                case .waiting, .over:
+                    preconditionFailure("SharedLeases.Race: waited for twice")
                 }
             }
             if let answer { continuation.resume(returning: answer) }
@@ -283,13 +293,23 @@ final class SharedLeases: Sendable {
     /// Reads the key once more after its lease was taken.
     ///
     /// The previous holder may have stored its value, and ended its lease, between this instance's
-    /// last read and its request. A value found is served and the lease released.
+    /// last read and its request. A value found is served and the lease released. With a
+    /// `deadline` (a lease taken while waiting), the read is waited for until then only: without
+    /// its answer, the lease is kept and the caller fetches.
     private func confirm<Found: Sendable>(
         _ token: String,
         forKey key: String,
-        lookup: () async -> Result<Found?, CacheError>
+        before deadline: ContinuousClock.Instant?,
+        lookup: @escaping @Sendable () async -> Result<Found?, CacheError>,
+        dropLate: @escaping @Sendable (Result<Found?, CacheError>) -> Void
     ) async -> Acquired<Found> {
-        guard case .success(let found?) = await lookup() else { return .lease(token: token) }
+        let read =
+            if let deadline {
+                await Self.result(of: lookup, before: deadline, late: dropLate)
+            } else {
+                await lookup()
+            }
+        guard case .success(let found?) = read else { return .lease(token: token) }
         // Awaited, as this path is rare: once the value is served, no lease of this fetch is left.
         await Self.release(forKey: key, token: token, level: level)
         return .found(found)

@@ -125,10 +125,18 @@ struct CacheLeaseTests {
         #expect(try await held.value == "origin k")
         await holder.flush()
         #expect(level.lease(forKey: "k") == nil)
+        // The waiter's own value reached the level before the stalled calls are served, so that its
+        // write cannot be what ends a lease granted late.
+        await waiting.flush()
         let grantedBefore = level.leasesGranted(forKey: "k")
         stall.open()
+        #expect(await waitUntil { level.stalledCallsServed.value == level.stalledCalls.value })
         if leasesStall { #expect(await waitUntil { level.leasesGranted(forKey: "k") > grantedBefore }) }
         #expect(await waitUntil { level.lease(forKey: "k") == nil })
+        // A read the wait gave up on, served now, finds the value stored meanwhile, but is not
+        // filled in: the waiter keeps what it fetched, and no fill is left open.
+        #expect(await waitUntil { waiting.engine.stripes.fillsInFlight == 0 })
+        #expect(waiting.value(forKey: "k") == "fetched by the waiter")
     }
 
     @Test func aSetDuringTheHoldersOwnFetchWinsOnTheSharedLevel() async throws {

@@ -34,6 +34,40 @@ struct LeaseWaitRaceTests {
         #expect(await waitUntil { lateAnswers.withLock { $0 } == [7] })
     }
 
+    @Test func aDeadlinePastAlreadyGivesNilAndTheAnswerGoesToLate() async {
+        let gate = Gate()
+        let lateAnswers = Protected([Int]())
+        let answer = await SharedLeases.result(
+            of: { () async -> Int in
+                try? await gate.wait()
+                return 3
+            },
+            before: ContinuousClock.now - .seconds(1),
+            late: { value in lateAnswers.withLock { $0.append(value) } }
+        )
+        #expect(answer == nil)
+        gate.open()
+        #expect(await waitUntil { lateAnswers.withLock { $0 } == [3] })
+    }
+
+    @Test func aCallerCancelledAlreadyStartsNothing() async {
+        let started = Counter()
+        let caller = Task { () async -> Int? in
+            while !Task.isCancelled { await Task.yield() }
+            return await SharedLeases.result(
+                of: { () async -> Int in
+                    started.increment()
+                    return 1
+                },
+                before: ContinuousClock.now + .seconds(3_600),
+                late: { _ in }
+            )
+        }
+        caller.cancel()
+        #expect(await caller.value == nil)
+        #expect(started.value == 0)
+    }
+
     @Test func cancellingTheCallerEndsTheWaitAndTheAnswerGoesToLate() async {
         let gate = Gate()
         let started = Counter()

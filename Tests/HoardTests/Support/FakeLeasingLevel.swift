@@ -23,16 +23,21 @@ final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     let stall = Protected<Stall?>(nil)
     /// How many reads and lease requests met the stall.
     let stalledCalls = Counter()
+    /// How many of ``stalledCalls`` were served once the stall ended.
+    let stalledCallsServed = Counter()
     /// How many lease requests were answered, granted or not.
     let leaseRequestsAnswered = Counter()
 
     /// Waits for the stall's gate if a read (`isRead`) or a lease request is to stall now.
-    private func waitOutStall(isRead: Bool) async {
+    ///
+    /// - Returns: Whether the call stalled.
+    private func waitOutStall(isRead: Bool) async -> Bool {
         guard let stall = stall.withLock({ $0 }), stall.reads == isRead,
             leaseRequestsAnswered.value >= stall.afterLeaseRequests
-        else { return }
+        else { return false }
         stalledCalls.increment()
         try? await stall.gate.wait()
+        return true
     }
 
     /// How many leases were granted for `key`.
@@ -42,7 +47,8 @@ final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     func lease(forKey key: String) -> String? { state.withLock { $0.leases[key] } }
 
     func get(_ key: String) async throws -> Data {
-        await waitOutStall(isRead: true)
+        let stalled = await waitOutStall(isRead: true)
+        defer { if stalled { stalledCallsServed.increment() } }
         guard let value = state.withLock({ $0.values[key] }) else { throw CacheError.notFound(key: key) }
         return value
     }
@@ -65,8 +71,11 @@ final class FakeLeasingLevel: LeasingCacheLevel, Sendable {
     func onMemoryWarning() {}
 
     func takeLease(forKey key: String, token: String, duration: Duration) async throws -> Bool {
-        await waitOutStall(isRead: false)
-        defer { leaseRequestsAnswered.increment() }
+        let stalled = await waitOutStall(isRead: false)
+        defer {
+            leaseRequestsAnswered.increment()
+            if stalled { stalledCallsServed.increment() }
+        }
         return state.withLock { state in
             guard state.leases[key] == nil else { return false }
             state.leases[key] = token
