@@ -23,6 +23,19 @@ struct CacheLeaseTests {
             .build()
     }
 
+    /// An instance whose fetch of any key returns "origin <key>" once `origin` opens, with the
+    /// number of fetches it started.
+    static func holder(_ level: FakeLeasingLevel) throws -> (Cache<String>, origin: Gate, started: Counter) {
+        let origin = Gate()
+        let started = Counter()
+        let holder = try instance(level) { key in
+            started.increment()
+            try await origin.wait()
+            return "origin \(key)"
+        }
+        return (holder, origin, started)
+    }
+
     @Test func manyInstancesAndCallersFetchEachKeyOnce() async throws {
         let level = FakeLeasingLevel()
         let calls = Protected([String: Int]())
@@ -59,13 +72,7 @@ struct CacheLeaseTests {
 
     @Test func cancellingEveryWaiterEndsTheWaitAndTheHolderStillStores() async throws {
         let level = FakeLeasingLevel()
-        let origin = Gate()
-        let started = Counter()
-        let holder = try Self.instance(level) { key in
-            started.increment()
-            try await origin.wait()
-            return "origin \(key)"
-        }
+        let (holder, origin, started) = try Self.holder(level)
         let waiting = try Self.instance(level) { _ in "never" }
         let held = Task { try await holder.getOrFetch(forKey: "k") }
         #expect(await waitUntil { started.value == 1 })
@@ -92,13 +99,7 @@ struct CacheLeaseTests {
     @Test(arguments: [false, true])
     func aWaiterWhoseLevelStopsAnsweringFetchesByItselfAfterTheWaitLimit(leasesStall: Bool) async throws {
         let level = FakeLeasingLevel()
-        let origin = Gate()
-        let started = Counter()
-        let holder = try Self.instance(level) { key in
-            started.increment()
-            try await origin.wait()
-            return "origin \(key)"
-        }
+        let (holder, origin, started) = try Self.holder(level)
         let waiting = try Self.instance(level, waitLimit: .seconds(3)) { _ in "fetched by the waiter" }
         let held = Task { try await holder.getOrFetch(forKey: "k") }
         #expect(await waitUntil { started.value == 1 })
