@@ -41,6 +41,12 @@ struct RedisSentinelTests {
         return Group(primary: primary, replica: replica, sentinels: sentinels)
     }
 
+    /// Whether a level logged that the Sentinels moved the primary to `server`: the port tells this
+    /// test's group from the others', whose Sentinels watch a primary of the same name.
+    static func heardOfTheMove(to server: RedisTestServer) -> Bool {
+        !TestLog.messages(containing: "the Sentinels moved the primary \(name) to 127.0.0.1:\(server.port)").isEmpty
+    }
+
     /// A patient level on the group's primary.
     static func level(_ group: Group, namespace: String = "sentinel") throws -> RedisCacheLevel {
         var configuration = try RedisCacheLevel.Configuration(sentinels: group.urls, primaryName: name)
@@ -188,7 +194,7 @@ struct RedisSentinelTests {
         // The levels move when they hear of it; a write before that may still land on the old
         // primary, which Redis discards when it demotes it (as for any client).
         #expect(
-            await waitUntil { !TestLog.messages(containing: "the Sentinels moved the primary \(Self.name)").isEmpty }
+            await waitUntil { Self.heardOfTheMove(to: group.replica) }
         )
         #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
         try await eventually { try await writer.save("after", forKey: "k") }
@@ -251,7 +257,7 @@ extension RedisSentinelTests {
         let replicaLevel = try Self.direct(group.replica)
         #expect(await waitUntilAsync { await Self.role(replicaLevel) == "master" })
         #expect(
-            await waitUntil { !TestLog.messages(containing: "the Sentinels moved the primary \(Self.name)").isEmpty }
+            await waitUntil { Self.heardOfTheMove(to: group.replica) }
         )
         #expect(await waitUntil { reader.isCoherent && writer.isCoherent })
         try await eventually { try await writer.save("after", forKey: "k") }
