@@ -19,9 +19,11 @@ extension Cache {
         let acquired = await leases.acquire(
             forKey: key.canonicalKey,
             lookup: { [self] () async -> Result<LeaseRead?, CacheError> in
-                // A set in this process may have stored the value meanwhile.
-                if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
-                    return .success(.memory(cached.value))
+                // A set in this process may have stored the value meanwhile: in memory, or on disk
+                // (another cache on the container, whose change this cache's fill tokens taken from
+                // now on do not see). Not an access, and nothing removed: a read may finish alone.
+                if let local = engine.entry(forKey: key), !local.isExpired {
+                    return .success(.memory(local.value))
                 }
                 // Taken again before each read: the holder's write, announced by an invalidation, has
                 // changed the key since the first read. Ended once the value is filled in, or dropped.
@@ -60,7 +62,7 @@ extension Cache {
 
     /// What a read of a lease wait found, before it is filled in.
     enum LeaseRead: Sendable {
-        /// A live value in memory, which a set in this process stored meanwhile.
+        /// A live value in memory or on disk, which a set in this process stored meanwhile.
         case memory(Value)
         /// The shared level's value, read under `token`.
         case shared(CachedValue<Value>, serialized: Data, token: KeyStripes.FillToken)

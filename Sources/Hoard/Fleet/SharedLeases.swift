@@ -124,6 +124,9 @@ final class SharedLeases: Sendable {
                     .info,
                     "Fleet single fetch: cannot take the lease of \"\(key.prefix(100))\" (\(error)); fetching."
                 )
+                // The server may have granted it all the same (a reply lost to the caller's
+                // cancellation or to a timeout): nobody will store under it.
+                Self.releaseInBackground(forKey: key, token: token, level: level)
                 return .none
             }
             let remaining = deadline - ContinuousClock.now
@@ -160,7 +163,9 @@ final class SharedLeases: Sendable {
             },
             before: deadline,
             late: { answer in
-                if case .success(true) = answer { Self.releaseInBackground(forKey: key, token: token, level: level) }
+                // Granted, or failed after the server may have granted it.
+                if case .success(false) = answer { return }
+                Self.releaseInBackground(forKey: key, token: token, level: level)
             }
         )
         return try answer?.get()
