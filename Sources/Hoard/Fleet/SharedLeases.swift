@@ -116,8 +116,13 @@ final class SharedLeases: Sendable {
                     : try await level.takeLease(forKey: key, token: token, duration: leaseDuration)
                 guard let taken else { return waitEnded(forKey: key) }
                 if taken {
-                    let readDeadline = isWaiting ? callDeadline(deadline) : nil
-                    return await confirm(token, forKey: key, before: readDeadline, lookup: lookup, dropLate: dropLate)
+                    return await confirm(
+                        token,
+                        forKey: key,
+                        within: isWaiting ? deadline : nil,
+                        lookup: lookup,
+                        dropLate: dropLate
+                    )
                 }
             } catch {
                 HoardLogger.log(
@@ -299,24 +304,32 @@ final class SharedLeases: Sendable {
     ///
     /// The previous holder may have stored its value, and ended its lease, between this instance's
     /// last read and its request. A value found is served and the lease released. With a
-    /// `deadline` (a lease taken while waiting), the read is waited for until then only: without
-    /// its answer, the lease is kept and the caller fetches.
+    /// `deadline` (a lease taken while waiting, whose wait ends then), the read and the release are
+    /// each waited for until ``callDeadline(_:)`` only: without the read's answer, the lease is kept
+    /// and the caller fetches.
     private func confirm<Found: Sendable>(
         _ token: String,
         forKey key: String,
-        before deadline: ContinuousClock.Instant?,
+        within deadline: ContinuousClock.Instant?,
         lookup: @escaping @Sendable () async -> Result<Found?, CacheError>,
         dropLate: @escaping @Sendable (Result<Found?, CacheError>) -> Void
     ) async -> Acquired<Found> {
         let read =
             if let deadline {
-                await Self.result(of: lookup, before: deadline, late: dropLate)
+                await Self.result(of: lookup, before: callDeadline(deadline), late: dropLate)
             } else {
                 await lookup()
             }
         guard case .success(let found?) = read else { return .lease(token: token) }
-        // Awaited, as this path is rare: once the value is served, no lease of this fetch is left.
-        await Self.release(forKey: key, token: token, level: level)
+        // Once the value is served, no lease of this fetch is left: the release runs in a task of its
+        // own, so that a caller cancelled meanwhile still sends it, and is awaited (this path is rare),
+        // while waiting no longer than the wait's other calls.
+        let release = FetchTask.run { [level] in await Self.release(forKey: key, token: token, level: level) }
+        if let deadline {
+            _ = await Self.result(of: { _ = try? await release.value }, before: callDeadline(deadline), late: { _ in })
+        } else {
+            _ = try? await release.value
+        }
         return .found(found)
     }
 

@@ -11,8 +11,13 @@ import Testing
 final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
     let inner = FakeLeasingLevel()
     private let state = Protected(
-        (leaseReply: Gate?.none, leaseRepliesHeld: 0, endingSet: Gate?.none, endingSetsHeld: 0)
+        (leaseReply: Gate?.none, leaseRepliesHeld: 0, endingSet: Gate?.none, endingSetsHeld: 0, release: Gate?.none)
     )
+    /// Awaited once a lease request is granted, before its reply: what happens on the server right
+    /// after it granted the lease.
+    let afterGrant = Protected<(@Sendable () async -> Void)?>(nil)
+    /// How many lease releases reached the server.
+    let releases = Counter()
 
     /// Holds the reply of the next lease request (the server grants or refuses it at once).
     func holdNextLeaseReply() -> Gate {
@@ -26,6 +31,13 @@ final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
     func holdNextEndingSet() -> Gate {
         let gate = Gate()
         state.withLock { $0.endingSet = gate }
+        return gate
+    }
+
+    /// Holds every lease release before it reaches the server, until the gate opens.
+    func holdReleases() -> Gate {
+        let gate = Gate()
+        state.withLock { $0.release = gate }
         return gate
     }
 
@@ -46,6 +58,7 @@ final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
         }
         // The server has run `SET NX`; only its reply is on its way.
         let granted = try await inner.takeLease(forKey: key, token: token, duration: duration)
+        if granted, let afterGrant = afterGrant.withLock({ $0 }) { await afterGrant() }
         // A caller cancelled meanwhile gets `CancellationError`, as from `RedisPool.send`.
         try await gate?.wait()
         return granted
@@ -58,7 +71,9 @@ final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
     func releaseLease(forKey key: String, token: String) async throws {
         // `RedisPool.send` checks for cancellation before it sends anything.
         try Task.checkCancellation()
+        try await state.withLock { $0.release }?.wait()
         try await inner.releaseLease(forKey: key, token: token)
+        releases.increment()
     }
 
     func setEndingLease(_ value: Data, forKey key: String, expiresAt: Date?) async throws {
@@ -177,5 +192,35 @@ struct CacheLeaseSeamTests {
         #expect(saver.value(forKey: "k") == "saved by Y")
         let reopened = try folder.stringBuilder("c").maxRamCount(0).build(sharingStore: false)
         #expect(reopened.value(forKey: "k") == "saved by Y")
+    }
+
+    /// A waiter takes the lease while waiting, and its confirming read finds the value the holder
+    /// stored meanwhile: it serves that value, and waits for the release of its lease no longer than
+    /// for the wait's other calls, however long the level takes to answer. The release is still sent.
+    @Test func aWaiterThatTakesTheLeaseAndFindsTheValueDoesNotWaitForAStalledRelease() async throws {
+        let folder = TemporaryDirectory()
+        let level = SeamLeasingLevel()
+        // Another instance holds the lease.
+        #expect(try await level.inner.takeLease(forKey: "k", token: "holder", duration: .seconds(3_600)))
+        let holder = try Self.instance(folder, "h", level) { _ in "fetched by the holder" }
+        let waiter = try Self.instance(folder, "w", level, waitLimit: .seconds(5)) { _ in "fetched by the waiter" }
+        let waiting = Task { try await waiter.getOrFetch(forKey: "k") }
+        // The holder's request and the waiter's first one, refused: the waiter waits.
+        #expect(await waitUntil { level.inner.leaseRequestsAnswered.value >= 2 })
+        // The holder's value lands right after the waiter's lease request is granted, and the level
+        // stops answering releases.
+        let releases = level.holdReleases()
+        level.afterGrant.withLock { $0 = { try? await holder.save("stored by the holder", forKey: "k") } }
+        try await level.inner.releaseLease(forKey: "k", token: "holder")
+        let finished = Protected<String?>(nil)
+        Task {
+            let value = (try? await waiting.value) ?? "failed"
+            finished.withLock { $0 = value }
+        }
+        #expect(await waitUntil(seconds: 30) { finished.withLock { $0 } != nil })
+        #expect(finished.withLock { $0 } == "stored by the holder")
+        #expect(level.releases.value == 0)
+        releases.open()
+        #expect(await waitUntil { level.releases.value == 1 })
     }
 }
