@@ -109,10 +109,11 @@ struct CacheLeaseSeamTests {
             .build()
     }
 
-    /// A caller cancelled while the reply to its (first) lease request is in flight: the server
-    /// granted the lease, the caller stops waiting for the reply and never fetches. The lease it
-    /// was granted must be given back, or every other instance that misses the key waits its whole
-    /// wait limit for a fetch nobody makes (on Redis, until the lease's duration ends).
+    /// A caller cancelled while the reply to its first lease request is in flight leaves no lease.
+    ///
+    /// The server granted the lease; the caller stops waiting for the reply and never fetches. The
+    /// lease it was granted must be given back, or every other instance that misses the key waits
+    /// its whole wait limit for a fetch nobody makes (on Redis, until the lease's duration ends).
     @Test func aCallerCancelledDuringItsLeaseRequestLeavesNoLeaseBehind() async throws {
         let folder = TemporaryDirectory()
         let level = SeamLeasingLevel()
@@ -144,6 +145,8 @@ struct CacheLeaseSeamTests {
         #expect(finished.withLock { $0 } == "fetched by the other")
     }
 
+    /// A waiter's fill does not replace a value another cache on its container saved meanwhile.
+    ///
     /// A waiter's read fills its shared-level value into the disk its cache shares with another
     /// cache on the container. The other cache saved a newer value there while the wait went on:
     /// the fill must not replace it.
@@ -194,7 +197,9 @@ struct CacheLeaseSeamTests {
         #expect(reopened.value(forKey: "k") == "saved by Y")
     }
 
-    /// A waiter takes the lease while waiting, and its confirming read finds the value the holder
+    /// A waiter that takes the lease and then finds the value does not wait for a stalled release.
+    ///
+    /// The waiter takes the lease while waiting, and its confirming read finds the value the holder
     /// stored meanwhile: it serves that value, and waits for the release of its lease no longer than
     /// for the wait's other calls, however long the level takes to answer. The release is still sent.
     @Test func aWaiterThatTakesTheLeaseAndFindsTheValueDoesNotWaitForAStalledRelease() async throws {

@@ -11,6 +11,8 @@ import Testing
 struct RedisLeaseCancellationTests {
     init() { TestLog.install() }
 
+    /// A caller cancelled while its lease reply is in flight leaves no lease on the server.
+    ///
     /// The server runs `SET <lease> <token> NX PX`; its reply is held (by a proxy) while the caller
     /// is cancelled. `RedisPool.send` finishes the request with `CancellationError`, so the cache
     /// never learns it holds the lease, never fetches, and never releases it: every other instance
