@@ -90,6 +90,9 @@ extension RedisCacheLevel {
         /// timeout) before the level stops sending commands to a stalled server (3 by default; 0
         /// never stops).
         ///
+        /// A command sent with less than half of ``commandTimeout`` left (a Redis Cluster command
+        /// that waited for a map through an election) does not count.
+        ///
         /// Then every call fails at once (a `CacheError` with code `network`, which the cache treats as a
         /// miss) instead of waiting the command timeout, while a `PING` probes the server, after 1 s,
         /// then after twice the last pause up to 30 s; the first answer ends it.

@@ -53,10 +53,15 @@ final class CircuitBreaker: Sendable {
 
     /// Counts a request's outcome.
     ///
-    /// - Parameter result: The outcome.
+    /// - Parameters:
+    ///   - result: The outcome.
+    ///   - hadTime: Whether the request had time enough for its silence to count. A request sent
+    ///     with little of its time left, its caller having spent the rest waiting (for a Redis
+    ///     Cluster's map through an election, for a failover), may time out on a server that
+    ///     answers as it should; such a timeout neither counts nor ends a run.
     /// - Returns: The opening and the pause before its first probe, when this outcome opened the
     ///   circuit.
-    func record(_ result: Result<RESPValue, RedisFailure>) -> (opening: Int, pause: Duration)? {
+    func record(_ result: Result<RESPValue, RedisFailure>, hadTime: Bool = true) -> (opening: Int, pause: Duration)? {
         state.withLock { state in
             switch result {
             case .success:
@@ -64,7 +69,7 @@ final class CircuitBreaker: Sendable {
             case .failure(let failure) where failure.kind == .server:
                 // An error reply is an answer.
                 state.close()
-            case .failure(let failure) where failure.kind == .timeout:
+            case .failure(let failure) where failure.kind == .timeout && hadTime:
                 state.timeoutsInARow += 1
                 guard threshold > 0, state.pause == nil, state.timeoutsInARow >= threshold else { return nil }
                 state.pause = Self.firstPause

@@ -71,10 +71,11 @@ final class RedisPool: Sendable {
         let request = RedisRequest(command, key: key, deadline: deadline)
         let leading = asking ? RedisRequest(RESPCommand("ASKING", []), key: nil, deadline: deadline) : nil
         let server = configuration.server
+        let hadTime = hasTimeToCount(until: deadline)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 request.wait { [self] result in
-                    record(result)
+                    record(result, hadTime: hadTime)
                     continuation.resume(
                         with: result.mapError { $0.error(server: server, command: command.name, key: key) }
                     )
@@ -102,8 +103,9 @@ final class RedisPool: Sendable {
     ) {
         let request = RedisRequest(command, key: key, deadline: deadline ?? .now + configuration.commandTimeout)
         let server = configuration.server
+        let hadTime = hasTimeToCount(until: request.deadline)
         request.wait { [self] result in
-            record(result)
+            record(result, hadTime: hadTime)
             completion(result.mapError { $0.error(server: server, command: command.name, key: key) })
         }
         dispatch(request)
@@ -111,10 +113,21 @@ final class RedisPool: Sendable {
 
     // MARK: - The circuit
 
+    /// Whether a request sent now with `deadline` has time enough for its timeout to count in the
+    /// breaker: half the command timeout at least.
+    ///
+    /// A request of a Redis Cluster level may leave after its caller waited for a map through an
+    /// election, or paused on `CLUSTERDOWN`, with a few milliseconds left; timing out then on the
+    /// node just elected says nothing of that node, and a burst of such requests would open its
+    /// circuit.
+    private func hasTimeToCount(until deadline: ContinuousClock.Instant) -> Bool {
+        deadline - .now >= configuration.commandTimeout / 2
+    }
+
     /// Counts a request's outcome in the breaker, and starts probing when it opened the circuit.
-    private func record(_ result: Result<RESPValue, RedisFailure>) {
+    private func record(_ result: Result<RESPValue, RedisFailure>, hadTime: Bool) {
         let wasOpen = breaker.isOpen
-        guard let (opening, pause) = breaker.record(result) else {
+        guard let (opening, pause) = breaker.record(result, hadTime: hadTime) else {
             if wasOpen, !breaker.isOpen { logAnswersAgain() }
             return
         }

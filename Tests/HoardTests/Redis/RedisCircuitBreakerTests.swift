@@ -113,6 +113,40 @@ struct RedisCircuitBreakerTests {
         #expect(TestLog.messages(containing: "Redis at 127.0.0.1:\(server.fake.port) answers again").count == 1)
     }
 
+    /// Requests that leave with little of their time left do not get a server skipped.
+    ///
+    /// A Redis Cluster level's command may wait for a map through an election, or pause on
+    /// `CLUSTERDOWN`, and then go to the node just elected with a few milliseconds left. Timing out
+    /// then says nothing of that node: a burst of such timeouts must not open its circuit, while
+    /// requests that had their whole time still do.
+    @Test func timeoutsOfRequestsSentWithLittleTimeLeftDoNotSkipTheServer() async throws {
+        _ = try RedisTestServer.required()
+        let server = try StallingServer()
+        var configuration = try RedisCacheLevel.Configuration(url: server.fake.url)
+        configuration.poolSize = 1
+        configuration.connectTimeout = .seconds(30)
+        configuration.commandTimeout = .seconds(1)
+        let pool = try RedisPool(configuration)
+        for _ in 0..<10 {
+            let error = await #expect(throws: CacheError.self) {
+                try await pool.send(RESPCommand("GET", ["k"]), key: "k", deadline: .now + .milliseconds(20))
+            }
+            #expect(Self.kind(error) == .timeout, "\(String(describing: error))")
+        }
+        #expect(!pool.breaker.isOpen)
+        // With their whole time, three in a row get it skipped.
+        var timedOut = 0
+        while !pool.breaker.isOpen && timedOut < 100 {
+            let error = await #expect(throws: CacheError.self) {
+                try await pool.send(RESPCommand("GET", ["k"]), key: "k", deadline: .now + configuration.commandTimeout)
+            }
+            #expect(Self.kind(error) == .timeout, "\(String(describing: error))")
+            timedOut += 1
+        }
+        #expect(pool.breaker.isOpen)
+        #expect(timedOut == 3)
+    }
+
     @Test func aReplyOfAnyKindEndsARunOfTimeoutsAndZeroNeverSkips() {
         let breaker = CircuitBreaker(threshold: 3)
         let timeout = Result<RESPValue, RedisFailure>.failure(RedisFailure(.timeout, "no reply"))
