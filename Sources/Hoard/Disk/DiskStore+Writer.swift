@@ -91,8 +91,10 @@ extension DiskStore {
             return dropped
         }
         // The values of the dropped writes are released here, unlocked; a save waiting on one is
-        // answered: the clear replaced it.
-        for pending in dropped.values {
+        // answered: the clear replaced it. An operation the writer has taken already (its serializer
+        // may be running) is answered by the writer once it sees the clear, and only then: each
+        // completion is called once.
+        for pending in dropped.values where pending.isQueued {
             for completion in pending.completions { completion(.success(())) }
         }
     }
