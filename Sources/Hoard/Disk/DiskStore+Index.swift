@@ -22,13 +22,19 @@ extension DiskStore {
     ///   be listed.
     /// - Complexity: O(n) in the snapshot and journal, plus one listing that copies only temporary
     ///   files' names; with no intact index, one listing and one read per entry file.
-    func openIndex(log: inout DeferredLog) throws {
+    /// - Returns: Whether the writer must be started (to save the index), once the locks are
+    ///   released: the reads made before the load, applied to the order before it evicts, called for it.
+    @discardableResult
+    func openIndex(log: inout DeferredLog) throws -> Bool {
         var news = PeerNews()
-        try withContainer(log: &log, news: &news) { log, isCurrent in
+        return try withContainer(log: &log, news: &news) { log, isCurrent in
             guard isCurrent else { throw notCurrentError("Cannot open the container \(directory.path).") }
             sweepTemporaryFiles(log: &log)
             var victims: [DiskEntryIndex.Victim] = []
-            withState { state in
+            let startsWriter = withState { state in
+                // The reads served before the load count first: the eviction below must not take
+                // what was just read (later reads, until the load ends, are applied after it).
+                let startsWriter = state.applyEarlyAccesses()
                 if let byteLimit = state.entryByteLimit(holding: 1) {
                     // An entry larger than the whole limit goes alone, not with every entry before it.
                     for entry in state.index.entriesInEvictionOrder where entry.payload.size > byteLimit {
@@ -42,8 +48,10 @@ extension DiskStore {
                     capacity: options.capacity,
                     byteLimit: state.entryByteLimit(holding: state.index.count)
                 )
+                return startsWriter
             }
             removeEntryFiles(victims.map(\.key), evictedFor: " to fit the count and byte limits", log: &log)
+            return startsWriter
         }
     }
 

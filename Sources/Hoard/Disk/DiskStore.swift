@@ -214,8 +214,9 @@ final class DiskStore: Sendable {
     private func finishOpening() {
         Self.testHooks.run(.loadingInBackground, at: directory.path)
         var messages = DeferredLog()
+        var accessesStartWriter = false
         do {
-            try openIndex(log: &messages)
+            accessesStartWriter = try openIndex(log: &messages)
         } catch {
             messages.add(.error, "Cannot load the index of \(directory.path): \(error)")
         }
@@ -225,7 +226,7 @@ final class DiskStore: Sendable {
             state.isLoaded = true
             return state.applyEarlyAccesses()
         }
-        if startsWriter { startWriter() }
+        if startsWriter || accessesStartWriter { startWriter() }
         loaded.leave()
     }
 
