@@ -4,8 +4,9 @@ import Testing
 
 @testable import Hoard
 
-/// The background index load × its own eviction: a container reopened with a lower disk limit is
-/// brought within it when the index loads, and a disk hit served before the load must count there
+/// The background index load × its own eviction.
+///
+/// A container reopened with a lower disk limit is brought within it when the index loads, and a disk hit served before the load must count there
 /// too. LRU "removes the entry read or written the longest time ago".
 @Suite struct CacheEarlyReadLoadEvictionTests {
     @Test func aDiskHitBeforeTheLoadIsSparedByTheLoadsOwnEviction() async throws {

@@ -38,8 +38,9 @@ import Testing
         #expect(!RawFiles.exists(folder.container().appendingPathComponent(DiskKey("k").fileName).path))
     }
 
-    /// The user-facing side of the same seam: `save` on a cache with a shared level waits for its
-    /// shared write ("or for a clear queued after it, which drops it"). A clear that drops the disk
+    /// The user-facing side of the same seam: `save` with a shared level waits for its shared write.
+    ///
+    /// ("or for a clear queued after it, which drops it"). A clear that drops the disk
     /// write while its serializer runs answers the disk half twice, so `save` returned before its
     /// shared write (in flight, not dropped by the clear) was made, and missed its failure.
     @Test func aSaveWaitsForItsSharedWriteWhenAClearDropsItsDiskWriteInTheSerializer() async throws {
@@ -81,7 +82,11 @@ private final class WriterGatedSerializer: CacheSerializer, Sendable {
 
     func serialize(_ value: String) throws -> Data {
         let onWriter = store.withLock { $0?.isRunningOnWriter == true }
-        if onWriter && held.withLock({ done in defer { done = true }; return !done }) {
+        if onWriter
+            && held.withLock({ done in
+                defer { done = true }; return !done
+            })
+        {
             started.signal()
             gate.wait()
         }
