@@ -8,6 +8,11 @@ import Foundation
 /// no two (namespace, key) pairs give one stored key, even when one namespace starts with another
 /// (`tests` and `tests.fallback`), and ``clear()`` removes only this level's keys.
 ///
+/// `UserDefaults` compares its keys code unit by code unit, so the stored key is made of the NFC
+/// form of the namespace and the key (`String.canonicalKey`): spellings that Swift's `==` treats as
+/// one (`"caf\u{E9}"` and `"cafe\u{301}"`) are one key here too, as in memory, on disk and on a
+/// shared level.
+///
 /// ```swift
 /// let settings = UserDefaultsCacheLevel<String, Settings>(suiteName: "com.example.settings")
 /// try await settings.set(current, forKey: "theme")
@@ -45,7 +50,7 @@ public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Senda
             HoardLogger.log(.error, error.message)
             self.defaults = .failure(error)
         }
-        prefix = Self.escaped(namespace) + ":"
+        prefix = Self.escaped(namespace.canonicalKey) + ":"
         serialize = { value in try serializer.serialize(value) }
         deserialize = { data in try serializer.deserialize(data) }
     }
@@ -70,7 +75,7 @@ public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Senda
     ///   when the suite is unusable.
     public func get(_ key: Key) async throws -> Value {
         let defaults = try defaults.get()
-        let storedKey = prefix + key.description
+        let storedKey = storedKey(key)
         guard let data = defaults.withLock({ $0.data(forKey: storedKey) }) else {
             throw CacheError.notFound(key: key.description)
         }
@@ -102,7 +107,7 @@ public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Senda
         } catch {
             throw CacheError.serializationFailed(key: key.description, underlying: error)
         }
-        let storedKey = prefix + key.description
+        let storedKey = storedKey(key)
         defaults.withLock { $0.set(data, forKey: storedKey) }
     }
 
@@ -112,7 +117,7 @@ public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Senda
     /// - Throws: ``CacheError`` with code `invalidConfiguration` when the suite is unusable.
     public func removeValue(forKey key: Key) async throws {
         let defaults = try defaults.get()
-        let storedKey = prefix + key.description
+        let storedKey = storedKey(key)
         defaults.withLock { $0.removeObject(forKey: storedKey) }
     }
 
@@ -123,18 +128,34 @@ public final class UserDefaultsCacheLevel<Key: LosslessStringConvertible & Senda
         guard case .success(let defaults) = defaults else { return }
         let prefix = prefix
         defaults.withLock { defaults in
-            for key in defaults.dictionaryRepresentation().keys where key.hasPrefix(prefix) {
+            // By bytes: `hasPrefix` compares characters, and a key that starts with a combining mark
+            // or a joiner (`"\u{301}"`) makes one character of it and the prefix's colon.
+            for key in defaults.dictionaryRepresentation().keys where key.utf8.starts(with: prefix.utf8) {
                 defaults.removeObject(forKey: key)
             }
         }
     }
 
+    /// The name of `key` in the suite: the prefix, then the key's canonical form.
+    private func storedKey(_ key: Key) -> String { prefix + key.description.canonicalKey }
+
     /// Does nothing: `UserDefaults` manages its own memory.
     public func onMemoryWarning() {}
 
     /// The namespace with `%` and `:` percent-escaped, so that it contains no `:`.
+    ///
+    /// Scalar by scalar: `replacingOccurrences(of:with:)` matches characters, and a colon followed by
+    /// a combining mark (`":\u{301}"`) is one character that is not `":"`, so it stayed unescaped.
     static func escaped(_ namespace: String) -> String {
-        namespace.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: ":", with: "%3A")
+        var escaped = String.UnicodeScalarView()
+        for scalar in namespace.unicodeScalars {
+            switch scalar {
+            case "%": escaped.append(contentsOf: "%25".unicodeScalars)
+            case ":": escaped.append(contentsOf: "%3A".unicodeScalars)
+            default: escaped.append(scalar)
+            }
+        }
+        return String(escaped)
     }
 }
 
