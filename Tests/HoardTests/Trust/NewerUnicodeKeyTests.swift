@@ -24,15 +24,17 @@ struct NewerUnicodeKeyTests {
     @Test func keysThatSwiftCallsEqualHaveOneCanonicalFormAndOneFileName() {
         for (composed, decomposed) in Self.pairs {
             #expect(composed == decomposed)
+            let (first, second) = (composed.canonicalKey, decomposed.canonicalKey)
             #expect(
-                Array(composed.canonicalKey.utf8) == Array(decomposed.canonicalKey.utf8),
-                "\(KeyCorpusTests.describe(composed.canonicalKey)) vs \(KeyCorpusTests.describe(decomposed.canonicalKey))"
+                Array(first.utf8) == Array(second.utf8),
+                "\(KeyCorpusTests.describe(first)) vs \(KeyCorpusTests.describe(second))"
             )
             #expect(DiskKey(composed).fileName == DiskKey(decomposed).fileName)
         }
     }
 
-    /// OnDisk.md: "Swift treats `"\u{E9}"` and `"e\u{301}"` as one key, and so do both levels."
+    /// A removal under one spelling removes the file of the other: OnDisk.md says Swift treats
+    /// `"\u{E9}"` and `"e\u{301}"` as one key, "and so do both levels".
     @Test func aRemovalUnderOneSpellingRemovesTheValueSavedUnderTheOther() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().maxRamCount(100).maxDiskCount(100).build()
