@@ -291,7 +291,11 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
         guard name.contains(where: { !$0.isWhitespace }) else {
             throw .invalidConfiguration("\(option) must not be only white space (it is \"\(name)\").")
         }
-        guard !name.contains("/"), !name.contains(".."), !name.contains("\0"), name != "." else {
+        // By bytes, not characters: `"/\u{301}"` is one character that is not `"/"`, yet its bytes
+        // hold the slash the file system splits the path at.
+        let bytes = Array(name.utf8)
+        let hasDotDot = zip(bytes, bytes.dropFirst()).contains { $0 == UInt8(ascii: ".") && $1 == UInt8(ascii: ".") }
+        guard !bytes.contains(UInt8(ascii: "/")), !hasDotDot, !bytes.contains(0), name != "." else {
             throw .invalidConfiguration(
                 "\(option) \"\(name)\" must be a plain folder name: no \"/\", \"..\" or NUL character."
             )
