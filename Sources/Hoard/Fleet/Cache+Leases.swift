@@ -19,15 +19,15 @@ extension Cache {
         let acquired = await leases.acquire(
             forKey: key.canonicalKey,
             lookup: { [self] () async -> Result<LeaseRead?, CacheError> in
-                // A set in this process may have stored the value meanwhile: in memory, or on disk
-                // (another cache on the container, whose change this cache's fill tokens taken from
-                // now on do not see). Not an access, and nothing removed: a read may finish alone.
-                if let local = engine.entry(forKey: key), !local.isExpired {
-                    return .success(.memory(local.value))
-                }
                 // Taken again before each read: the holder's write, announced by an invalidation, has
                 // changed the key since the first read. Ended once the value is filled in, or dropped.
+                // Taken before the local look below, so that a change a cache of this process makes
+                // after that look is seen by the token, and refuses the fill.
                 let token = engine.stripes.beginFill(key.hashValue)
+                if let value = liveLocalValue(forKey: key) {
+                    engine.stripes.endFill(token)
+                    return .success(.memory(value))
+                }
                 switch await engine.readShared(key) {
                 case .hit(let cached, let serialized):
                     return .success(.shared(cached, serialized: serialized, token: token))
@@ -58,6 +58,24 @@ extension Cache {
         case .none:
             return .none
         }
+    }
+
+    /// A live value for `key` in memory or else on disk, where a set in this process, or another cache
+    /// on the container, may have stored it during a lease wait; not an access, and nothing is
+    /// removed, as the wait's read may finish alone.
+    ///
+    /// An expired copy in memory (kept for `serveStaleOnFetchFailure`) does not hide a live file.
+    private func liveLocalValue(forKey key: String) -> Value? {
+        if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) { return cached.value }
+        let (cached, _) = engine.readFromDisk(
+            forKey: key,
+            keepingExpired: true,
+            countsAccess: false,
+            copiesIntoMemory: false,
+            origin: nil
+        )
+        guard let cached, !cached.isExpired(at: { engine.now }) else { return nil }
+        return cached.value
     }
 
     /// What a read of a lease wait found, before it is filled in.

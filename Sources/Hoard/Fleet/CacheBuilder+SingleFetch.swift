@@ -54,7 +54,7 @@ extension CacheBuilder {
     ///     (more than zero): the most a holder that died can delay the others. The reads and lease
     ///     requests made while waiting count toward it, even on a level that stops answering (a
     ///     cluster in an election): one that has not answered by the limit is no longer waited for
-    ///     (each gets 50 ms at least, so the wait may end up to about 100 ms late), and a lease
+    ///     (each gets 50 ms at least, so the wait may end up to about 150 ms late), and a lease
     ///     granted to it too late is given back. The first lease request, made before the wait
     ///     begins, is bounded by the level's own command timeout.
     /// - Returns: The builder.

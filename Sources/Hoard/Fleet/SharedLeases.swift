@@ -105,6 +105,8 @@ final class SharedLeases: Sendable {
         var pause = pauses.first
         var isWaiting = false
         while true {
+            // A read that came back empty after the limit ends the wait: no lease request follows it.
+            if isWaiting, ContinuousClock.now >= deadline { return waitEnded(forKey: key) }
             // Noted before the lease is asked for: a value announced from then on ends the pause.
             let seen = changes(of: key)
             let token = Self.makeToken()
@@ -130,8 +132,9 @@ final class SharedLeases: Sendable {
                     "Fleet single fetch: cannot take the lease of \"\(key.prefix(100))\" (\(error)); fetching."
                 )
                 // The server may have granted it all the same (a reply lost to the caller's
-                // cancellation or to a timeout): nobody will store under it.
-                Self.releaseInBackground(forKey: key, token: token, level: level)
+                // cancellation or to a timeout): nobody will store under it. An error reply is the
+                // server's refusal: nothing to release.
+                if !Self.isRefusal(error) { Self.releaseInBackground(forKey: key, token: token, level: level) }
                 return .none
             }
             let remaining = deadline - ContinuousClock.now
@@ -169,11 +172,19 @@ final class SharedLeases: Sendable {
             before: deadline,
             late: { answer in
                 // Granted, or failed after the server may have granted it.
-                if case .success(false) = answer { return }
-                Self.releaseInBackground(forKey: key, token: token, level: level)
+                switch answer {
+                case .success(false): return
+                case .failure(let error) where Self.isRefusal(error): return
+                default: Self.releaseInBackground(forKey: key, token: token, level: level)
+                }
             }
         )
         return try answer?.get()
+    }
+
+    /// Whether a lease request's error is the server's answer, so that no lease was granted.
+    private static func isRefusal(_ error: any Error) -> Bool {
+        (error as? CacheError)?.code == .serverRefused
     }
 
     /// When a call of the wait (a read, a request for the lease) started now stops being waited

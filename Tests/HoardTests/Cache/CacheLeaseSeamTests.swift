@@ -228,4 +228,55 @@ struct CacheLeaseSeamTests {
         releases.open()
         #expect(await waitUntil { level.releases.value == 1 })
     }
+
+    /// A waiter's expired copy in memory does not hide the value another process saved on disk.
+    ///
+    /// The waiter keeps an expired copy in memory (`serveStaleOnFetchFailure`). Another process on
+    /// its container (a store of its own) saves a newer value during the wait, its shared write held
+    /// while the holder's value lands under the lease. The waiter's next read must find the saved
+    /// file, not take the expired memory copy for the local answer and fill the holder's older value
+    /// over that file.
+    @Test func aWaitersExpiredMemoryCopyDoesNotHideAValueAnotherProcessSavedOnDisk() async throws {
+        let folder = TemporaryDirectory()
+        let level = SeamLeasingLevel()
+        let clock = ManualClock()
+        let origin = Gate()
+        let started = Counter()
+        let holder = try Self.instance(folder, "h", level) { key in
+            started.increment()
+            try await origin.wait()
+            return "origin \(key)"
+        }
+        let waiter = try folder.stringBuilder("c").maxRamCount(100).clock(clock.read).expiry(.seconds(60))
+            .serveStaleOnFetchFailure(true)
+            .sharedLevel(level)
+            .fleetSingleFetch(leaseDuration: .seconds(3_600), waitLimit: .seconds(3_600))
+            .fetcher { _ in "fetched by the waiter" }
+            .build()
+        // An old value, expired now in the waiter's memory (kept there for stale serving) and disk.
+        waiter["k"] = "old"
+        await waiter.flush()
+        clock.advance(by: 61)
+        let held = Task { try await holder.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let waiting = Task { try await waiter.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { (waiter.engine.shared?.leases?.watchedKeyCount ?? 0) == 1 })
+        // Another process saves: on the container's disk at once; its shared write is held.
+        let saver = try folder.stringBuilder("c").maxRamCount(0).sharedLevel(level)
+            .fleetSingleFetch(leaseDuration: .seconds(3_600), waitLimit: .seconds(3_600))
+            .build(sharingStore: false)
+        let sharedWrite = level.holdNextEndingSet()
+        let saved = Task { try await saver.save("saved by the other process", forKey: "k") }
+        #expect(await waitUntil { level.endingSetsHeld == 1 })
+        // The holder stores under its lease, which still holds; the waiter's next read looks.
+        origin.open()
+        #expect(try await held.value == "origin k")
+        _ = try await waiting.value
+        sharedWrite.open()
+        try await saved.value
+        await waiter.flush()
+        await saver.flush()
+        let reopened = try folder.stringBuilder("c").maxRamCount(0).build(sharingStore: false)
+        #expect(reopened.value(forKey: "k") == "saved by the other process")
+    }
 }
