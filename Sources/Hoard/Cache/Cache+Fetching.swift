@@ -45,6 +45,11 @@ extension Cache {
 
     private func fetchAfterMemoryMiss(forKey key: String) async throws -> Value {
         if let value = valueAfterMemoryMiss(forKey: key) { return value }
+        return try await fetchAfterLocalMiss(forKey: key)
+    }
+
+    /// The shared level, then the fetcher, once memory and disk missed (and the read was counted).
+    private func fetchAfterLocalMiss(forKey key: String) async throws -> Value {
         guard fetcher != nil || engine.shared != nil else { throw CacheError.noFetcher(key: key) }
         // What the fetch did is reported by `settle`, once the flight has left the table, so that a
         // delegate may ask for any key, this one included.
@@ -81,11 +86,21 @@ extension Cache {
         forKey key: String,
         onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
+        // A read asked for from a memory-eviction callback is not copied into memory (see
+        // `EvictionCallback`): the task below does not inherit the flag, so the disk read takes it along.
+        let isInEvictionCallback = EvictionCallback.isRunning
         // Unstructured on purpose: a callback API has no task to attach the work to.
         FetchTask.run { [self] in
             let result: Result<Value, any Error>
             do {
-                result = .success(try await fetchAfterMemoryMiss(forKey: key))
+                let local = EvictionCallback.$isRunning.withValue(isInEvictionCallback) {
+                    valueAfterMemoryMiss(forKey: key)
+                }
+                if let local {
+                    result = .success(local)
+                } else {
+                    result = .success(try await fetchAfterLocalMiss(forKey: key))
+                }
             } catch {
                 result = .failure(error)
             }
@@ -113,9 +128,10 @@ extension Cache {
     /// - Throws: The same errors as the async form.
     @available(*, noasync, message: "From async code, use getOrFetch(forKey:).")
     public func getOrFetchAndWait(forKey key: String) throws -> Value {
+        // Memory, then disk, on the caller's thread, each read counted once, as the async form does.
         if let value = value(forKey: key) { return value }
-        guard fetcher != nil else { throw CacheError.noFetcher(key: key) }
-        return try FetchTask.runAndWait { [self] in try await getOrFetch(forKey: key) }.get()
+        guard fetcher != nil || engine.shared != nil else { throw CacheError.noFetcher(key: key) }
+        return try FetchTask.runAndWait { [self] in try await fetchAfterLocalMiss(forKey: key) }.get()
     }
 
     /// What one shared fetch did: its result, and what storing the value did.

@@ -17,6 +17,9 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private struct State {
         var flights: [Key: Flight] = [:]
+        /// The waiters of flights that have left the table and are being settled, by waiter ID: a
+        /// waiter cancelled meanwhile still stops waiting at once.
+        var settling: [UInt64: CheckedContinuation<Value, any Error>] = [:]
         var nextID: UInt64 = 0
 
         mutating func makeID() -> UInt64 {
@@ -104,13 +107,17 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         with settle: (Result<Output, any Error>) -> Result<Value, any Error>,
         of result: Result<Output, any Error>
     ) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
+        let waiterIDs = state.withLock { state -> [UInt64] in
             guard let flight = state.flights[key], flight.id == flightID else { return [] }
             state.flights[key] = nil
-            return Array(flight.waiters.values)
+            state.settling.merge(flight.waiters) { _, new in new }
+            return Array(flight.waiters.keys)
         }
         // Settled even when every waiter has gone: what the operation did still has to be reported.
+        // Settling calls user code, which may take long (a delegate's fallback may fetch): a waiter
+        // cancelled meanwhile is resumed by `cancelWaiter`, and only the others get the result.
         let settled = settle(result)
+        let waiters = state.withLock { state in waiterIDs.compactMap { state.settling.removeValue(forKey: $0) } }
         for waiter in waiters { waiter.resume(with: settled) }
     }
 
@@ -118,7 +125,8 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let (waiter, abandoned) = state.withLock {
             state -> (CheckedContinuation<Value, any Error>?, Task<Void, any Error>?) in
             guard var flight = state.flights[key], let waiter = flight.waiters.removeValue(forKey: waiterID) else {
-                return (nil, nil)
+                // Its flight may be settling: it has left the table but not resumed its waiters yet.
+                return (state.settling.removeValue(forKey: waiterID), nil)
             }
             if flight.waiters.isEmpty {
                 state.flights[key] = nil
