@@ -146,21 +146,22 @@ extension Cache {
     /// for ``settleFetch(forKey:_:)``.
     func fetchValue(forKey key: String) async -> Fetched {
         var outcome = CacheOutcome<Value>(key: key)
-        // A set may have stored the value since the caller looked. The caller counted its read, so
-        // this look is not counted again.
-        if let memory {
-            if let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
-                return Fetched(result: .success(cached.value), outcome: outcome)
-            }
-        } else {
+        // A set or removal made while the shared level or the fetcher answers wins over what they return.
+        // Begun before looking again below, so that a set lands either before the look (which sees it)
+        // or after the token (which rejects the fill).
+        let token = engine.stripes.beginFill(key.hashValue)
+        defer { engine.stripes.endFill(token) }
+        // A set may have stored the value since the caller looked: in memory, or, when memory has
+        // evicted it since, on disk. The caller counted its read, so this look is not counted again.
+        if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
+            return Fetched(result: .success(cached.value), outcome: outcome)
+        }
+        if engine.disk != nil && (memory == nil || engine.contains(key)) {
             let (value, read) = engine.valueFromDisk(forKey: key, copiesIntoMemory: false, origin: self)
             outcome.merge(read)
             outcome.read = nil
             if let value { return Fetched(result: .success(value), outcome: outcome) }
         }
-        // A set or removal made while the shared level or the fetcher answers wins over what they return.
-        let token = engine.stripes.beginFill(key.hashValue)
-        defer { engine.stripes.endFill(token) }
         let read = await engine.readShared(key)
         if case .failed = read {} else if engine.shared != nil { reporter.sharedReadFailures.succeeded() }
         switch read {

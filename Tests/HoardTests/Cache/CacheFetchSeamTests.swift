@@ -97,5 +97,95 @@ struct CacheFetchSeamTests {
         #expect(cache.memory?.peek("b")?.value == "2")
         #expect(cache.memory?.peek("a") == nil)
     }
-}
 
+    /// A fetcher that blocks its thread (a synchronous client) runs on Hoard's executor: more such
+    /// fetches than there are cores all run at once, and other tasks still run meanwhile.
+    @Test func fetchersThatBlockTheirThreadsStarveNeitherEachOtherNorOtherTasks() async throws {
+        let folder = TemporaryDirectory()
+        let entered = Counter()
+        let release = ThreadGate()
+        let cache = try folder.stringBuilder().fetcher { key in
+            entered.increment()
+            release.wait()
+            return "fetched \(key)"
+        }.build()
+        let count = ProcessInfo.processInfo.activeProcessorCount + 2
+        let fetches = (0..<count).map { index in Task { try await cache.getOrFetch(forKey: "k\(index)") } }
+        #expect(await waitUntil { entered.value == count })
+        #expect(await Task.detached { 42 }.value == 42)
+        release.open()
+        for (index, fetch) in fetches.enumerated() { #expect(try await fetch.value == "fetched k\(index)") }
+    }
+
+    /// "A value fetched while the key was set or removed is returned to its callers but not stored:
+    /// the later change wins", with one level off.
+    @Test(arguments: ["memory only", "disk only"])
+    func aSetDuringAFetchWinsWithOneLevelOff(levels: String) async throws {
+        let folder = TemporaryDirectory()
+        let gate = Gate()
+        let calls = Counter()
+        var builder = folder.stringBuilder().fetcher { _ in
+            calls.increment()
+            try await gate.wait()
+            return "fetched"
+        }
+        builder = levels == "memory only" ? builder.maxDiskCount(0) : builder.maxRamCount(0)
+        let cache = try builder.build()
+        let fetch = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { calls.value == 1 })
+        cache["k"] = "new"
+        gate.open()
+        #expect(try await fetch.value == "fetched")
+        await cache.flush()
+        #expect(cache["k"] == "new")
+        #expect(try await cache.getOrFetch(forKey: "k") == "new")
+    }
+
+    /// A fetcher that throws `CancellationError` while nobody cancelled the fetch failed like any
+    /// other error: it is retried, counted and reported to the delegate.
+    @Test func aCancellationErrorFromAFetchNobodyCancelledIsRetriedAndReported() async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        delegate.setFallback("fallback", forKey: "k")
+        let calls = Counter()
+        let cache = try folder.stringBuilder().delegate(delegate).maxRetryCount(2).fetcher { _ in
+            calls.increment()
+            throw CancellationError()
+        }.build()
+        #expect(try await cache.getOrFetch(forKey: "k") == "fallback")
+        #expect(calls.value == 3)
+        #expect(delegate.events == [.fetchFailure("k")])
+        #expect(cache.statistics.fetches == 3)
+        #expect(cache.statistics.fetchFailures == 1)
+    }
+
+    /// A set made while a caller's disk read is under way, then evicted from memory before the
+    /// shared fetch begins: the fetch's "a set may have stored the value since the caller looked"
+    /// check only looks at memory.
+    @Test func aSetEvictedFromMemoryBeforeTheFetchBeginsIsNotOverwrittenByIt() async throws {
+        let folder = TemporaryDirectory()
+        let clock = ManualClock()
+        let serializer = GatedDeserializer()
+        let calls = Counter()
+        let cache = try CacheBuilder<String>(serializer: serializer).containerName("test").directory(folder.url)
+            .maxRamCount(1).evictionPolicy(.lru).clock(clock.read).serveStaleOnFetchFailure(true)
+            .fetcher { _ in
+                calls.increment()
+                return "fetched"
+            }.build()
+        cache.set("old", forKey: "k", expiry: .seconds(5))
+        await cache.flush()
+        cache.clearMemory()
+        clock.advance(by: 10)
+        serializer.armed.withLock { $0 = true }
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { serializer.waiting.value == 1 })  // reading the expired "old"
+        serializer.armed.withLock { $0 = false }
+        cache["k"] = "new"
+        cache["x"] = "x"  // evicts "k" from memory; "new" is on its way to disk
+        serializer.gate.open()
+        let got = try await caller.value
+        await cache.flush()
+        #expect(cache["k"] == "new", "the caller got \(got); the fetcher ran \(calls.value) times")
+    }
+}
