@@ -26,6 +26,8 @@ struct CacheFetchSeamTests {
         #expect(cache.statistics.fetches == 1)
     }
 
+    /// The blocking form reads the shared level without a fetcher, as the async form does.
+    ///
     /// A cache over a shared level needs no fetcher: `getOrFetch` reads the shared level after a
     /// local miss. The blocking form, "the same as the async getOrFetch", must read it too.
     @Test func aBlockingGetReadsTheSharedLevelWithoutAFetcherAsTheAsyncFormDoes() async throws {
@@ -45,6 +47,8 @@ struct CacheFetchSeamTests {
         #expect(try await reader.getOrFetch(forKey: "k2") == "second")
     }
 
+    /// A caller cancelled while the failure callback runs gets `CancellationError`.
+    ///
     /// "A cancelled caller of getOrFetch stops waiting at once and gets CancellationError", while
     /// the delegate may fetch (even block on a fetch) from `didFailToFetchForKey`. A caller cancelled
     /// while that callback runs must get `CancellationError`, not the fallback the callback returns
