@@ -13,6 +13,9 @@ extension Cache {
             // After the invalidation: a waiter that reads the key now installs what it finds.
             engine.shared?.leases?.wake(keys)
         case .all(let reason):
+            // A read sent before the loss may have missed a change: a read that begins now must not
+            // be handed its answer.
+            flights.retireAll()
             engine.shared?.forgetWrittenBytes()
             defer { engine.shared?.leases?.wakeAll() }
             if engine.coherence?.servesDuringOutage == true, engine.isCoherent {
@@ -31,6 +34,8 @@ extension Cache {
             dropLocalCopies()
             reporter.didFlushForCoherence()
         case .tracking:
+            // A read sent during the loss may have missed a change that went unannounced.
+            flights.retireAll()
             // Writes made across the loss may record bytes whose echo never came.
             engine.shared?.forgetWrittenBytes()
             // A change may have gone unannounced while tracking was lost: what was kept goes now.
@@ -55,6 +60,10 @@ extension Cache {
     ///   - key: The key that changed.
     ///   - mayBeEcho: `false` once the echo check found the server's value differs.
     func invalidate(_ key: String, mayBeEcho: Bool = true) {
+        // A read of the key already sent may predate the change: the reads that begin from now on
+        // start one of their own rather than wait for its answer (first, so that none joins it once
+        // the copies are dropped).
+        flights.retire(key)
         let (outcome, echo) = engine.invalidate(key, origin: self, mayBeEcho: mayBeEcho)
         reporter.deliver(outcome, from: self)
         if let echo { checkEcho(key, written: echo) }

@@ -10,6 +10,7 @@
 /// continuations or cancels tasks after unlocking.
 final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Flight {
+        let key: Key
         let id: UInt64
         var task: Task<Void, any Error>?
         var waiters: [UInt64: CheckedContinuation<Value, any Error>]
@@ -17,6 +18,9 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private struct State {
         var flights: [Key: Flight] = [:]
+        /// Flights that later callers may no longer join (see ``retire(_:)``), by id: they run on
+        /// for the callers already waiting.
+        var retired: [UInt64: Flight] = [:]
         /// The waiters of flights that have left the table and are being settled, by waiter ID: a
         /// waiter cancelled meanwhile still stops waiting at once.
         var settling: [UInt64: CheckedContinuation<Value, any Error>] = [:]
@@ -30,8 +34,28 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private let state = Locked(State())
 
-    /// The number of keys with work in flight.
-    var count: Int { state.withLock { $0.flights.count } }
+    /// The number of keys with work in flight, and of retired flights still running.
+    var count: Int { state.withLock { $0.flights.count + $0.retired.count } }
+
+    /// Makes the flight of `key` under way, if any, one that later callers do not join: they start
+    /// a new one. Its callers so far still get its result.
+    ///
+    /// For a change that the flight's work may have missed (a coherent cache's announcement of the
+    /// key): a caller that begins after it must not be handed what was read before it.
+    func retire(_ key: Key) {
+        state.withLock { state in
+            guard let flight = state.flights.removeValue(forKey: key) else { return }
+            state.retired[flight.id] = flight
+        }
+    }
+
+    /// ``retire(_:)`` for every key (a loss or a return of coherence).
+    func retireAll() {
+        state.withLock { state in
+            for flight in state.flights.values { state.retired[flight.id] = flight }
+            state.flights = [:]
+        }
+    }
 
     /// The number of callers waiting for `key`.
     func waiterCount(forKey key: Key) -> Int { state.withLock { $0.flights[key]?.waiters.count ?? 0 } }
@@ -80,7 +104,7 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                         return false
                     }
                     let flightID = state.makeID()
-                    state.flights[key] = Flight(id: flightID, task: nil, waiters: [waiterID: continuation])
+                    state.flights[key] = Flight(key: key, id: flightID, task: nil, waiters: [waiterID: continuation])
                     // Creating the task inside the lock is safe: it cannot finish before we unlock,
                     // since finishing takes the lock.
                     state.flights[key]?.task = FetchTask.run { [self] in
@@ -108,8 +132,15 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         of result: Result<Output, any Error>
     ) {
         let waiterIDs = state.withLock { state -> [UInt64] in
-            guard let flight = state.flights[key], flight.id == flightID else { return [] }
-            state.flights[key] = nil
+            let flight: Flight
+            if let current = state.flights[key], current.id == flightID {
+                state.flights[key] = nil
+                flight = current
+            } else if let retired = state.retired.removeValue(forKey: flightID) {
+                flight = retired
+            } else {
+                return []
+            }
             state.settling.merge(flight.waiters) { _, new in new }
             return Array(flight.waiters.keys)
         }
@@ -124,15 +155,26 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private func cancelWaiter(_ waiterID: UInt64, forKey key: Key) {
         let (waiter, abandoned) = state.withLock {
             state -> (CheckedContinuation<Value, any Error>?, Task<Void, any Error>?) in
-            guard var flight = state.flights[key], let waiter = flight.waiters.removeValue(forKey: waiterID) else {
-                // Its flight may be settling: it has left the table but not resumed its waiters yet.
+            if var flight = state.flights[key], let waiter = flight.waiters.removeValue(forKey: waiterID) {
+                if flight.waiters.isEmpty {
+                    state.flights[key] = nil
+                    return (waiter, flight.task)
+                }
+                state.flights[key] = flight
+                return (waiter, nil)
+            }
+            guard
+                let id = state.retired.first(where: { $0.value.key == key && $0.value.waiters[waiterID] != nil })?.key,
+                var flight = state.retired[id], let waiter = flight.waiters.removeValue(forKey: waiterID)
+            else {
+                // Its flight may be settling: it has left the tables but not resumed its waiters yet.
                 return (state.settling.removeValue(forKey: waiterID), nil)
             }
             if flight.waiters.isEmpty {
-                state.flights[key] = nil
+                state.retired[id] = nil
                 return (waiter, flight.task)
             }
-            state.flights[key] = flight
+            state.retired[id] = flight
             return (waiter, nil)
         }
         waiter?.resume(throwing: CancellationError())
