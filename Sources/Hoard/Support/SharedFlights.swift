@@ -37,8 +37,9 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The number of keys with work in flight, and of retired flights still running.
     var count: Int { state.withLock { $0.flights.count + $0.retired.count } }
 
-    /// Makes the flight of `key` under way, if any, one that later callers do not join: they start
-    /// a new one. Its callers so far still get its result.
+    /// Makes the flight of `key` under way, if any, one that later callers do not join.
+    ///
+    /// They start a new one; its callers so far still get its result.
     ///
     /// For a change that the flight's work may have missed (a coherent cache's announcement of the
     /// key): a caller that begins after it must not be handed what was read before it.

@@ -16,6 +16,10 @@ final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
     /// Awaited once a lease request is granted, before its reply: what happens on the server right
     /// after it granted the lease.
     let afterGrant = Protected<(@Sendable () async -> Void)?>(nil)
+    /// Awaited before each lease request reaches the server, with its number (1 for the first): what
+    /// happens on the server just before.
+    let beforeLeaseRequest = Protected<(@Sendable (Int) async -> Void)?>(nil)
+    private let leaseRequests = Counter()
     /// How many lease releases reached the server.
     let releases = Counter()
 
@@ -34,11 +38,9 @@ final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
         return gate
     }
 
-    /// Holds every lease release before it reaches the server, until the gate opens.
-    func holdReleases() -> Gate {
-        let gate = Gate()
+    /// Holds every lease release before it reaches the server, until `gate` opens.
+    func holdReleases(until gate: Gate) {
         state.withLock { $0.release = gate }
-        return gate
     }
 
     var leaseRepliesHeld: Int { state.withLock { $0.leaseRepliesHeld } }
@@ -56,6 +58,8 @@ final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
             if state.leaseReply != nil { state.leaseRepliesHeld += 1 }
             return state.leaseReply
         }
+        leaseRequests.increment()
+        if let before = beforeLeaseRequest.withLock({ $0 }) { await before(leaseRequests.value) }
         // The server has run `SET NX`; only its reply is on its way.
         let granted = try await inner.takeLease(forKey: key, token: token, duration: duration)
         if granted, let afterGrant = afterGrant.withLock({ $0 }) { await afterGrant() }
@@ -208,15 +212,20 @@ struct CacheLeaseSeamTests {
         // Another instance holds the lease.
         #expect(try await level.inner.takeLease(forKey: "k", token: "holder", duration: .seconds(3_600)))
         let holder = try Self.instance(folder, "h", level) { _ in "fetched by the holder" }
-        let waiter = try Self.instance(folder, "w", level, waitLimit: .seconds(5)) { _ in "fetched by the waiter" }
+        let waiter = try Self.instance(folder, "w", level, waitLimit: .seconds(10)) { _ in "fetched by the waiter" }
+        // Once the waiter's first request was refused and it asks again, the holder's lease ends,
+        // the holder's value lands right after the waiter's request is granted, and the level stops
+        // answering releases. Armed by the level itself, between the two requests: no timing.
+        let releases = Gate()
+        level.beforeLeaseRequest.withLock {
+            $0 = { number in
+                guard number == 2 else { return }
+                level.holdReleases(until: releases)
+                level.afterGrant.withLock { $0 = { try? await holder.save("stored by the holder", forKey: "k") } }
+                try? await level.inner.releaseLease(forKey: "k", token: "holder")
+            }
+        }
         let waiting = Task { try await waiter.getOrFetch(forKey: "k") }
-        // The holder's request and the waiter's first one, refused: the waiter waits.
-        #expect(await waitUntil { level.inner.leaseRequestsAnswered.value >= 2 })
-        // The holder's value lands right after the waiter's lease request is granted, and the level
-        // stops answering releases.
-        let releases = level.holdReleases()
-        level.afterGrant.withLock { $0 = { try? await holder.save("stored by the holder", forKey: "k") } }
-        try await level.inner.releaseLease(forKey: "k", token: "holder")
         let finished = Protected<String?>(nil)
         Task {
             let value = (try? await waiting.value) ?? "failed"

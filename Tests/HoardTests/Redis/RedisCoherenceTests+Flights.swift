@@ -13,7 +13,13 @@ extension RedisCoherenceTests {
         let folder = TemporaryDirectory()
         let namespace = "flights-\(UUID().uuidString)"
         let proxy = try HoldingProxy(upstreamPort: server.port)
-        let writer = try Self.coherentCache(folder, "a", port: server.port, namespace: namespace, clientName: "flights-a")
+        let writer = try Self.coherentCache(
+            folder,
+            "a",
+            port: server.port,
+            namespace: namespace,
+            clientName: "flights-a"
+        )
         let reader = try Self.coherentCache(
             folder,
             "b",
