@@ -156,7 +156,9 @@ extension Cache {
         if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
             return Fetched(result: .success(cached.value), outcome: outcome)
         }
-        if engine.disk != nil && (memory == nil || engine.contains(key)) {
+        // A file read, not the index's word: the index may still be loading, and waiting for it would
+        // hold the fetch (and the thread under it) for the whole load.
+        if engine.disk != nil {
             let (value, read) = engine.valueFromDisk(forKey: key, copiesIntoMemory: false, origin: self)
             outcome.merge(read)
             outcome.read = nil

@@ -24,6 +24,22 @@ extension DiskStore {
     /// Told, outside every lock, whether a queued write reached its file.
     typealias Completion = @Sendable (Result<Void, CacheError>) -> Void
 
+    /// `completion`, answering the first call only.
+    ///
+    /// A clear answers the writes it drops at once, those the writer has taken in its current batch
+    /// included (their serializers may run long, or wait); the writer, which holds its own copy of
+    /// each, answers them again once it sees the clear. Only the first answer counts.
+    static func once(_ completion: @escaping Completion) -> Completion {
+        let answered = Locked(false)
+        return { result in
+            let isFirst = answered.withLock { answered in
+                defer { answered = true }
+                return !answered
+            }
+            if isFirst { completion(result) }
+        }
+    }
+
     /// An entry of the writer's queue.
     enum QueueItem: Sendable {
         /// Apply the latest operation pending for the key.
@@ -124,7 +140,7 @@ extension DiskStore {
                 queue.append(.key(key.digest))
             }
             var latest = Pending(key: key, generation: generation, operation: operation, observer: observer)
-            if let completion { latest.completions.append(completion) }
+            if let completion { latest.completions.append(DiskStore.once(completion)) }
             if let waiting = pending[key.digest], waiting.isQueued {
                 // Replaced before the writer took it: its waiters are answered when this one lands.
                 latest.completions = waiting.completions + latest.completions

@@ -91,10 +91,10 @@ extension DiskStore {
             return dropped
         }
         // The values of the dropped writes are released here, unlocked; a save waiting on one is
-        // answered: the clear replaced it. An operation the writer has taken already (its serializer
-        // may be running) is answered by the writer once it sees the clear, and only then: each
-        // completion is called once.
-        for pending in dropped.values where pending.isQueued {
+        // answered: the clear replaced it. So is one the writer has taken already (its serializer may
+        // run long): the writer's own answer once it sees the clear comes second, and is ignored
+        // (each completion answers once; see `DiskStore.once`).
+        for pending in dropped.values {
             for completion in pending.completions { completion(.success(())) }
         }
     }

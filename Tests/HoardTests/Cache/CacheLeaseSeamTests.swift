@@ -277,6 +277,8 @@ struct CacheLeaseSeamTests {
         let sharedWrite = level.holdNextEndingSet()
         let saved = Task { try await saver.save("saved by the other process", forKey: "k") }
         #expect(await waitUntil { level.endingSetsHeld == 1 })
+        // Its file has landed: its store's writer may still have had it when the shared write came.
+        await saver.engine.disk?.flush()
         // The holder stores under its lease, which still holds; the waiter's next read looks.
         origin.open()
         #expect(try await held.value == "origin k")

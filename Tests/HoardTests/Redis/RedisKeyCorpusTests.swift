@@ -16,7 +16,7 @@ struct RedisKeyCorpusTests {
     init() { TestLog.install() }
 
     /// The UTF-8 bytes of `string`'s NFC form.
-    static func nfc(_ string: String) -> [UInt8] { Array(string.precomposedStringWithCanonicalMapping.utf8) }
+    static func nfc(_ string: String) -> [UInt8] { Array(string.canonicalKey.utf8) }
 
     /// The names of the keys the server holds under `level`'s namespace.
     static func serverKeys(_ level: RedisCacheLevel) async throws -> [[UInt8]] {
