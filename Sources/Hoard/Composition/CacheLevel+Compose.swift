@@ -25,6 +25,8 @@ extension CacheLevel {
     ) -> BasicCache<Key, Value> where Next.Key == Key, Next.Value == Value {
         // Writes, clears and memory warnings reach both levels, exactly as with `pushing(to:)`.
         let writes = pushing(to: next)
+        // A back-fill must not land over a write made while its value was being read.
+        let watch = WriteWatch()
         return BasicCache(
             get: { key in
                 // Written out here rather than calling `readThrough`: a hit in the first level then
@@ -34,11 +36,23 @@ extension CacheLevel {
                 } catch {
                     if error is CancellationError { throw error }
                 }
-                return try await self.fill(from: next, key)
+                return try await self.fill(from: next, key, watching: watch)
             },
-            set: writes.setValue,
-            removeValue: writes.removeValueForKey,
-            clear: writes.clearAll,
+            set: { value, key in
+                watch.begin()
+                defer { watch.end() }
+                try await writes.set(value, forKey: key)
+            },
+            removeValue: { key in
+                watch.begin()
+                defer { watch.end() }
+                try await writes.removeValue(forKey: key)
+            },
+            clear: {
+                watch.begin()
+                defer { watch.end() }
+                await writes.clear()
+            },
             onMemoryWarning: writes.memoryWarning,
             cachedValue: cachedValue
         )
@@ -109,17 +123,28 @@ extension CacheLevel {
     }
 
     /// Reads `other` after a miss here, and stores here what it returns.
+    ///
+    /// With `watch`, the writes it watches win over the back-fill: a value read while one of them
+    /// ran may be older than what it wrote or removed, so it is not stored here, or is taken out
+    /// again when the write came during the store.
     @inlinable
     func fill<Other: CacheLevel>(
         from other: Other,
-        _ key: Key
+        _ key: Key,
+        watching watch: WriteWatch? = nil
     ) async throws -> Value where Other.Key == Key, Other.Value == Value {
+        let mark = watch?.mark()
         try Task.checkCancellation()
         let value = try await other.get(key)
+        if let watch, !watch.isUnchanged(since: mark) { return value }
         do {
             try await set(value, forKey: key)
         } catch {
             logFailedBackFill(key: key, error: error)
+        }
+        if let watch, !watch.isUnchanged(since: mark) {
+            // A write began or ended during the store, which may have landed over it.
+            try? await removeValue(forKey: key)
         }
         return value
     }
@@ -142,6 +167,29 @@ extension CacheLevel {
             firstError = firstError ?? error
         }
         if let firstError { throw firstError }
+    }
+}
+
+/// The writes of a composition, counted so that a back-fill can tell whether one ran while it read.
+@usableFromInline
+final class WriteWatch: Sendable {
+    /// `epoch` changes when a write begins and when it ends; `running` counts the writes under way.
+    private let state = Locked<(epoch: UInt64, running: Int)>((0, 0))
+
+    @usableFromInline init() {}
+
+    @usableFromInline func begin() { state.withLock { $0.epoch &+= 1; $0.running += 1 } }
+
+    @usableFromInline func end() { state.withLock { $0.epoch &+= 1; $0.running -= 1 } }
+
+    /// The moment a read begins, or `nil` when a write is under way then.
+    @usableFromInline func mark() -> UInt64? {
+        state.withLock { $0.running == 0 ? $0.epoch : nil }
+    }
+
+    /// Whether no write was under way at `mark`, none has begun or ended since, and none runs now.
+    @usableFromInline func isUnchanged(since mark: UInt64?) -> Bool {
+        state.withLock { state in mark.map { $0 == state.epoch && state.running == 0 } ?? false }
     }
 }
 

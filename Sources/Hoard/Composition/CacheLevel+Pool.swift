@@ -22,9 +22,19 @@ extension CacheLevel where Key: Hashable {
     func pooled(sharing flights: SharedFlights<Key, Value>) -> BasicCache<Key, Value> {
         BasicCache(
             get: { key in try await flights.value(forKey: key) { try await self.get(key) } },
-            set: { value, key in try await self.set(value, forKey: key) },
-            removeValue: { key in try await self.removeValue(forKey: key) },
-            clear: { await self.clear() },
+            // A get that begins once a write has returned must not join a read from before it.
+            set: { value, key in
+                defer { flights.retire(key) }
+                try await self.set(value, forKey: key)
+            },
+            removeValue: { key in
+                defer { flights.retire(key) }
+                try await self.removeValue(forKey: key)
+            },
+            clear: {
+                await self.clear()
+                flights.retireAll()
+            },
             onMemoryWarning: { self.onMemoryWarning() }
         )
     }

@@ -1,0 +1,93 @@
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// A level whose `get` reads its value at once, then waits on a gate before returning it: a slow
+/// level (disk, network) whose answer was read before a write landed.
+private final class ReadThenWaitLevel: CacheLevel, Sendable {
+    let values: Protected<[String: Int]>
+    let gate: Gate
+    let gets = Protected(0)
+
+    init(_ values: [String: Int], gate: Gate) {
+        self.values = Protected(values)
+        self.gate = gate
+    }
+
+    func get(_ key: String) async throws -> Int {
+        let value = values.withLock { $0[key] }
+        gets.withLock { $0 += 1 }
+        try await gate.wait()
+        guard let value else { throw CacheError.notFound }
+        return value
+    }
+
+    func set(_ value: Int, forKey key: String) async throws { values.withLock { $0[key] = value } }
+    func removeValue(forKey key: String) async throws { values.withLock { $0[key] = nil } }
+    func clear() async { values.withLock { $0.removeAll() } }
+    func onMemoryWarning() {}
+}
+
+/// Where a composition's writes meet a get in flight.
+@Suite struct ComposedWriteRaceTests {
+    @Test func aBackFillDoesNotResurrectAValueRemovedMeanwhile() async throws {
+        let gate = Gate()
+        let first = MemoryCacheLevel<String, Int>(capacity: 4)
+        let second = ReadThenWaitLevel(["k": 1], gate: gate)
+        let levels = first.compose(second)
+        let reading = Task { try await levels.get("k") }
+        #expect(await waitUntil { second.gets.withLock { $0 } == 1 })
+        try await levels.removeValue(forKey: "k")  // removed from both levels
+        gate.open()
+        _ = try await reading.value  // started before the removal: may see the old value
+        // The removal has completed, and nothing set the key since: it must stay a miss.
+        await #expect(throws: CacheError.notFound) { try await levels.get("k") }
+        #expect(first.cachedValue(forKey: "k") == nil)
+    }
+
+    @Test func aBackFillDoesNotOverwriteAValueSetMeanwhile() async throws {
+        let gate = Gate()
+        let first = MemoryCacheLevel<String, Int>(capacity: 4)
+        let second = ReadThenWaitLevel(["k": 1], gate: gate)
+        let levels = first.compose(second)
+        let reading = Task { try await levels.get("k") }
+        #expect(await waitUntil { second.gets.withLock { $0 } == 1 })
+        try await levels.set(2, forKey: "k")  // set in both levels
+        gate.open()
+        _ = try await reading.value
+        #expect(try await levels.get("k") == 2)
+        #expect(try await first.get("k") == 2)
+    }
+
+    @Test func aPooledGetThatStartsAfterASetDoesNotJoinAnOlderRead() async throws {
+        let gate = Gate()
+        let inner = ReadThenWaitLevel(["k": 1], gate: gate)
+        let flights = SharedFlights<String, Int>()
+        let level = inner.pooled(sharing: flights)
+        let early = Task { try await level.get("k") }
+        #expect(await waitUntil { inner.gets.withLock { $0 } == 1 })
+        try await level.set(2, forKey: "k")
+        // This get starts after the set returned: the pool must not hand it what was read before.
+        let late = Task { try await level.get("k") }
+        #expect(await waitUntil { inner.gets.withLock { $0 } == 2 || flights.waiterCount(forKey: "k") == 2 })
+        gate.open()
+        _ = try await early.value  // started before the set: may return the older value
+        #expect(try await late.value == 2)
+    }
+
+    @Test func aPooledGetThatStartsAfterARemovalDoesNotJoinAnOlderRead() async throws {
+        let gate = Gate()
+        let inner = ReadThenWaitLevel(["k": 1], gate: gate)
+        let flights = SharedFlights<String, Int>()
+        let level = inner.pooled(sharing: flights)
+        let early = Task { try await level.get("k") }
+        #expect(await waitUntil { inner.gets.withLock { $0 } == 1 })
+        try await level.removeValue(forKey: "k")
+        let late = Task { try await level.get("k") }
+        #expect(await waitUntil { inner.gets.withLock { $0 } == 2 || flights.waiterCount(forKey: "k") == 2 })
+        gate.open()
+        _ = try await early.value
+        await #expect(throws: CacheError.notFound) { try await late.value }
+    }
+}
