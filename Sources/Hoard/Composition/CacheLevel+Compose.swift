@@ -39,18 +39,18 @@ extension CacheLevel {
                 return try await self.fill(from: next, key, watching: watch)
             },
             set: { value, key in
-                watch.begin()
-                defer { watch.end() }
+                let stripe = watch.begin(key)
+                defer { watch.end(stripe) }
                 try await writes.set(value, forKey: key)
             },
             removeValue: { key in
-                watch.begin()
-                defer { watch.end() }
+                let stripe = watch.begin(key)
+                defer { watch.end(stripe) }
                 try await writes.removeValue(forKey: key)
             },
             clear: {
-                watch.begin()
-                defer { watch.end() }
+                watch.beginAll()
+                defer { watch.endAll() }
                 await writes.clear()
             },
             onMemoryWarning: writes.memoryWarning,
@@ -68,18 +68,35 @@ extension CacheLevel {
     /// - Returns: The read-through level.
     public func backed<Other: CacheLevel>(by other: Other) -> BasicCache<Key, Value>
     where Other.Key == Key, Other.Value == Value {
-        BasicCache(
+        // A back-fill must not land over a write made while its value was being read.
+        let watch = WriteWatch()
+        return BasicCache(
             get: { key in
                 do {
                     return try await self.get(key)
                 } catch {
                     if error is CancellationError { throw error }
                 }
-                return try await self.fill(from: other, key)
+                // The other level does not hold this level's writes: a fill raced by a write is not
+                // taken out again (that would lose the write), so only the store itself stays open
+                // to the race.
+                return try await self.fill(from: other, key, watching: watch, undoesRacedStore: false)
             },
-            set: { value, key in try await self.set(value, forKey: key) },
-            removeValue: { key in try await self.removeValue(forKey: key) },
-            clear: { await self.clear() },
+            set: { value, key in
+                let stripe = watch.begin(key)
+                defer { watch.end(stripe) }
+                try await self.set(value, forKey: key)
+            },
+            removeValue: { key in
+                let stripe = watch.begin(key)
+                defer { watch.end(stripe) }
+                try await self.removeValue(forKey: key)
+            },
+            clear: {
+                watch.beginAll()
+                defer { watch.endAll() }
+                await self.clear()
+            },
             onMemoryWarning: {
                 self.onMemoryWarning()
                 other.onMemoryWarning()
@@ -125,24 +142,27 @@ extension CacheLevel {
     /// Reads `other` after a miss here, and stores here what it returns.
     ///
     /// With `watch`, the writes it watches win over the back-fill: a value read while one of them
-    /// ran may be older than what it wrote or removed, so it is not stored here, or is taken out
-    /// again when the write came during the store.
+    /// ran may be older than what it wrote or removed, so it is not stored here; with
+    /// `undoesRacedStore`, for a level behind this one that holds every write, it is also taken out
+    /// again when a write came during the store.
     @inlinable
     func fill<Other: CacheLevel>(
         from other: Other,
         _ key: Key,
-        watching watch: WriteWatch? = nil
+        watching watch: WriteWatch? = nil,
+        undoesRacedStore: Bool = true
     ) async throws -> Value where Other.Key == Key, Other.Value == Value {
-        let mark = watch?.mark()
+        let mark = watch?.mark(key)
         try Task.checkCancellation()
         let value = try await other.get(key)
-        if let watch, !watch.isUnchanged(since: mark) { return value }
+        // A write of the key was under way when the read began (no mark), or one began or ended since.
+        if let watch, mark.map({ !watch.isUnchanged(since: $0) }) ?? true { return value }
         do {
             try await set(value, forKey: key)
         } catch {
             logFailedBackFill(key: key, error: error)
         }
-        if let watch, !watch.isUnchanged(since: mark) {
+        if undoesRacedStore, let watch, let mark, !watch.isUnchanged(since: mark) {
             // A write began or ended during the store, which may have landed over it.
             try? await removeValue(forKey: key)
         }
@@ -170,26 +190,87 @@ extension CacheLevel {
     }
 }
 
-/// The writes of a composition, counted so that a back-fill can tell whether one ran while it read.
+/// The writes of a composition, counted so that a back-fill can tell whether one of its key ran while
+/// it read.
+///
+/// Keys are spread over stripes by their hash value (a key that is not `Hashable` uses one stripe):
+/// a write counts for every key of its stripe, so a write of another key may cost a back-fill (one
+/// more miss later), never a value.
 @usableFromInline
 final class WriteWatch: Sendable {
-    /// `epoch` changes when a write begins and when it ends; `running` counts the writes under way.
-    private let state = Locked<(epoch: UInt64, running: Int)>((0, 0))
+    /// For each stripe: `epoch` changes when a write begins and when it ends; `running` counts the
+    /// writes under way.
+    private let stripes = Locked([(epoch: UInt64, running: Int)](repeating: (0, 0), count: WriteWatch.stripeCount))
+
+    @usableFromInline static var stripeCount: Int { 64 }
 
     @usableFromInline init() {}
 
-    @usableFromInline func begin() { state.withLock { $0.epoch &+= 1; $0.running += 1 } }
-
-    @usableFromInline func end() { state.withLock { $0.epoch &+= 1; $0.running -= 1 } }
-
-    /// The moment a read begins, or `nil` when a write is under way then.
-    @usableFromInline func mark() -> UInt64? {
-        state.withLock { $0.running == 0 ? $0.epoch : nil }
+    /// Where a back-fill of `key` starts: its stripe and that stripe's epoch.
+    @usableFromInline
+    struct Mark: Sendable {
+        let stripe: Int
+        let epoch: UInt64
     }
 
-    /// Whether no write was under way at `mark`, none has begun or ended since, and none runs now.
-    @usableFromInline func isUnchanged(since mark: UInt64?) -> Bool {
-        state.withLock { state in mark.map { $0 == state.epoch && state.running == 0 } ?? false }
+    private static func stripe(_ key: some Sendable) -> Int {
+        guard let hashable = key as? any Hashable else { return 0 }
+        return Int(UInt(bitPattern: hashable.hashValue) % UInt(stripeCount))
+    }
+
+    /// Notes a write of `key` beginning; returns its stripe, for ``end(_:)``.
+    @usableFromInline
+    func begin(_ key: some Sendable) -> Int {
+        let stripe = Self.stripe(key)
+        stripes.withLock {
+            $0[stripe].epoch &+= 1
+            $0[stripe].running += 1
+        }
+        return stripe
+    }
+
+    /// Notes the end of a write that ``begin(_:)`` returned `stripe` for.
+    @usableFromInline
+    func end(_ stripe: Int) {
+        stripes.withLock {
+            $0[stripe].epoch &+= 1
+            $0[stripe].running -= 1
+        }
+    }
+
+    /// Notes a write of every key beginning (a clear).
+    @usableFromInline
+    func beginAll() {
+        stripes.withLock { stripes in
+            for stripe in stripes.indices {
+                stripes[stripe].epoch &+= 1
+                stripes[stripe].running += 1
+            }
+        }
+    }
+
+    /// Notes the end of a write of every key.
+    @usableFromInline
+    func endAll() {
+        stripes.withLock { stripes in
+            for stripe in stripes.indices {
+                stripes[stripe].epoch &+= 1
+                stripes[stripe].running -= 1
+            }
+        }
+    }
+
+    /// The moment a read of `key` begins, or `nil` when a write of its stripe is under way then.
+    @usableFromInline
+    func mark(_ key: some Sendable) -> Mark? {
+        let stripe = Self.stripe(key)
+        return stripes.withLock { $0[stripe].running == 0 ? Mark(stripe: stripe, epoch: $0[stripe].epoch) : nil }
+    }
+
+    /// Whether no write of the mark's stripe has begun or ended since, and none runs now.
+    @usableFromInline
+    func isUnchanged(since mark: Mark) -> Bool {
+        stripes.withLock { $0[mark.stripe].epoch == mark.epoch && $0[mark.stripe].running == 0 }
     }
 }
 

@@ -46,6 +46,22 @@ private final class ReadThenWaitLevel: CacheLevel, Sendable {
         #expect(first.cachedValue(forKey: "k") == nil)
     }
 
+    /// `backed(by:)` writes to the first level only: a set made while a get read the other level
+    /// stays, and the back-fill does not land over it.
+    @Test func aReadThroughBackFillDoesNotOverwriteAValueSetMeanwhile() async throws {
+        let gate = Gate()
+        let first = MemoryCacheLevel<String, Int>(capacity: 4)
+        let second = ReadThenWaitLevel(["k": 1], gate: gate)
+        let levels = first.backed(by: second)
+        let reading = Task { try await levels.get("k") }
+        #expect(await waitUntil { second.gets.withLock { $0 } == 1 })
+        try await levels.set(2, forKey: "k")  // the first level only
+        gate.open()
+        _ = try await reading.value
+        #expect(try await levels.get("k") == 2)
+        #expect(first.cachedValue(forKey: "k") == 2)
+    }
+
     @Test func aBackFillDoesNotOverwriteAValueSetMeanwhile() async throws {
         let gate = Gate()
         let first = MemoryCacheLevel<String, Int>(capacity: 4)
