@@ -156,9 +156,9 @@ extension Cache {
         if let memory, let cached = memory.peek(key), !cached.isExpired(at: { engine.now }) {
             return Fetched(result: .success(cached.value), outcome: outcome)
         }
-        // A file read, not the index's word: the index may still be loading, and waiting for it would
-        // hold the fetch (and the thread under it) for the whole load.
-        if engine.disk != nil {
+        // The index says whether to read the file; while it loads, the file is read rather than the
+        // index waited for (that would hold the fetch, and the thread under it, for the whole load).
+        if engine.disk != nil && (memory == nil || engine.diskMayHoldLiveValue(forKey: key)) {
             let (value, read) = engine.valueFromDisk(forKey: key, copiesIntoMemory: false, origin: self)
             outcome.merge(read)
             outcome.read = nil

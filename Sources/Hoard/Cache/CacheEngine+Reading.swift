@@ -136,6 +136,14 @@ extension CacheEngine {
         )
     }
 
+    /// Whether the disk level may hold a live value for a key: what its index says, or `true` while
+    /// the index loads (it is not waited for); not an access, and no file is read.
+    func diskMayHoldLiveValue(forKey key: String) -> Bool {
+        guard let disk else { return false }
+        let now = now
+        return disk.containsIfLoaded(DiskKey(key)) { !$0.isExpired(at: now) } ?? true
+    }
+
     /// Whether either level holds a live value for a key; not an access, and no file is read.
     func contains(_ key: String) -> Bool {
         let now = now

@@ -6,8 +6,8 @@ extension CacheLevel where Key: Hashable {
     /// waiting at once with `CancellationError`, without disturbing the others; when every waiter has
     /// cancelled, the underlying get is cancelled. Nothing is kept once the get completes: pooling
     /// shares work in flight, it does not cache. A get that started before a `set` may still return
-    /// the older value; one that starts once a `set` or `removeValue` of its key has returned does not
-    /// join a get from before it.
+    /// the older value; one that starts once a `set` or `removeValue` of its key (or a `clear`) has
+    /// returned does not join a get from before it.
     ///
     /// Writes, `clear` and `onMemoryWarning` pass through.
     ///

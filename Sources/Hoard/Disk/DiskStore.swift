@@ -328,6 +328,18 @@ final class DiskStore: Sendable {
     ///   - key: The key to look for.
     ///   - isLive: Tells whether an entry with an expiry is live; by default every entry is.
     /// - Returns: Whether a live value is stored or pending for `key`.
+    /// ``contains(_:isLive:)`` without waiting: `nil` while the index loads.
+    func containsIfLoaded(_ key: DiskKey, isLive: (Expiry) -> Bool) -> Bool? {
+        withState { state in
+            guard state.isLoaded else { return nil }
+            if let pending = state.pending[key.digest] {
+                if case .write(let value) = pending.operation { return isLive(value.expiresAt) }
+                return false
+            }
+            return state.index.peek(key.digest).map { isLive($0.expiresAt) } ?? false
+        }
+    }
+
     func contains(_ key: DiskKey, isLive: (Expiry) -> Bool = { _ in true }) -> Bool {
         withLoadedState { state in
             if let pending = state.pending[key.digest] {

@@ -29,6 +29,37 @@ private final class ReadThenWaitLevel: CacheLevel, Sendable {
     func onMemoryWarning() {}
 }
 
+/// A memory level whose first `set` stores its value, then waits on a gate before returning: a
+/// back-fill caught in its own store.
+private final class StoreThenWaitLevel: CacheLevel, Sendable {
+    let memory = MemoryCacheLevel<String, Int>(capacity: 4)
+    let stored = Gate()
+    let release = Gate()
+    let sets = Protected(0)
+
+    func get(_ key: String) async throws -> Int { try await memory.get(key) }
+
+    func set(_ value: Int, forKey key: String) async throws {
+        try await memory.set(value, forKey: key)
+        let isFirst = sets.withLock { sets in
+            defer { sets += 1 }
+            return sets == 0
+        }
+        guard isFirst else { return }
+        stored.open()
+        try await release.wait()
+    }
+
+    func removeValue(forKey key: String) async throws { try await memory.removeValue(forKey: key) }
+    func clear() async { await memory.clear() }
+    func onMemoryWarning() {}
+}
+
+/// An origin whose writes do nothing, as a `Fetcher`'s.
+private struct ZeroFetcher: Fetcher {
+    func get(_ key: String) async throws -> Int { 0 }
+}
+
 /// Where a composition's writes meet a get in flight.
 @Suite struct ComposedWriteRaceTests {
     @Test func aBackFillDoesNotResurrectAValueRemovedMeanwhile() async throws {
@@ -105,5 +136,19 @@ private final class ReadThenWaitLevel: CacheLevel, Sendable {
         gate.open()
         _ = try await early.value
         await #expect(throws: CacheError.notFound) { try await late.value }
+    }
+
+    /// A set that lands while the back-fill stores, over a `Fetcher` that keeps no write, is kept:
+    /// the fill does not take the key out again (the set's value is nowhere else).
+    @Test func aSetDuringTheFillsOwnStoreIsKeptOverAFetcher() async throws {
+        let first = StoreThenWaitLevel()
+        let levels = first.compose(ZeroFetcher())
+        let reading = Task { try await levels.get("k") }
+        try await first.stored.wait()  // the fill's 0 is stored; its set has not returned
+        try await levels.set(1, forKey: "k")
+        first.release.open()
+        #expect(try await reading.value == 0)
+        #expect(first.memory.cachedValue(forKey: "k") == 1)
+        #expect(try await levels.get("k") == 1)
     }
 }
