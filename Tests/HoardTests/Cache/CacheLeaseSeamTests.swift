@@ -131,7 +131,7 @@ struct CacheLeaseSeamTests {
         await #expect(throws: CancellationError.self) { try await call.value }
         reply.open()
         // No fetch of this caller will ever store under that lease: it must go.
-        #expect(await waitUntil(seconds: 10) { level.inner.lease(forKey: "k") == nil })
+        #expect(await waitUntil { level.inner.lease(forKey: "k") == nil })
         // Another instance that misses the key fetches at once, not after its wait limit (an hour).
         let fetched = Counter()
         let other = try Self.instance(folder, "b", level) { _ in
@@ -144,7 +144,7 @@ struct CacheLeaseSeamTests {
             let value = (try? await otherCall.value) ?? "failed"
             finished.withLock { $0 = value }
         }
-        #expect(await waitUntil(seconds: 10) { finished.withLock { $0 } != nil })
+        #expect(await waitUntil { finished.withLock { $0 } != nil })
         otherCall.cancel()
         #expect(finished.withLock { $0 } == "fetched by the other")
     }
@@ -231,7 +231,7 @@ struct CacheLeaseSeamTests {
             let value = (try? await waiting.value) ?? "failed"
             finished.withLock { $0 = value }
         }
-        #expect(await waitUntil(seconds: 30) { finished.withLock { $0 } != nil })
+        #expect(await waitUntil { finished.withLock { $0 } != nil })
         #expect(finished.withLock { $0 } == "stored by the holder")
         #expect(level.releases.value == 0)
         releases.open()

@@ -125,7 +125,7 @@ struct RedisCircuitBreakerTests {
         var configuration = try RedisCacheLevel.Configuration(url: server.fake.url)
         configuration.poolSize = 1
         configuration.connectTimeout = .seconds(30)
-        configuration.commandTimeout = .seconds(1)
+        configuration.commandTimeout = .seconds(2)
         let pool = try RedisPool(configuration)
         for _ in 0..<10 {
             let error = await #expect(throws: CacheError.self) {

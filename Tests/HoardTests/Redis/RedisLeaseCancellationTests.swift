@@ -26,7 +26,9 @@ struct RedisLeaseCancellationTests {
             folder,
             "a",
             url: "redis://127.0.0.1:\(proxy.port)",
-            namespace: namespace
+            namespace: namespace,
+            leaseDuration: .seconds(3_600),
+            waitLimit: .seconds(3_600)
         ) { _ in "fetched by the cancelled caller" }
         let direct = try RedisCacheLevel.patient(url: server.url, namespace: namespace)
         proxy.holdReplies(toRequestContaining: "NX")
@@ -38,21 +40,26 @@ struct RedisLeaseCancellationTests {
         await #expect(throws: CancellationError.self) { try await call.value }
         proxy.release()
         #expect(
-            await waitUntilAsync(seconds: 10) {
+            await waitUntilAsync(seconds: 120) {
                 (try? await RedisLeaseTests.exists(direct.leaseKey("k"), on: direct)) == false
             }
         )
-        // Another instance that misses the key fetches at once, not after its wait limit (a minute).
-        let other = try RedisLeaseTests.instance(folder, "b", url: server.url, namespace: namespace) { _ in
-            "fetched by the other"
-        }
+        // Another instance that misses the key fetches at once, not after its wait limit (an hour).
+        let other = try RedisLeaseTests.instance(
+            folder,
+            "b",
+            url: server.url,
+            namespace: namespace,
+            leaseDuration: .seconds(3_600),
+            waitLimit: .seconds(3_600)
+        ) { _ in "fetched by the other" }
         let otherCall = Task { try await other.getOrFetch(forKey: "k") }
         let finished = Protected<String?>(nil)
         Task {
             let value = (try? await otherCall.value) ?? "failed"
             finished.withLock { $0 = value }
         }
-        #expect(await waitUntil(seconds: 10) { finished.withLock { $0 } != nil })
+        #expect(await waitUntil { finished.withLock { $0 } != nil })
         otherCall.cancel()
         #expect(finished.withLock { $0 } == "fetched by the other")
     }
