@@ -28,7 +28,9 @@ struct RedisLeaseCancellationTests {
             url: "redis://127.0.0.1:\(proxy.port)",
             namespace: namespace,
             leaseDuration: .seconds(3_600),
-            waitLimit: .seconds(3_600)
+            waitLimit: .seconds(3_600),
+            // The held reply is never given up on before the cancellation, however slow the run.
+            commandTimeout: .seconds(600)
         ) { _ in "fetched by the cancelled caller" }
         let direct = try RedisCacheLevel.patient(url: server.url, namespace: namespace)
         proxy.holdReplies(toRequestContaining: "NX")
