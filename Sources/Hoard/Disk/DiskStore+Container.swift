@@ -113,7 +113,7 @@ extension DiskStore {
     ) -> Result<Void, CacheError.FileError> {
         let lookup = SharedContainer.EntryLookup(
             indexedExpiry: { digest in self.withState { $0.index.peek(digest)?.expiresAt } },
-            storedKey: { digest in self.storedKey(of: digest) }
+            storedHeader: { digest in self.storedHeader(of: digest) }
         )
         var cursor = withState { $0.journal }
         var caughtUp = container.catchUp(&cursor, lookup: lookup, log: &log)

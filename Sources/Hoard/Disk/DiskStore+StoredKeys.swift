@@ -22,15 +22,22 @@ extension DiskStore {
     /// - Returns: The key, or `nil` when the file is missing, unreadable, not an entry of this
     ///   format, or holds a key that is not its name's.
     /// - Complexity: One open and at most two reads of the file.
-    func storedKey(of digest: SHA256Digest) -> String? {
+    func storedKey(of digest: SHA256Digest) -> String? { storedHeader(of: digest)?.key }
+
+    /// The key and the expiry stored in the entry file of `digest`, read as ``storedKey(of:)`` reads
+    /// the key.
+    func storedHeader(of digest: SHA256Digest) -> (key: String, expiresAt: Expiry)? {
         guard let file = try? directory.open(digest.hex, flags: O_RDONLY) else { return nil }
         defer { close(file) }
         // Most keys fit in the first read.
         guard var bytes = RawIO.read(file, count: EntryFormat.headerSize + 120, at: 0),
             bytes.count >= EntryFormat.headerSize, bytes.starts(with: EntryFormat.magic)
         else { return nil }
-        let (version, keyLength): (UInt16, UInt32) = bytes.withUnsafeBytes {
-            ($0.loadLittleEndian(at: 4), $0.loadLittleEndian(at: 12))
+        let (version, flags, keyLength, expiryBits): (UInt16, UInt16, UInt32, UInt64) = bytes.withUnsafeBytes {
+            (
+                $0.loadLittleEndian(at: 4), $0.loadLittleEndian(at: 6), $0.loadLittleEndian(at: 12),
+                $0.loadLittleEndian(at: 20)
+            )
         }
         guard version == EntryFormat.version, let length = Int(exactly: keyLength),
             length <= EntryFormat.maximumFieldSize
@@ -44,7 +51,8 @@ extension DiskStore {
         let keyBytes = bytes[EntryFormat.headerSize..<end]
         let key = String(decoding: keyBytes, as: UTF8.self)
         guard key.utf8.elementsEqual(keyBytes), DiskKey(key).digest == digest else { return nil }
-        return key
+        let deadline = flags & EntryFormat.hasExpiryFlag != 0 ? Double(bitPattern: expiryBits) : nil
+        return (key, Expiry(secondsSince1970: deadline))
     }
 
     /// The keys stored in the entry files of `digests`, in their order, read on every core.

@@ -10,7 +10,7 @@ import Testing
         let (a, b, c) = (DiskKey("a").digest, DiskKey("b").digest, DiskKey("c").digest)
         let lookup = SharedContainer.EntryLookup(
             indexedExpiry: { $0 == c ? .at(5) : nil },
-            storedKey: { _ in nil }
+            storedHeader: { _ in nil }
         )
         var found = SharedContainer.CatchUp()
         #expect(found.indexedExpiry(of: c, lookup: lookup) == .at(5))
@@ -54,6 +54,39 @@ import Testing
         // The file is there, so the entry stays, with the expiry the journal gave it before.
         #expect(cache.diskCount == 2)
         #expect(cache.allKeys == ["key 1"])
+        #expect(cache.disk?.invariantViolations() == [])
+    }
+
+    /// A process killed between journaling a write and renaming its file leaves the old file in
+    /// place: the entry the next process counts holds the file's expiry, not the lost write's.
+    @Test func anUncommittedWriteDoesNotLendItsExpiryToTheFileItDidNotReplace() async throws {
+        let folder = TemporaryDirectory()
+        do {
+            let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+            try await cache.save("value 0", forKey: "key 0")
+            try await cache.save("value 1", forKey: "key 1", expiry: .date(Date(timeIntervalSince1970: 1)))
+            await cache.flush()
+        }
+        #expect(await waitUntil { !ContainerLock.isOpen(at: folder.container().path) })
+        // Another process set "key 0" to a value that expired long ago, and "key 1" to one that never
+        // expires, then was killed after journaling both writes and before renaming either file.
+        let index = folder.container().appendingPathComponent(ContainerFile.index).path
+        let records: [DiskJournal.Record] = [
+            .begin,
+            .put(digest: DiskKey("key 0").digest, size: 99, expiresAt: .at(1), key: "key 0"),
+            .put(digest: DiskKey("key 1").digest, size: 99, expiresAt: .never, key: "key 1"),
+        ]
+        try RawFiles.write(try RawFiles.read(index) + DiskJournal.encode(records), to: index)
+
+        let cache = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        // The files hold what was saved: "key 0" is live, "key 1" expired.
+        #expect(cache["key 0"] == "value 0")
+        #expect(cache.allKeys == ["key 0"])
+        #expect(cache.contains("key 0"))
+        #expect(!cache.contains("key 1"))
+        cache.removeExpired()
+        #expect(cache["key 0"] == "value 0")
+        #expect(folder.entryFiles() == [DiskKey("key 0").fileName])
         #expect(cache.disk?.invariantViolations() == [])
     }
 }

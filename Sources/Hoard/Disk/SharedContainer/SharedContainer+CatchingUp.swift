@@ -237,17 +237,20 @@ extension SharedContainer {
         }
         var changes: [Change] = []
         for digest in order {
-            let indexed = found.indexedExpiry(of: digest, lookup: lookup)
-            // The index keeps no keys: one the section did not journal is read from the file.
-            guard let size = directory.size(of: digest.hex),
-                let key = names[digest] ?? lookup.storedKey(digest)
-            else {
+            // The expiry of a put the section journaled, whose rename may not have happened.
+            let journaled = expiries[digest] ?? nil
+            let indexed = journaled == nil ? found.indexedExpiry(of: digest, lookup: lookup) : nil
+            // The file's header tells what it holds: the index keeps no keys, and a file the put did
+            // not replace holds an older value, with the expiry that value was given.
+            let header = journaled != nil || indexed == nil || names[digest] == nil ? lookup.storedHeader(digest) : nil
+            guard let size = directory.size(of: digest.hex), let key = names[digest] ?? header?.key else {
                 changes.append(.remove(digest, key: names[digest]))
                 continue
             }
-            // An expiry the file may not hold (the rename may not have happened): reads check
-            // the file's own; only `removeExpired` and the key listings go by this one.
-            let expiresAt = (expiries[digest] ?? nil) ?? indexed ?? .never
+            // After a put, the file's own expiry, never the journaled one: `removeExpired` and the key
+            // listings go by the index's, and would drop a live value or list an expired one. A file
+            // the section only meant to remove is still the one the index counted.
+            let expiresAt = journaled.map { header?.expiresAt ?? $0 } ?? indexed ?? header?.expiresAt ?? .never
             changes.append(.put(digest, DiskEntryInfo(size: size, expiresAt: expiresAt), key: key))
         }
         return changes

@@ -34,8 +34,8 @@ extension SharedContainer {
     struct EntryLookup {
         /// The expiry the store's index holds for an entry, as it was before this catch-up.
         var indexedExpiry: (SHA256Digest) -> Expiry?
-        /// The key stored in an entry file, or `nil` when it cannot be read.
-        var storedKey: (SHA256Digest) -> String?
+        /// The key and the expiry stored in an entry file, or `nil` when they cannot be read.
+        var storedHeader: (SHA256Digest) -> (key: String, expiresAt: Expiry)?
     }
 
     /// What catching up found: the changes for the store to apply, in order, and what then.
