@@ -8,8 +8,8 @@ extension DiskStore {
     /// cannot be looked at or read, the folder cannot be listed, the section lock was refused; see
     /// ``ContainerLock/withSection(_:_:)``), the store's index may miss other
     /// processes' changes, so `body` must change no file, and no snapshot is written. When a process
-    /// died in the middle of a section, the section resolved the entries it named; `body` then runs
-    /// after the count and byte limits are made to hold again.
+    /// died in the middle of a section, the section resolved the entries it named and swept the
+    /// temporary files it left; `body` then runs after the count and byte limits are made to hold again.
     ///
     /// The caller holds neither lock of any disk store; `body` may take the state lock and must not
     /// call user code or observers. What other processes changed is added to `news`.
@@ -43,6 +43,13 @@ extension DiskStore {
                     if isCurrent && withState({ $0.isLoaded && $0.journalIsLong }) { compact(log: &log) }
                 }
                 if isCurrent && resolved && withState({ $0.isLoaded }) { enforceLimits(log: &log, news: &news) }
+                // A process killed in its section may have left a temporary file, which no limit
+                // counts and nothing else removes while the processes still running keep the
+                // container open. (An opening sweeps anyway.)
+                if case .granted(let interrupted?) = access, withState({ $0.isLoaded }) {
+                    log.add(.info, "Process \(interrupted) died in a section on \(directory.path): sweeping its files.")
+                    sweepTemporaryFiles(log: &log)
+                }
                 return try body(&log, isCurrent)
             }
         }

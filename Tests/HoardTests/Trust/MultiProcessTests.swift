@@ -120,6 +120,41 @@ struct MultiProcessTests {
         try FileManager.default.removeItem(at: container.appendingPathComponent(live))
     }
 
+    /// A process killed in its section between writing a value's temporary file and renaming it
+    /// leaves that file behind: the processes still running sweep it at their next section, rather
+    /// than leave it (outside every limit) until some process opens the container again.
+    @Test func theSurvivorsSweepTheTemporaryFileOfAProcessKilledInItsSection() async throws {
+        let folder = TemporaryDirectory()
+        let limit = 64 << 10
+        let cache = try folder.stringBuilder().maxRamCount(0).maxDiskBytes(limit).build(sharingStore: false)
+        try await cache.save("kept", forKey: "a")
+        let container = folder.container()
+        // What the kill leaves: the journaled put of a write that never landed, its temporary file,
+        // and the lock file naming the dead process as the one in a section.
+        let dead = Self.deadPID()
+        let temporary = container.appendingPathComponent(
+            ".hoard-tmp-\(dead)-\(String(TemporaryFile.namespace, radix: 16))-1"
+        ).path
+        try RawFiles.write([UInt8](repeating: 0x2a, count: limit), to: temporary)
+        let index = container.appendingPathComponent(ContainerFile.index).path
+        let put = DiskJournal.Record.put(digest: DiskKey("b").digest, size: limit + 40, expiresAt: .never, key: "b")
+        try RawFiles.write(try RawFiles.read(index) + DiskJournal.encode([.begin, put]), to: index)
+        let lock = container.appendingPathComponent(ContainerFile.lock).path
+        var marked = try RawFiles.read(lock)
+        withUnsafeBytes(of: dead.littleEndian) { marked.replaceSubrange(0..<4, with: $0) }
+        try RawFiles.write(marked, to: lock)
+
+        try await cache.save("also kept", forKey: "c")
+        await cache.flush()
+        #expect(!RawFiles.exists(temporary))
+        let names = try FileManager.default.contentsOfDirectory(atPath: container.path)
+        let bytes = try names.map { try RawFiles.read(container.appendingPathComponent($0).path).count }
+        #expect(bytes.reduce(0, +) <= limit)
+        #expect(cache["a"] == "kept")
+        #expect(cache["c"] == "also kept")
+        #expect(cache.disk?.invariantViolations() == [])
+    }
+
     /// A process id no process has: a child that has exited and been reaped.
     private static func deadPID() -> Int32 {
         var pid: Int32 = 1 << 22

@@ -192,12 +192,14 @@ enum ContainerLock {
     /// a lock over the whole file, as releases before sections did for a cache's whole life: waiting
     /// would hang until that process closes its cache, so the section is refused instead (the race
     /// of such a process locking between the check and the wait remains), and when the lock fails
-    /// for another reason. The caller holds no state lock; `body` must not call user code.
+    /// for another reason. When it may, it also learns which process the lock file still named as in
+    /// a section: one that died in the middle of its own. The caller holds no state lock; `body` must
+    /// not call user code.
     static func withSection<Result>(_ hold: Hold?, _ body: (SectionAccess) throws -> Result) rethrows -> Result {
         guard let hold, let (section, file) = holders.withLock({ $0[hold].map { ($0.section, $0.descriptor) } })
-        else { return try body(.granted) }
+        else { return try body(.granted()) }
         return try section.withLock {
-            guard let file else { return try body(.granted) }
+            guard let file else { return try body(.granted()) }
             if let holder = wholeFileHolder(file) {
                 return try body(
                     .refused("process \(holder) holds the whole container, as releases before shared containers did")
@@ -206,15 +208,17 @@ enum ContainerLock {
             let failure = lock(file, byte: sectionByte, type: F_WRLCK, waits: true)
             switch failure {
             case nil:
+                // Every section ends by clearing the mark: one still there was cut short by a kill.
+                let interrupted = markedWriter(file)
                 mark(file, writer: getpid())
                 defer {
                     mark(file, writer: 0)
                     _ = lock(file, byte: sectionByte, type: F_UNLCK)
                 }
-                return try body(.granted)
+                return try body(.granted(interruptedWriter: interrupted))
             case EBADF?, ENOLCK?, EINVAL?, EOPNOTSUPP?:
                 // A read-only lock file, or a file system without record locks.
-                return try body(.granted)
+                return try body(.granted())
             case let number?:
                 let reason = "fcntl(F_SETLKW) failed: \(String(cString: strerror(number))) (errno \(number))"
                 return try body(.refused("its lock cannot be taken (\(reason))"))
@@ -224,7 +228,9 @@ enum ContainerLock {
 
     /// Whether a section may change the container's files, and why not.
     enum SectionAccess {
-        case granted
+        /// The section may change the files; `interruptedWriter` is the process that died in the
+        /// middle of the last section, if any (its temporary files may be left).
+        case granted(interruptedWriter: Int32? = nil)
         case refused(String)
     }
 
@@ -253,6 +259,11 @@ enum ContainerLock {
     /// in one stays named until the next section, so its temporary files are worth looking for.
     static func writerInSection(_ hold: Hold?) -> Int32? {
         guard let hold, let file = holders.withLock({ $0[hold]?.descriptor }) else { return nil }
+        return markedWriter(file)
+    }
+
+    /// The process the lock file's first 4 bytes name, or `nil` when they name none.
+    private static func markedWriter(_ file: Int32) -> Int32? {
         var value: Int32 = 0
         let count = withUnsafeMutableBytes(of: &value) { pread(file, $0.baseAddress, 4, 0) }
         let writer = Int32(littleEndian: value)
