@@ -35,7 +35,8 @@ struct RandomOperations {
             container: setup.container,
             maxRamCount: setup.maxRamCount,
             maxDiskCount: setup.maxDiskCount,
-            policy: setup.policy
+            policy: setup.policy,
+            maxDiskBytes: setup.maxDiskBytes
         )
         var generator = SplitMix64(seed: setup.seed)
         for index in 1...max(1, setup.operations) {

@@ -100,6 +100,7 @@ func stringCache(
     maxRamCount: Int = 100,
     maxDiskCount: Int = 100,
     policy: EvictionPolicy = .lfu,
+    maxDiskBytes: Int? = nil,
     exclusive: Bool = false,
     delegate: (any CacheDelegate<String>)? = nil
 ) throws -> Cache<String> {
@@ -110,6 +111,7 @@ func stringCache(
         .maxDiskCount(maxDiskCount)
         .evictionPolicy(policy)
         .exclusiveProcess(exclusive)
+    if let maxDiskBytes { builder = builder.maxDiskBytes(maxDiskBytes) }
     if let delegate { builder = builder.delegate(delegate) }
     return try builder.build()
 }

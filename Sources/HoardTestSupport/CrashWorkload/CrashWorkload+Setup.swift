@@ -6,7 +6,7 @@ extension CrashWorkload {
     /// The test process passes `arguments` to `hoard-test-worker crash`, which reads them back with
     /// `init(arguments:)`:
     /// ```
-    /// <folder> <container> <seed> <operations> <maxDiskCount> <maxRamCount> <policy>
+    /// <folder> <container> <seed> <operations> <maxDiskCount> <maxRamCount> <policy> [<maxDiskBytes>]
     /// ```
     package struct Setup: Hashable, Sendable {
         /// The folder that holds the container.
@@ -23,6 +23,8 @@ extension CrashWorkload {
         package var maxRamCount: Int
         /// The cache's eviction policy.
         package var policy: EvictionPolicy
+        /// The cache's byte limit (`maxDiskBytes`), if any.
+        package var maxDiskBytes: Int?
 
         /// Creates a setup.
         package init(
@@ -32,7 +34,8 @@ extension CrashWorkload {
             operations: Int,
             maxDiskCount: Int,
             maxRamCount: Int,
-            policy: EvictionPolicy
+            policy: EvictionPolicy,
+            maxDiskBytes: Int? = nil
         ) {
             self.folder = folder
             self.container = container
@@ -41,15 +44,22 @@ extension CrashWorkload {
             self.maxDiskCount = maxDiskCount
             self.maxRamCount = maxRamCount
             self.policy = policy
+            self.maxDiskBytes = maxDiskBytes
         }
 
         /// Reads a setup from the worker's arguments (after the mode); `nil` unless they are exactly
         /// what `arguments` writes.
         package init?(arguments: [String]) {
-            guard arguments.count == 7, let seed = UInt64(arguments[2]), let operations = Int(arguments[3]),
-                let maxDiskCount = Int(arguments[4]), let maxRamCount = Int(arguments[5]),
+            guard arguments.count == 7 || arguments.count == 8, let seed = UInt64(arguments[2]),
+                let operations = Int(arguments[3]), let maxDiskCount = Int(arguments[4]),
+                let maxRamCount = Int(arguments[5]),
                 let policy = EvictionPolicy.allCases.first(where: { $0.description == arguments[6] })
             else { return nil }
+            var maxDiskBytes: Int?
+            if arguments.count == 8 {
+                guard let bytes = Int(arguments[7]) else { return nil }
+                maxDiskBytes = bytes
+            }
             self.init(
                 folder: arguments[0],
                 container: arguments[1],
@@ -57,17 +67,19 @@ extension CrashWorkload {
                 operations: operations,
                 maxDiskCount: maxDiskCount,
                 maxRamCount: maxRamCount,
-                policy: policy
+                policy: policy,
+                maxDiskBytes: maxDiskBytes
             )
         }
 
         /// The worker's arguments for this setup, after the mode `crash`.
         package var arguments: [String] {
             [folder, container, "\(seed)", "\(operations)", "\(maxDiskCount)", "\(maxRamCount)", "\(policy)"]
+                + (maxDiskBytes.map { ["\($0)"] } ?? [])
         }
 
-        /// Whether the disk may evict: with fewer disk slots than keys, a read may miss a value that
-        /// was set.
-        package var mayEvict: Bool { maxDiskCount < CrashWorkload.keyCount }
+        /// Whether the disk may evict: with fewer disk slots than keys, or a byte limit, a read may
+        /// miss a value that was set.
+        package var mayEvict: Bool { maxDiskCount < CrashWorkload.keyCount || maxDiskBytes != nil }
     }
 }

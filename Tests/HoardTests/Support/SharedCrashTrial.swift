@@ -22,6 +22,8 @@ struct SharedCrashTrial {
     let killAfter: [Int?]
     let maxDiskCount: Int
     let policy: EvictionPolicy
+    /// Every worker's `maxDiskBytes`, if any: the byte budget holds for the container as a whole.
+    let maxDiskBytes: Int?
 
     init(seed: UInt64, workers: Int) {
         self.seed = seed
@@ -38,14 +40,17 @@ struct SharedCrashTrial {
         self.killAfter = killAfter
         maxDiskCount = [CrashWorkload.keyCount, 40, 12, 5][Int(generator.next() % 4)]
         policy = [.lfu, .lru, .wTinyLFU][Int(generator.next() % 3)]
+        // Drawn apart, so that each seed keeps the rest of the setup it had before byte limits.
+        var budget = SplitMix64(seed: seed ^ 0xb17e)
+        maxDiskBytes = [nil, nil, 12 << 10, 32 << 10][Int(budget.next() % 4)]
     }
 
     var setup: String {
         "\(workers) workers, operations \(operations), killed after \(killAfter.map { $0.map(String.init) ?? "-" }), "
-            + "maxDiskCount \(maxDiskCount), \(policy)"
+            + "maxDiskCount \(maxDiskCount), maxDiskBytes \(maxDiskBytes.map(String.init) ?? "-"), \(policy)"
     }
 
-    private var mayEvict: Bool { maxDiskCount < CrashWorkload.keyCount }
+    private var mayEvict: Bool { maxDiskCount < CrashWorkload.keyCount || maxDiskBytes != nil }
 
     func run() async throws -> Report {
         let folder = TemporaryDirectory()
@@ -58,7 +63,8 @@ struct SharedCrashTrial {
                 operations: operations[worker],
                 maxDiskCount: maxDiskCount,
                 maxRamCount: [1, 4, 16][Int(generator.next() % 3)],
-                policy: policy
+                policy: policy,
+                maxDiskBytes: maxDiskBytes
             )
             let process = try WorkerProcess(["shared", "\(worker)"] + setup.arguments)
             process.closeInput()
@@ -125,17 +131,24 @@ struct SharedCrashTrial {
             }
         }
         // Reopened, and flushed: the limits hold, and no dead process's temporary file is left.
-        let cache = try folder.stringBuilder()
-            .maxRamCount(0)
-            .maxDiskCount(maxDiskCount)
-            .evictionPolicy(policy)
-            .build(sharingStore: false)
+        var builder = folder.stringBuilder().maxRamCount(0).maxDiskCount(maxDiskCount).evictionPolicy(policy)
+        if let maxDiskBytes { builder = builder.maxDiskBytes(maxDiskBytes) }
+        let cache = try builder.build(sharingStore: false)
         await cache.flush()
         let names = (try? FileManager.default.contentsOfDirectory(atPath: container.path)) ?? []
         let temporary = names.filter { $0.hasPrefix(ContainerFile.temporaryPrefix) }
         if !temporary.isEmpty { problems.append("temporary files left after reopening: \(temporary)") }
         let files = folder.entryFiles()
         if files.count > maxDiskCount { problems.append("\(files.count) entry files > maxDiskCount \(maxDiskCount)") }
+        if let maxDiskBytes {
+            let bytes = names.compactMap { name in
+                try? FileManager.default.attributesOfItem(atPath: container.appendingPathComponent(name).path)[.size]
+                    as? Int
+            }
+            if bytes.reduce(0, +) > maxDiskBytes {
+                problems.append("the container's files take \(bytes.reduce(0, +)) bytes > maxDiskBytes \(maxDiskBytes)")
+            }
+        }
         if cache.diskCount != files.count {
             problems.append("diskCount is \(cache.diskCount) with \(files.count) entry files")
         }

@@ -71,6 +71,9 @@ struct CrashTests {
                 policy: policy
             )
             #expect(CrashWorkload.Setup(arguments: setup.arguments) == setup)
+            var limited = setup
+            limited.maxDiskBytes = 12 << 10
+            #expect(CrashWorkload.Setup(arguments: limited.arguments) == limited)
         }
     }
 
