@@ -181,13 +181,20 @@ extension DiskStore {
         return withJournalCursor { container.journal(records, cursor: &$0, log: &log) }
     }
 
-    /// Writes the index as a new snapshot with an empty journal, and makes it the file the store
-    /// appends to; called inside a section (or while opening).
+    /// Commits what the section journaled so far, then writes the index as a new snapshot with an
+    /// empty journal, and makes it the file the store appends to; called inside a section (or while
+    /// opening), once the changes journaled so far are made.
     ///
     /// - Complexity: O(n).
     func compact(log: inout DeferredLog) {
         let records = withState { $0.takeIndexSnapshot() }
-        let isWritten = withJournalCursor { container.writeSnapshot(records, cursor: &$0, log: &log) }
+        let isWritten = withJournalCursor { cursor in
+            // The section's records end in the file they began in: once it is replaced, no commit
+            // would follow them, and its readers would take them for a killed process's (and drop
+            // a clear's news, which no snapshot carries).
+            container.commit(&cursor, log: &log)
+            return container.writeSnapshot(records, cursor: &cursor, log: &log)
+        }
         // The journal stays the record: the changes it holds are not in a snapshot yet.
         if !isWritten { withState { $0.changesSinceSave += 1 } }
     }

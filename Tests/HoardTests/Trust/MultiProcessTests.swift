@@ -49,6 +49,21 @@ struct MultiProcessTests {
         #expect(cache.diskCount == 2)
     }
 
+    @Test func anotherProcessesClearReachesMemoryAtTheNextFlush() async throws {
+        let folder = TemporaryDirectory()
+        let cache = try folder.stringBuilder().build()
+        cache["a"] = "old a"
+        await cache.flush()
+        // A second store, as another process has: it shares no memory with the first.
+        let other = try folder.stringBuilder().build(sharingStore: false)
+        other.removeAll()
+        #expect(other["a"] == nil)
+        // The clear reaches the first process's memory at its next flush, as any other change does.
+        await cache.flush()
+        #expect(cache["a"] == nil)
+        #expect(cache.diskCount == 0)
+    }
+
     @Test func aLiveProcessesTemporaryFilesAreKeptAndADeadOnesAreSwept() async throws {
         let folder = TemporaryDirectory()
         let container = folder.container()
