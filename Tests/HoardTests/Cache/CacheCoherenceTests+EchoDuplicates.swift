@@ -91,4 +91,29 @@ extension CacheCoherenceTests {
         #expect(cache.entry(forKey: "k") == nil)
         #expect(try await cache.getOrFetch(forKey: "k") == "theirs")
     }
+
+    /// The server names a key in NFC, whatever spelling the cache wrote it under.
+    @Test func twoOwnWritesUnderTwoSpellingsOfAKeyKeepTheNewerCopy() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeBatchReadingLevel()
+        let cache = try folder.stringBuilder().sharedLevel(level)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400))).build()
+        #expect(await waitUntil { !cache.isClearingDisk })
+        level.base.announce(.tracking)
+        #expect(await waitUntil { cache.isCoherent })
+        try await cache.save("v0", forKey: "k0")
+        let held = level.base.holdNextGet()
+        level.base.announce(.keys(["k0"]))
+        #expect(await waitUntil { level.base.getsStarted == 1 })
+        try await cache.save("first", forKey: "e\u{301}")
+        level.base.announce(.keys(["\u{E9}"]))
+        try await cache.save("second", forKey: "\u{E9}")
+        level.base.announce(.keys(["\u{E9}"]))
+        held.open()
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        #expect(level.batches.map { $0.map { Array($0.utf8) } } == [[Array("\u{E9}".utf8), Array("\u{E9}".utf8)]])
+        #expect(cache.memory?.value(forKey: "e\u{301}")?.value == "second")
+        await cache.flush()
+        #expect(folder.entryFiles().count == 2)
+    }
 }
