@@ -142,8 +142,9 @@ extension Cache {
     private func settleEchoes(_ batch: [EchoChecks.Check], _ current: [Result<Data?, CacheError>]) {
         for (check, read) in zip(batch, current) {
             let found: Data? = if case .success(let bytes?) = read { bytes } else { nil }
-            // Looked at before the newer checks: an echo that comes meanwhile takes these bytes
-            // before it registers its check, so that one of the two is seen.
+            // Looked at before the newer checks, since an echo takes these bytes before it registers
+            // its check: one that comes meanwhile is seen by one look or the other, unless it falls
+            // between its two steps, and then the copy goes (a read more later, never a stale value).
             let newerWrite = found != nil && found != check.written ? engine.shared?.writtenBytes(of: check.key) : nil
             let isSuperseded = echoChecks.withLock { $0.settle(check) }
             if let found, found == check.written || found == newerWrite {
