@@ -24,7 +24,8 @@ extension CacheLevel {
     ///
     /// - `get` reads every key concurrently and returns the values in key order. The first failure
     ///   fails the batch with that key's error and cancels the gets still running.
-    /// - `set` stores `values[i]` under `keys[i]`, concurrently; it throws ``CacheError`` with code
+    /// - `set` stores `values[i]` under `keys[i]`, concurrently; a key given more than once keeps its
+    ///   last value, as a loop of sets would leave it. It throws ``CacheError`` with code
     ///   `invalidConfiguration` when the counts differ, and otherwise the first error a set throws.
     /// - `removeValue` removes every key; `clear` and `onMemoryWarning` pass through.
     ///
@@ -59,22 +60,47 @@ extension CacheLevel {
     /// Stores `values[i]` under `keys[i]`, concurrently: the `set` of ``allBatch()``, and of the
     /// batch levels that other modules of the package build their own way.
     ///
+    /// A key given more than once (by `==`, so two spellings of one string are one key) keeps its
+    /// last value: made at once, its sets could land in any order. Only the last is made; keys that
+    /// are not `Hashable` are set one after another instead, in order.
+    ///
     /// - Parameters:
     ///   - values: The values, one per key.
     ///   - keys: The keys.
     /// - Throws: ``CacheError`` with code `invalidConfiguration` when the counts differ, and otherwise
     ///   the first error a set throws.
+    /// - Complexity: O(n) besides the sets, for n keys.
     package func batchSet(_ values: [Value], forKeys keys: [Key]) async throws {
         guard values.count == keys.count else {
             throw CacheError.invalidConfiguration(
                 "A batch set needs one value per key (\(values.count) values for \(keys.count) keys)."
             )
         }
+        guard let positions = Self.lastPositionOfEachKey(keys) else {
+            for (value, key) in zip(values, keys) { try await set(value, forKey: key) }
+            return
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for (value, key) in zip(values, keys) {
+            for position in positions {
+                let (value, key) = (values[position], keys[position])
                 group.addTask { try await self.set(value, forKey: key) }
             }
             try await group.waitForAll()
         }
+    }
+
+    /// The positions of the last occurrence of each key in `keys`, in order; `nil` when a key is not
+    /// `Hashable`, so that its repeats cannot be found.
+    private static func lastPositionOfEachKey(_ keys: [Key]) -> [Int]? {
+        var hashables: [AnyHashable] = []
+        hashables.reserveCapacity(keys.count)
+        for key in keys {
+            guard let hashable = key as? AnyHashable else { return nil }
+            hashables.append(hashable)
+        }
+        var last: [AnyHashable: Int] = [:]
+        last.reserveCapacity(keys.count)
+        for (position, key) in hashables.enumerated() { last[key] = position }
+        return hashables.indices.filter { last[hashables[$0]] == $0 }
     }
 }

@@ -86,7 +86,9 @@ extension Cache {
     private func checkEcho(_ key: String, written: Data) {
         guard let shared = engine.shared else { return }
         let starts = echoChecks.withLock { checks in
-            checks.waiting.append((key, written))
+            checks.lastID &+= 1
+            checks.waiting.append((key, written, checks.lastID))
+            checks.newest[key] = (checks.lastID, (checks.newest[key]?.count ?? 0) + 1)
             checks.waitingBytes += written.count
             checks.underWay += 1
             // Another loop only when more waits than the running ones take in their next requests.
@@ -111,7 +113,7 @@ extension Cache {
     /// The echo checks waiting for a read-back, oldest first, as many as one request reads (see
     /// ``EchoChecks/requestLimits``; a larger write alone); `nil` when none is waiting, and this
     /// read-back loop stops.
-    private func takeWaitingEchoes() -> [(key: String, written: Data)]? {
+    private func takeWaitingEchoes() -> [EchoChecks.Check]? {
         echoChecks.withLock { checks in
             guard !checks.waiting.isEmpty else {
                 checks.readers -= 1
@@ -132,11 +134,22 @@ extension Cache {
     }
 
     /// Keeps the copies of each key the server still holds as written, and drops the others.
-    private func settleEchoes(_ batch: [(key: String, written: Data)], _ current: [Result<Data?, CacheError>]) {
+    ///
+    /// A check of bytes that a newer own write of the key replaced says nothing of the local copy,
+    /// which is that newer write's: the server holding the newer bytes keeps the copy, and so does a
+    /// newer check of the key, which decides on a read of its own. Every later change of the key is
+    /// announced, and then checked against the newer bytes or dropped at once.
+    private func settleEchoes(_ batch: [EchoChecks.Check], _ current: [Result<Data?, CacheError>]) {
         for (check, read) in zip(batch, current) {
-            if case .success(let bytes?) = read, bytes == check.written {
+            let found: Data? = if case .success(let bytes?) = read { bytes } else { nil }
+            // Looked at before the newer checks, since an echo takes these bytes before it registers
+            // its check: one that comes meanwhile is seen by one look or the other, unless it falls
+            // between its two steps, and then the copy goes (a read more later, never a stale value).
+            let newerWrite = found != nil && found != check.written ? engine.shared?.writtenBytes(of: check.key) : nil
+            let isSuperseded = echoChecks.withLock { $0.settle(check) }
+            if let found, found == check.written || found == newerWrite {
                 engine.stripes.tally.withLock { $0.echoesConfirmed += 1 }
-            } else {
+            } else if !isSuperseded {
                 invalidate(check.key, mayBeEcho: false)
             }
         }
@@ -211,12 +224,28 @@ struct EchoChecks {
     /// `SharedLevel.workerLimit`), whose echoes they check.
     static let readerLimit = SharedLevel.workerLimit
 
-    /// The keys to read back, with the bytes this cache wrote, waiting for the next read-back.
-    var waiting: [(key: String, written: Data)] = []
+    /// One key to read back, with the bytes this cache wrote, numbered in the order the checks came.
+    typealias Check = (key: String, written: Data, id: UInt64)
+
+    /// The checks waiting for the next read-back.
+    var waiting: [Check] = []
+    /// The number of the latest check.
+    var lastID: UInt64 = 0
+    /// For each key with checks waiting or being read: the number of its newest check, and how many
+    /// there are.
+    var newest: [String: (id: UInt64, count: Int)] = [:]
     /// The bytes written of the checks waiting.
     var waitingBytes = 0
     /// How many tasks are reading keys back; each takes what waits until nothing does.
     var readers = 0
     /// The checks waiting or being read.
     var underWay = 0
+
+    /// Forgets `check`, whose read-back is done; returns whether a newer check of its key came
+    /// since (a newer own write's echo, which decides for the copies).
+    mutating func settle(_ check: Check) -> Bool {
+        guard let latest = newest[check.key] else { return false }
+        newest[check.key] = latest.count > 1 ? (latest.id, latest.count - 1) : nil
+        return latest.id != check.id
+    }
 }

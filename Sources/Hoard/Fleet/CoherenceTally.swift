@@ -14,7 +14,8 @@ package struct CoherenceTally: Sendable, Equatable {
     /// Invalidations that may be the echo of the cache's own last write: the copies stay while the
     /// key is read back (a failed check comes back as another invalidation, counted again).
     package var echoChecks = 0
-    /// Echo checks that found the server holding the bytes the cache wrote: the copies stayed.
+    /// Echo checks that found the server holding the bytes the cache wrote (those checked, or a
+    /// newer write's): the copies stayed.
     package var echoesConfirmed = 0
     /// Fills (a value read from the shared level, or fetched) put into the local levels.
     package var fillsInstalled = 0

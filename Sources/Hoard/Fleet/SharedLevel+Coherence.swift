@@ -51,6 +51,12 @@ extension SharedLevel {
         state.withLock { $0.written.removeValue(forKey: key) }
     }
 
+    /// The bytes this cache last wrote for `key`, if no invalidation of the key came since that
+    /// write was made, kept for that invalidation.
+    func writtenBytes(of key: String) -> Data? {
+        state.withLock { $0.written[key] }
+    }
+
     /// Forgets the written bytes of `key` if they are still `bytes` (a newer own write's stay).
     func forgetWrittenBytes(of key: String, ifStill bytes: Data) {
         state.withLock { state in

@@ -45,6 +45,47 @@ import Testing
         #expect(inner.values.isEmpty)
     }
 
+    /// A key given twice to one batch set, as itself or in another spelling that `==` calls the same
+    /// string: the later value is the one kept, as a loop of sets would leave it.
+    @Test(arguments: [["k", "k"], ["\u{E9}", "e\u{301}"]])
+    func aBatchSetOfOneKeyTwiceKeepsTheLaterValue(keys: [String]) async throws {
+        let stored = Protected([String: String]())
+        let level = BasicCache<String, String>(
+            get: { key in
+                guard let value = stored.withLock({ $0[key] }) else { throw CacheError.notFound }
+                return value
+            },
+            set: { value, key in
+                // The earlier value's set is the slower one: had both been made at once, it would
+                // land last.
+                if value == "first" { _ = await waitUntil { stored.withLock { $0[key] != nil } } }
+                stored.withLock { $0[key] = value }
+            }
+        )
+        try await level.allBatch().set(["first", "second"], forKey: keys)
+        #expect(try await level.get(keys[0]) == "second")
+        #expect(stored.withLock { $0.count } == 1)
+    }
+
+    /// A key that is not `Hashable`, so that a batch cannot tell its repeats.
+    struct Slot: Sendable {
+        let name: String
+    }
+
+    @Test func aBatchSetOfKeysThatAreNotHashableSetsThemInOrder() async throws {
+        let made = Protected([(key: String, value: Int)]())
+        let level = BasicCache<Slot, Int>(
+            get: { _ in throw CacheError.notFound },
+            set: { value, key in
+                await Task.yield()
+                made.withLock { $0.append((key.name, value)) }
+            }
+        )
+        try await level.allBatch().set([1, 2, 3], forKey: [Slot(name: "a"), Slot(name: "b"), Slot(name: "a")])
+        #expect(made.withLock { $0.map(\.key) } == ["a", "b", "a"])
+        #expect(made.withLock { $0.map(\.value) } == [1, 2, 3])
+    }
+
     @Test func allBatchFailsOnTheFirstFailureAndCancelsTheRest() async throws {
         let gate = Gate()
         let slow = RecordingLevel<String, Int>(gate: gate)
