@@ -28,11 +28,9 @@ struct AdmissionState {
     /// Whether every candidate is admitted (an SLRU with a window), as the SLRU expert does; the
     /// duel and the sketch are then not read.
     @usableFromInline private(set) var admitsAll = false
-    /// The request clock, +1 on every hit and every new entry; 31 bits, and it wraps.
+    /// The request clock, +1 on every hit and every new entry; 30 bits, and it wraps.
     ///
-    /// `Link.stamp` holds each entry's last request below its incumbent bit (for a protected
-    /// entry, the last one that moved it: fewer than ``recentSpan`` requests older at its last
-    /// hit, and it keeps that lag if it steps down to probation), so
+    /// `Link.stamp` holds each entry's last request below its incumbent and referenced bits, so
     /// ``idleTime(since:)`` tells how long the entry has been idle.
     @usableFromInline var now: UInt32 = 0
     /// A main victim idle for longer than this (30 × `capacity` requests) loses its duel to any
@@ -43,11 +41,16 @@ struct AdmissionState {
 
     /// The bit of `Link.stamp` that marks an incumbent.
     ///
-    /// An incumbent is an entry hit while in probation or protected since it was stored. The clock is
-    /// the other 31 bits.
+    /// An incumbent is an entry hit while in probation or protected since it was stored.
     @usableFromInline static var incumbentBit: UInt32 { 1 << 31 }
-    /// The clock's bits in a stamp.
-    @usableFromInline static var clockMask: UInt32 { incumbentBit - 1 }
+    /// The bit of a protected entry's `Link.stamp` that says it was hit since it last moved.
+    ///
+    /// A hit in protected sets it instead of moving the entry to the region's newest end; the
+    /// entry's second chance comes when it reaches the oldest end (see
+    /// `EvictionIndex.demoteProtectedHead()`). No entry outside protected has it.
+    @usableFromInline static var referencedBit: UInt32 { 1 << 30 }
+    /// The clock's bits in a stamp: the other 30.
+    @usableFromInline static var clockMask: UInt32 { referencedBit - 1 }
 
     /// Where the counters of the key of spread hash `hash` are in the sketch, and the smallest of
     /// them; 15 (no increment) while the sketch has no table.
@@ -77,18 +80,6 @@ struct AdmissionState {
     /// The requests since the one that wrote `stamp`.
     @inlinable
     func idleTime(since stamp: UInt32) -> UInt32 { (now &- stamp) & Self.clockMask }
-
-    /// How recent a protected entry's last move must be for a hit to leave it where it is: half the
-    /// protected region's entries (half its target when it holds more), in requests.
-    ///
-    /// Fewer requests than that since the move means fewer entries than that moved behind it, so it
-    /// sits in protected's newer half, where its exact place decides nothing soon; skipping the move
-    /// spares a hit the list's writes, which two threads hitting one shard otherwise pass between
-    /// their cores (Decisions/0017). The live count matters where a cost or byte limit keeps
-    /// protected far below its target: half the target could then exceed the whole region, and a
-    /// hit entry could stay at the end that is evicted first.
-    @inlinable
-    var recentSpan: UInt32 { UInt32(clamping: min(protectedTarget, protectedCount) >> 1) }
 
     /// The protected region's share of the main region.
     @usableFromInline static var protectedShare: Double { 0.8 }

@@ -5,15 +5,25 @@
 // victim's incumbency and last request, and the admission mode, none of which a pop changes but
 // for the entries it moves. So `victim`, `popVictim()` and `entriesInEvictionOrder` agree, and a
 // walk follows the pops with a cursor: a candidate that wins its duel goes to probation's tail,
-// which the walk reaches after probation's own entries.
+// which the walk reaches after probation's own entries. Protected gives a victim only once
+// probation is empty, and then its entries not hit since they last moved first, oldest first, then
+// the others, oldest first: a pop steps them down with their second chances
+// (`demoteProtectedHead(secondChances:)`), and the walk passes over protected twice.
 
 /// Where a walk through the W-TinyLFU eviction order stands.
 @usableFromInline
 struct AdmissionCursor {
     /// The next window entry, probation entry and protected entry, or -1.
+    ///
+    /// `protected` is where the walk through protected resumes: the entry itself may not be of the
+    /// pass under way (see ``protectedPassIsMarked``); `EvictionIndex.mainVictim(_:)` finds the next
+    /// one that is.
     @usableFromInline var window: Int32
     @usableFromInline var probation: Int32
     @usableFromInline var protected: Int32
+    /// Whether the walk through protected is in its second pass, over the entries hit since they
+    /// last moved (the first pass takes the others).
+    @usableFromInline var protectedPassIsMarked = false
     /// The window's size once the entries before the cursor are gone.
     @usableFromInline var windowCount: Int
     /// The candidates that won their duels, which `popVictim()` moves to probation's tail, in order.
@@ -29,14 +39,6 @@ struct AdmissionCursor {
         self.windowCount = windowCount
     }
 
-    /// Main's next victim: probation's oldest entry, counting the candidates moved to its tail, else
-    /// protected's; -1 when main is empty.
-    @inlinable
-    var mainVictim: Int32 {
-        if probation >= 0 { return probation }
-        if admittedRemoved < admitted.count { return admitted[admittedRemoved] }
-        return protected
-    }
 }
 
 extension EvictionIndex {
@@ -49,7 +51,7 @@ extension EvictionIndex {
     @inlinable @inline(__always)
     func admissionChoice() -> (victim: Int32, admitted: Int32) {
         let probation = lists[Int(Self.probationRegion)].head
-        let main = probation >= 0 ? probation : lists[Int(Self.protectedRegion)].head
+        let main = probation >= 0 ? probation : protectedVictim
         return admissionChoice(
             window: lists[Int(Self.windowRegion)].head,
             main: main,
@@ -84,6 +86,43 @@ extension EvictionIndex {
         )
     }
 
+    /// The protected entry that steps down first when probation is empty: the oldest not hit since it
+    /// last moved, or the oldest when every one was (see `demoteProtectedHead(secondChances:)`); -1
+    /// when protected is empty.
+    ///
+    /// - Complexity: O(the marked entries at protected's oldest end).
+    @inlinable
+    var protectedVictim: Int32 {
+        let head = lists[Int(Self.protectedRegion)].head
+        let unmarked = nextProtected(from: head, marked: false)
+        return unmarked >= 0 ? unmarked : head
+    }
+
+    /// `slot` or the first protected entry after it that is marked as hit since it last moved
+    /// (`marked`) or not; -1 if none.
+    @inlinable
+    func nextProtected(from slot: Int32, marked: Bool) -> Int32 {
+        var slot = slot
+        while slot >= 0 && (links[Int(slot)].stamp & AdmissionState.referencedBit != 0) != marked {
+            slot = links[Int(slot)].next
+        }
+        return slot
+    }
+
+    /// Main's next victim after `cursor`: probation's oldest entry, counting the candidates moved to
+    /// its tail, else protected's next in the walk's two passes; -1 when main is empty.
+    @inlinable
+    func mainVictim(_ cursor: inout AdmissionCursor) -> Int32 {
+        if cursor.probation >= 0 { return cursor.probation }
+        if cursor.admittedRemoved < cursor.admitted.count { return cursor.admitted[cursor.admittedRemoved] }
+        cursor.protected = nextProtected(from: cursor.protected, marked: cursor.protectedPassIsMarked)
+        if cursor.protected < 0 && !cursor.protectedPassIsMarked {
+            cursor.protectedPassIsMarked = true
+            cursor.protected = nextProtected(from: lists[Int(Self.protectedRegion)].head, marked: true)
+        }
+        return cursor.protected
+    }
+
     /// A walk through the eviction order from its start.
     @usableFromInline
     var admissionCursor: AdmissionCursor {
@@ -100,7 +139,7 @@ extension EvictionIndex {
     /// It is the slot `popVictim()` would remove if it had removed the entries before `cursor`.
     @usableFromInline
     func nextAdmissionVictim(_ cursor: inout AdmissionCursor) -> Int32 {
-        let main = cursor.mainVictim
+        let main = mainVictim(&cursor)
         let (victim, admitted) = admissionChoice(window: cursor.window, main: main, windowCount: cursor.windowCount)
         guard victim >= 0 else { return -1 }
         if victim == cursor.window {

@@ -64,6 +64,10 @@ extension EvictionIndex {
                     region != Self.windowRegion || link.stamp & AdmissionState.incumbentBit == 0,
                     "an incumbent in the window: only main hits make one"
                 )
+                precondition(
+                    region == Self.protectedRegion || link.stamp & AdmissionState.referencedBit == 0,
+                    "a mark of a protected hit outside protected"
+                )
                 sizes[Int(region)] += 1
                 seen += 1
                 previous = slot

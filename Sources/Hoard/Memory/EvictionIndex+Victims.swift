@@ -64,6 +64,7 @@ extension EvictionIndex {
         makeUnique()
         let slot: Int32
         if policy == .wTinyLFU {
+            stepDownProtectedVictim()
             let choice = admissionChoice()
             guard choice.victim >= 0 else {
                 insertIntoWindow(key: key, hash: hash, payload: payload, cost: cost)

@@ -5,8 +5,9 @@
 // most recently used; there are no frequency buckets (`firstBucket` stays -1). The duels, which read other
 // entries than the one requested, mix a node's sketch hash from its tag; a hit mixes it from the
 // key's hash value it has at hand (the same bits). A node's `Link.stamp` holds the request
-// clock at its last request that moved it and whether it was hit in main (see
-// `AdmissionState.incumbentBit`), so a hit writes nothing outside the links. The state besides the links is `AdmissionState`; the
+// clock at its last request, whether it was hit in main (see `AdmissionState.incumbentBit`) and, in
+// protected, whether it was hit since it last moved (`AdmissionState.referencedBit`), so a hit
+// writes nothing outside the links. The state besides the links is `AdmissionState`; the
 // experts that size the window are `WindowExperts`. The eviction order, which `victim` and
 // `entriesInEvictionOrder` read, is in `EvictionIndex+AdmissionOrder.swift`.
 //
@@ -17,7 +18,8 @@
 // A hit moves one node at most: a probation hit joins protected, and protected's oldest entries
 // step down to probation only when a new entry comes (two at most per insert), which costs hits
 // fewer list moves than stepping down at each promotion and loses no hit rate (Decisions/0011). A
-// hit on a protected entry that moved lately does not move it (`AdmissionState.recentSpan`).
+// hit on a protected entry moves nothing: it marks the entry, which gets a second chance, a move to
+// protected's newest end, when it reaches the oldest end (a CLOCK over protected; Decisions/0023).
 
 extension EvictionIndex {
     @inlinable static var windowRegion: Int32 { 0 }
@@ -61,11 +63,50 @@ extension EvictionIndex {
     @inlinable
     mutating func rebalanceProtected() {
         if admission.protectedCount > admission.protectedTarget {
-            move(lists[Int(Self.protectedRegion)].head, to: Self.probationRegion)
+            demoteProtectedHead(secondChances: Self.secondChanceLimit)
             if admission.protectedCount > admission.protectedTarget {
-                move(lists[Int(Self.protectedRegion)].head, to: Self.probationRegion)
+                demoteProtectedHead(secondChances: Self.secondChanceLimit)
             }
         }
+    }
+
+    /// The most entries hit in protected that one step down moves to protected's newest end before it
+    /// takes the oldest entry, hit or not.
+    ///
+    /// Each hit marks an entry once and each second chance clears a mark, so the moves cost a
+    /// request O(1) on average; the limit bounds what one insert can cost when many marked entries
+    /// lie at the oldest end (after a sweep of hits over the whole region, say).
+    @inlinable static var secondChanceLimit: Int { 64 }
+
+    /// When probation is empty and protected is not, steps protected's victim down to probation
+    /// (``protectedVictim``, with every second chance), where the pop that follows takes it: an
+    /// entry hit in protected is not evicted before the others.
+    @inlinable
+    mutating func stepDownProtectedVictim() {
+        if lists[Int(Self.probationRegion)].head < 0 && lists[Int(Self.protectedRegion)].head >= 0 {
+            demoteProtectedHead(secondChances: .max)
+        }
+    }
+
+    /// Moves protected's oldest entry that was not hit since it last moved to probation's newest end;
+    /// each entry hit since it last moved that comes first goes to protected's newest end instead,
+    /// unmarked, up to `secondChances` of them (then the oldest goes, hit or not).
+    ///
+    /// Protected must not be empty. With no limit, the entries step down in the order
+    /// `nextAdmissionVictim(_:)` walks protected: the unmarked ones, oldest first, then the marked
+    /// ones, oldest first.
+    /// - Complexity: O(1) plus one list move per second chance.
+    @inlinable
+    mutating func demoteProtectedHead(secondChances: Int) {
+        var head = lists[Int(Self.protectedRegion)].head
+        var chances = 0
+        while links[Int(head)].stamp & AdmissionState.referencedBit != 0 && chances < secondChances {
+            let unmarked = links[Int(head)].stamp & ~AdmissionState.referencedBit
+            relink(head, from: Self.protectedRegion, to: Self.protectedRegion, stamp: unmarked)
+            chances += 1
+            head = lists[Int(Self.protectedRegion)].head
+        }
+        move(head, to: Self.probationRegion, stamp: links[Int(head)].stamp & ~AdmissionState.referencedBit)
     }
 
     /// Adds a new entry as the window's most recent one, counting a request.
@@ -153,11 +194,11 @@ extension EvictionIndex {
         if region == Self.probationRegion {
             // Used again while on probation: protected from now on.
             move(slot, to: Self.protectedRegion, stamp: stamp)
-        } else if region == Self.protectedRegion
-            && admission.idleTime(since: links[Int(slot)].stamp) < admission.recentSpan
-        {
-            // Moved lately, so in protected's newer half: it stays, and so does its stamp, which
-            // keeps telling when it last moved.
+        } else if region == Self.protectedRegion {
+            // Stays where it is, marked: its second chance comes at protected's oldest end. The
+            // list's neighbours and tail, which the other core's hits in this shard would also
+            // write, are not touched.
+            links[Int(slot)].stamp = stamp | AdmissionState.referencedBit
         } else if links[Int(slot)].next >= 0 {
             relink(slot, from: region, to: region, stamp: stamp)
         } else {
@@ -170,6 +211,7 @@ extension EvictionIndex {
     /// moves to probation's tail.
     @inlinable
     mutating func popAdmissionVictim() -> Entry? {
+        stepDownProtectedVictim()
         let choice = admissionChoice()
         guard choice.victim >= 0 else { return nil }
         // Before the removal, which may move the last slot into the victim's.

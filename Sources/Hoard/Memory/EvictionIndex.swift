@@ -65,12 +65,12 @@ struct EvictionIndex<Key: Hashable, Payload> {
         /// The index clock at the entry's last access (LFU and W-TinyLFU; 0 under LRU).
         ///
         /// Under LFU it orders the entries of two frequency buckets that aging merges (see
-        /// ``nextStamp()`` for why 32 bits never wrap there). Under W-TinyLFU its low 31 bits are the
-        /// request clock `AdmissionState.now` at the last request that moved the entry (a hit on a
-        /// protected entry that moved lately leaves it be: `AdmissionState.recentSpan`), which tells
-        /// idle victims, and its top bit whether the entry was hit in probation or protected since it
-        /// was stored (an incumbent; see `AdmissionState.incumbentBit`): a hit that moves the entry
-        /// writes both, and reads nothing else of the entry.
+        /// ``nextStamp()`` for why 32 bits never wrap there). Under W-TinyLFU its low 30 bits are the
+        /// request clock `AdmissionState.now` at the entry's last request, which tells idle victims;
+        /// its top bit whether the entry was hit in probation or protected since it was stored (an
+        /// incumbent; see `AdmissionState.incumbentBit`); and the next, in protected, whether it was
+        /// hit since it last moved (`AdmissionState.referencedBit`). A hit writes them, and reads
+        /// nothing else of the entry.
         @usableFromInline var stamp: UInt32 = 0
 
         @inlinable

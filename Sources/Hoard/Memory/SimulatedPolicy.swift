@@ -4,8 +4,9 @@
 /// It follows the index's rules at its own scale: a window, probation and protected (80 % of main)
 /// regions, the duel with incumbency and idle victims (`AdmissionState.admits`), window hits not
 /// counted in its own sketch, whose reset period follows its window share, and at most two region
-/// moves per request; it moves every protected hit, where the index leaves one that moved lately
-/// (`AdmissionState.recentSpan`), which changes no hit rate measurably. Two experts need no sketch:
+/// moves per request; it moves every protected hit, where the index marks the entry and gives it a
+/// second chance later (`AdmissionState.referencedBit`), which changes no hit rate measurably. Two
+/// experts need no sketch:
 /// the one whose window is everything (a plain LRU), and the one that admits every candidate (an
 /// SLRU).
 ///

@@ -60,13 +60,14 @@ import Testing
         let promoted = index.admission.protectedCount
         #expect(promoted == probation.count && promoted > target)
         index.checkInvariants()
-        // Each new entry steps at most two down, the oldest first, until protected is back at its target.
+        // Each new entry steps at most two down, the oldest first, until protected is back at its target,
+        // and one more while probation is empty: the victim then comes from protected.
         var key = capacity
         while index.admission.protectedCount > target {
             let before = index.admission.protectedCount
             _ = setAsCache(&index, key, capacity: capacity)
             key += 1
-            #expect(before - index.admission.protectedCount <= 2)
+            #expect(before - index.admission.protectedCount <= 3)
             #expect(before - index.admission.protectedCount >= 1)
         }
         #expect(key - capacity <= (promoted - target + 1) / 2)
@@ -84,60 +85,85 @@ import Testing
         return keys
     }
 
-    @Test func aProtectedHitMovesTheEntryOnlyIfItHasNotMovedLately() {
-        let capacity = 1_000
+    /// A full index of `capacity` keys whose probation entries were all read once, so that they all
+    /// joined protected (probation is empty); returns it with protected's keys, oldest first.
+    private func indexWithEveryMainEntryProtected(capacity: Int) -> (EvictionIndex<StableKey, Int>, [Int]) {
         var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         for key in 0..<capacity { index.upsert(key, forKey: key) }
-        // Every probation entry read once, one request each: the n-th promoted of N moved N − n
-        // requests before the next one.
         let probation = (0..<capacity).filter { key in
             index.slot(for: StableKey(key), hash: StableKey(key).hashValue).map { index.links[Int($0)].list } == 1
         }
         for key in probation { _ = index.access(key) }
-        let promoted = protectedKeys(index)
-        #expect(promoted == probation)
-        let span = Int(index.admission.recentSpan)
-        #expect(span > 8 && promoted.count > 2 * span + 2)
+        return (index, protectedKeys(index))
+    }
 
-        // Moved exactly `span` requests before this hit: it moves to the newest end.
-        let stale = promoted[promoted.count - span]
-        _ = index.access(stale)
-        var expected = promoted.filter { $0 != stale } + [stale]
-        #expect(protectedKeys(index) == expected)
-        // Moved `span` − 1 requests before this hit (the one above counts): it stays where it is.
-        let recent = promoted[promoted.count - span + 2]
-        _ = index.access(recent)
-        #expect(protectedKeys(index) == expected)
-        // The oldest, hit, moves.
-        _ = index.access(promoted[0])
-        expected = Array(expected.dropFirst()) + [promoted[0]]
-        #expect(protectedKeys(index) == expected)
+    /// Whether `key`'s entry carries the mark of a protected hit since it last moved.
+    private func isMarked(_ index: EvictionIndex<StableKey, Int>, _ key: Int) -> Bool {
+        guard let slot = index.slot(for: StableKey(key), hash: StableKey(key).hashValue) else { return false }
+        return index.links[Int(slot)].stamp & AdmissionState.referencedBit != 0
+    }
+
+    @Test func aProtectedHitMarksTheEntryAndMovesNothing() {
+        var (index, promoted) = indexWithEveryMainEntryProtected(capacity: 1_000)
+        #expect(promoted.count > 100)
+        let oldest = promoted[0]
+        #expect(!isMarked(index, oldest))
+        _ = index.access(oldest)
+        _ = index.access(promoted[5])
+        #expect(protectedKeys(index) == promoted)
+        #expect(isMarked(index, oldest) && isMarked(index, promoted[5]) && !isMarked(index, promoted[1]))
         index.checkInvariants()
     }
 
-    @Test func anEntryReadSteadilyStillMovesOncePerSpan() {
+    @Test func entriesHitInProtectedStepDownAfterTheOthers() {
         let capacity = 1_000
-        var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
-        for key in 0..<capacity { index.upsert(key, forKey: key) }
-        for key in 0..<capacity { _ = index.access(key) }
-        let span = Int(index.admission.recentSpan)
-        let promoted = protectedKeys(index)
-        #expect(span > 8 && promoted.count > 2 * span)
-        // The newest protected entry is read every span / 2 requests while the oldest ones are read
-        // in turn: a skipped hit must not count as a move, or it would never move again and sink
-        // towards the end evicted first.
-        let steady = promoted.last!
-        var others = promoted.dropLast().makeIterator()
-        for request in 1...(4 * span) {
-            if request % (span / 2) == 0 {
+        var (index, promoted) = indexWithEveryMainEntryProtected(capacity: capacity)
+        #expect(index.lists[Int(EvictionIndex<StableKey, Int>.probationRegion)].head < 0)
+        _ = index.access(promoted[0])
+        _ = index.access(promoted[1])
+        // Probation is empty, so the victim comes from protected: the oldest entry not hit since it
+        // moved, which walk and pop agree on; the two hit go to protected's newest end, unmarked.
+        let order = index.entriesInEvictionOrder.map(\.key.raw)
+        let unmarked = promoted.filter { $0 != promoted[0] && $0 != promoted[1] }
+        #expect(Array(order.filter(promoted.contains).prefix(3)) == Array(unmarked.prefix(3)))
+        #expect(Array(order.filter(promoted.contains).suffix(2)) == [promoted[0], promoted[1]])
+        let evicted = setAsCache(&index, capacity, capacity: capacity)
+        #expect(evicted == order[0])
+        #expect(index.contains(promoted[0]) && index.contains(promoted[1]))
+        let protectedNow = protectedKeys(index)
+        #expect(Array(protectedNow.suffix(2)) == [promoted[0], promoted[1]])
+        #expect(!protectedNow.contains(promoted[2]))
+        #expect(!isMarked(index, promoted[0]) && !isMarked(index, promoted[1]))
+        index.checkInvariants()
+    }
+
+    @Test func anEntryReadSteadilyStaysInProtectedWhileItsNeighboursStepDown() {
+        let capacity = 1_000
+        var (index, promoted) = indexWithEveryMainEntryProtected(capacity: capacity)
+        let steady = promoted[0]
+        _ = index.access(steady)
+        // New keys, each read twice, while the oldest protected entry is read every 20 requests.
+        var key = capacity
+        var stepsDown = 0
+        for request in 1...(6 * capacity) {
+            if request % 20 == 0 {
+                // Never stepped down between two reads (a read on probation would promote it again).
+                let slot = index.slot(for: StableKey(steady), hash: StableKey(steady).hashValue)
+                if slot.map({ index.links[Int($0)].list }) != EvictionIndex<StableKey, Int>.protectedRegion {
+                    stepsDown += 1
+                }
                 _ = index.access(steady)
-            } else if let other = others.next() {
-                _ = index.access(other)
+            } else {
+                self.request(&index, key, capacity: capacity)
+                self.request(&index, key, capacity: capacity)
+                key += 1
             }
         }
-        let order = protectedKeys(index)
-        let behind = order.count - 1 - (order.firstIndex(of: steady) ?? 0)
-        #expect(behind < span, "\(behind) entries moved behind an entry read every \(span / 2) requests")
+        // Protected was over its target: the inserts stepped its oldest entries down, all but the
+        // one read.
+        let protectedNow = protectedKeys(index)
+        #expect(protectedNow.contains(steady) && stepsDown == 0)
+        #expect(!protectedNow.contains(promoted[1]) && !protectedNow.contains(promoted[2]))
         index.checkInvariants()
     }
 
