@@ -182,8 +182,10 @@ extension DiskStore {
         return withContainer(log: &log, news: &news) { log, isCurrent in
             guard isCurrent else {
                 // Changing files from a view that may miss other processes' changes could undo
-                // theirs: every operation fails, and changes nothing.
+                // theirs: every operation fails, and changes nothing. One a clear dropped meanwhile
+                // does not fail: the clear answered it, as `land` does.
                 return batch.map { pending in
+                    if withState({ $0.isCleared(pending) }) { return ([], .success(())) }
                     let error = notCurrentError(
                         "The change for key \"\(pending.key.string.prefix(100))\" is not made:",
                         key: pending.key.string
