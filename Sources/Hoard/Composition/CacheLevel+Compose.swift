@@ -4,6 +4,7 @@ extension CacheLevel {
     /// - `get`: this level; on any error but `CancellationError`, `next`, and the value found there is
     ///   stored in this level (a failed back-fill is logged and does not fail the get), unless a
     ///   write of the key ran while `next` was read: the get returns what it read, and stores nothing.
+    ///   A write that begins while a back-fill is being stored waits for that store, and lands over it.
     /// - `set`, `removeValue`, `clear` and `onMemoryWarning` reach both levels; when a set or a
     ///   removal fails in either, both are still tried and the first error is thrown.
     ///
@@ -22,12 +23,11 @@ extension CacheLevel {
     @inlinable
     func composed<Next: CacheLevel>(
         with next: Next,
-        cachedValue: (@Sendable (Key) -> Value?)?
+        cachedValue: (@Sendable (Key) -> Value?)?,
+        watch: WriteWatch = WriteWatch()
     ) -> BasicCache<Key, Value> where Next.Key == Key, Next.Value == Value {
         // Writes, clears and memory warnings reach both levels, exactly as with `pushing(to:)`.
         let writes = pushing(to: next)
-        // A back-fill must not land over a write made while its value was being read.
-        let watch = WriteWatch()
         return BasicCache(
             get: { key in
                 // Written out here rather than calling `readThrough`: a hit in the first level then
@@ -40,17 +40,17 @@ extension CacheLevel {
                 return try await self.fill(from: next, key, watching: watch)
             },
             set: { value, key in
-                let stripe = watch.begin(key)
+                let stripe = await watch.begin(key)
                 defer { watch.end(stripe) }
                 try await writes.set(value, forKey: key)
             },
             removeValue: { key in
-                let stripe = watch.begin(key)
+                let stripe = await watch.begin(key)
                 defer { watch.end(stripe) }
                 try await writes.removeValue(forKey: key)
             },
             clear: {
-                watch.beginAll()
+                await watch.beginAll()
                 defer { watch.endAll() }
                 await writes.clear()
             },
@@ -63,16 +63,21 @@ extension CacheLevel {
     ///
     /// - `get`: this level; on any error but `CancellationError`, `other`, and the value found there is
     ///   stored in this level (a failed store is logged and does not fail the get), unless a write of
-    ///   the key ran while `other` was read.
+    ///   the key ran while `other` was read. A write that begins while a back-fill is being stored
+    ///   waits for that store, and lands over it.
     /// - `set`, `removeValue` and `clear` reach this level only; `onMemoryWarning` reaches both.
     ///
     /// - Parameter other: The level read on a miss.
     /// - Returns: The read-through level.
     public func backed<Other: CacheLevel>(by other: Other) -> BasicCache<Key, Value>
     where Other.Key == Key, Other.Value == Value {
-        // A back-fill must not land over a write made while its value was being read.
-        let watch = WriteWatch()
-        return BasicCache(
+        backed(by: other, watch: WriteWatch())
+    }
+
+    /// ``backed(by:)``, with the watch that orders its writes and back-fills.
+    func backed<Other: CacheLevel>(by other: Other, watch: WriteWatch) -> BasicCache<Key, Value>
+    where Other.Key == Key, Other.Value == Value {
+        BasicCache(
             get: { key in
                 do {
                     return try await self.get(key)
@@ -82,17 +87,17 @@ extension CacheLevel {
                 return try await self.fill(from: other, key, watching: watch)
             },
             set: { value, key in
-                let stripe = watch.begin(key)
+                let stripe = await watch.begin(key)
                 defer { watch.end(stripe) }
                 try await self.set(value, forKey: key)
             },
             removeValue: { key in
-                let stripe = watch.begin(key)
+                let stripe = await watch.begin(key)
                 defer { watch.end(stripe) }
                 try await self.removeValue(forKey: key)
             },
             clear: {
-                watch.beginAll()
+                await watch.beginAll()
                 defer { watch.endAll() }
                 await self.clear()
             },
@@ -140,22 +145,24 @@ extension CacheLevel {
 
     /// Reads `other` after a miss here, and stores here what it returns.
     ///
-    /// With `watch`, the writes it watches win over the back-fill: a value read while one of them
-    /// ran may be older than what it wrote or removed, so it is not stored here. A write that comes
-    /// during the store itself (the few microseconds of a memory level's set) may still land under
-    /// it: taking the value out again would lose that write where the level behind does not hold it
-    /// (a `Fetcher`, whose writes do nothing, or `backed(by:)`).
+    /// The writes `watch` watches win over the back-fill: a value read while one of them ran may be
+    /// older than what it wrote or removed, so it is not stored here; and a write that begins while
+    /// the value is being stored waits for the store (see ``WriteWatch``), so it lands over it.
+    /// The store is never taken out again instead: where the level behind does not hold the write
+    /// (a `Fetcher`, whose writes do nothing, or `backed(by:)`), that would lose the write.
     @inlinable
     func fill<Other: CacheLevel>(
         from other: Other,
         _ key: Key,
-        watching watch: WriteWatch? = nil
+        watching watch: WriteWatch
     ) async throws -> Value where Other.Key == Key, Other.Value == Value {
-        let mark = watch?.mark(key)
+        let mark = watch.mark(key)
         try Task.checkCancellation()
         let value = try await other.get(key)
-        // A write of the key was under way when the read began (no mark), or one began or ended since.
-        if let watch, mark.map({ !watch.isUnchanged(since: $0) }) ?? true { return value }
+        // No mark: a write of the stripe was under way when the read began. No store: one has begun
+        // or ended since, or runs now.
+        guard let mark, watch.beginStore(since: mark) else { return value }
+        defer { watch.endStore(mark) }
         do {
             try await set(value, forKey: key)
         } catch {
@@ -185,17 +192,39 @@ extension CacheLevel {
     }
 }
 
-/// The writes of a composition, counted so that a back-fill can tell whether one of its key ran while
-/// it read.
+/// The writes of a composition and its back-fills' stores, ordered per stripe of keys so that a
+/// back-fill never lands over a write.
+///
+/// A back-fill notes its stripe's epoch before it reads the next level, and stores only if no write
+/// of the stripe has begun or ended since and none runs (``beginStore(since:)``, atomically). A write
+/// counts as running from ``begin(_:)``, which then waits for the stores of its stripe under way:
+/// so its own stores into the first level start after theirs have returned, and no store can start
+/// while it runs. Either the back-fill's store begins first and the write lands over it, or the
+/// write begins first and the back-fill stores nothing.
+///
+/// The wait cannot deadlock: a write waits only for stores that began before it, and a store waits
+/// for nothing of the watch; a store could wait for that write only if the first level's own `set`
+/// waited for a write of the same composition. No lock is held across a suspension: a write waits
+/// on a continuation, resumed by the last store of its stripe once it has released the lock.
 ///
 /// Keys are spread over stripes by their hash value (a key that is not `Hashable` uses one stripe):
 /// a write counts for every key of its stripe, so a write of another key may cost a back-fill (one
-/// more miss later), never a value.
+/// more miss later), or wait for another key's back-fill store, never a value.
 @usableFromInline
 final class WriteWatch: Sendable {
-    /// For each stripe: `epoch` changes when a write begins and when it ends; `running` counts the
-    /// writes under way.
-    private let stripes = Locked([(epoch: UInt64, running: Int)](repeating: (0, 0), count: WriteWatch.stripeCount))
+    /// One stripe's writes and back-fill stores.
+    private struct Stripe: Sendable {
+        /// Changes when a write begins and when it ends.
+        var epoch: UInt64 = 0
+        /// The writes under way, those waiting for stores included.
+        var running = 0
+        /// The back-fill stores under way.
+        var storing = 0
+        /// The writes waiting for `storing` to come down to zero.
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let stripes = Locked([Stripe](repeating: Stripe(), count: WriteWatch.stripeCount))
 
     /// Enough that writes of other keys rarely cost a fill: at 64 writes a second and half-second
     /// reads of the next level, about 3 % of fills.
@@ -215,14 +244,17 @@ final class WriteWatch: Sendable {
         return Int(UInt(bitPattern: hashable.hashValue) % UInt(stripeCount))
     }
 
-    /// Notes a write of `key` beginning; returns its stripe, for ``end(_:)``.
+    /// Notes a write of `key` beginning, and waits for the back-fill stores of its stripe under way;
+    /// returns its stripe, for ``end(_:)``.
     @usableFromInline
-    func begin(_ key: some Sendable) -> Int {
+    func begin(_ key: some Sendable) async -> Int {
         let stripe = Self.stripe(key)
-        stripes.withLock {
+        let isStoring = stripes.withLock {
             $0[stripe].epoch &+= 1
             $0[stripe].running += 1
+            return $0[stripe].storing > 0
         }
+        if isStoring { await storesEnded(stripe) }
         return stripe
     }
 
@@ -235,15 +267,19 @@ final class WriteWatch: Sendable {
         }
     }
 
-    /// Notes a write of every key beginning (a clear).
+    /// Notes a write of every key beginning (a clear), and waits for every back-fill store under way.
     @usableFromInline
-    func beginAll() {
-        stripes.withLock { stripes in
+    func beginAll() async {
+        let storing = stripes.withLock { stripes in
+            var storing: [Int] = []
             for stripe in stripes.indices {
                 stripes[stripe].epoch &+= 1
                 stripes[stripe].running += 1
+                if stripes[stripe].storing > 0 { storing.append(stripe) }
             }
+            return storing
         }
+        for stripe in storing { await storesEnded(stripe) }
     }
 
     /// Notes the end of a write of every key.
@@ -264,10 +300,48 @@ final class WriteWatch: Sendable {
         return stripes.withLock { $0[stripe].running == 0 ? Mark(stripe: stripe, epoch: $0[stripe].epoch) : nil }
     }
 
-    /// Whether no write of the mark's stripe has begun or ended since, and none runs now.
+    /// Notes a back-fill store beginning, if no write of the mark's stripe has begun or ended since
+    /// and none runs now; returns whether it may store (then it calls ``endStore(_:)`` once done).
     @usableFromInline
-    func isUnchanged(since mark: Mark) -> Bool {
-        stripes.withLock { $0[mark.stripe].epoch == mark.epoch && $0[mark.stripe].running == 0 }
+    func beginStore(since mark: Mark) -> Bool {
+        stripes.withLock {
+            guard $0[mark.stripe].epoch == mark.epoch && $0[mark.stripe].running == 0 else { return false }
+            $0[mark.stripe].storing += 1
+            return true
+        }
+    }
+
+    /// Notes the end of a back-fill store that ``beginStore(since:)`` allowed; the writes waiting for
+    /// the last store of the stripe go on.
+    @usableFromInline
+    func endStore(_ mark: Mark) {
+        let waiters = stripes.withLock { stripes -> [CheckedContinuation<Void, Never>] in
+            stripes[mark.stripe].storing -= 1
+            guard stripes[mark.stripe].storing == 0 else { return [] }
+            defer { stripes[mark.stripe].waiters = [] }
+            return stripes[mark.stripe].waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until no back-fill store of `stripe` is under way.
+    ///
+    /// A write of the stripe runs, so no store can begin meanwhile: the wait ends once those under
+    /// way have.
+    private func storesEnded(_ stripe: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let hasEnded = stripes.withLock {
+                guard $0[stripe].storing > 0 else { return true }
+                $0[stripe].waiters.append(continuation)
+                return false
+            }
+            if hasEnded { continuation.resume() }
+        }
+    }
+
+    /// The writes waiting for back-fill stores, for tests.
+    var waitingWrites: Int {
+        stripes.withLock { $0.reduce(0) { $0 + $1.waiters.count } }
     }
 }
 

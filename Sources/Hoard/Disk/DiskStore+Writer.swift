@@ -182,8 +182,10 @@ extension DiskStore {
         return withContainer(log: &log, news: &news) { log, isCurrent in
             guard isCurrent else {
                 // Changing files from a view that may miss other processes' changes could undo
-                // theirs: every operation fails, and changes nothing.
+                // theirs: every operation fails, and changes nothing. One a clear dropped meanwhile
+                // does not fail: the clear answered it, as `land` does.
                 return batch.map { pending in
+                    if withState({ $0.isCleared(pending) }) { return ([], .success(())) }
                     let error = notCurrentError(
                         "The change for key \"\(pending.key.string.prefix(100))\" is not made:",
                         key: pending.key.string
@@ -226,11 +228,15 @@ extension DiskStore {
     ) -> ([Effect], Result<Void, CacheError>) {
         let key = pending.key
         // A clear that ran while the value was being serialized dropped it: no write lands after
-        // a clear that followed it. (A value that failed to serialize still failed: its cache
-        // hears of it.) A newer operation on the key is queued behind this one and lands next.
+        // a clear that followed it. The clear answered it as replaced, so a serializer that failed
+        // meanwhile is only logged: its cache does not hear of a failed store its caller was told
+        // did not happen, nor would it had the clear come before the writer took the write. A
+        // newer operation on the key is queued behind this one and lands next.
         guard !withState({ $0.isCleared(pending) }) else {
-            guard case .failed(let error) = prepared else { return ([], .success(())) }
-            return ([reportFailure(error, of: pending, log: &log)], .failure(error))
+            if case .failed(let error) = prepared {
+                log.add(.info, "A value a clear dropped could not be written either: \(error.message)")
+            }
+            return ([], .success(()))
         }
         switch prepared {
         case .remove:

@@ -55,13 +55,98 @@ private final class StoreThenWaitLevel: CacheLevel, Sendable {
     func onMemoryWarning() {}
 }
 
+/// A memory level whose first `set` (a back-fill's) waits on a gate before it stores its value: a
+/// back-fill caught in its own store, its value not in yet.
+private final class WaitThenStoreLevel: CacheLevel, Sendable {
+    let memory = MemoryCacheLevel<String, Int>(capacity: 4)
+    let storing = Gate()
+    let release = Gate()
+    let sets = Protected(0)
+
+    func get(_ key: String) async throws -> Int { try await memory.get(key) }
+
+    func set(_ value: Int, forKey key: String) async throws {
+        let isFirst = sets.withLock { sets in
+            defer { sets += 1 }
+            return sets == 0
+        }
+        if isFirst {
+            storing.open()
+            try await release.wait()
+        }
+        try await memory.set(value, forKey: key)
+    }
+
+    func removeValue(forKey key: String) async throws { try await memory.removeValue(forKey: key) }
+    func clear() async { await memory.clear() }
+    func onMemoryWarning() {}
+}
+
+/// A level that reads its value, lets other tasks run, then returns it: a next level whose answer
+/// may be older than a write made meanwhile.
+private final class YieldingLevel: CacheLevel, Sendable {
+    let values = Protected<[String: Int]>([:])
+
+    func get(_ key: String) async throws -> Int {
+        let value = values.withLock { $0[key] }
+        await Task.yield()
+        guard let value else { throw CacheError.notFound(key: key) }
+        return value
+    }
+
+    func set(_ value: Int, forKey key: String) async throws { values.withLock { $0[key] = value } }
+    func removeValue(forKey key: String) async throws { values.withLock { $0[key] = nil } }
+    func clear() async { values.withLock { $0.removeAll() } }
+    func onMemoryWarning() {}
+}
+
 /// An origin whose writes do nothing, as a `Fetcher`'s.
 private struct ZeroFetcher: Fetcher {
     func get(_ key: String) async throws -> Int { 0 }
 }
 
+/// A user's write that races a back-fill's own store.
+enum RacingWrite: CaseIterable, Sendable {
+    case set, removal, clear
+}
+
+/// The compositions that back-fill their first level.
+enum BackFilling: CaseIterable, Sendable {
+    case compose, backed
+}
+
 /// Where a composition's writes meet a get in flight.
 @Suite struct ComposedWriteRaceTests {
+    /// A write that begins while a back-fill stores into the first level lands after that store, over
+    /// a `Fetcher` as over any level: neither a removed value comes back nor a set value is lost.
+    @Test(arguments: RacingWrite.allCases, BackFilling.allCases)
+    func aWriteDuringTheFillsOwnStoreLandsAfterIt(write: RacingWrite, composition: BackFilling) async throws {
+        let first = WaitThenStoreLevel()
+        let watch = WriteWatch()
+        let levels =
+            switch composition {
+            case .compose: first.composed(with: ZeroFetcher(), cachedValue: nil, watch: watch)
+            case .backed: first.backed(by: ZeroFetcher(), watch: watch)
+            }
+        let reading = Task { try await levels.get("k") }
+        try await first.storing.wait()  // the fill read 0 and is storing it; nothing is stored yet
+        let written = Protected(false)
+        let writing = Task {
+            switch write {
+            case .set: try await levels.set(1, forKey: "k")
+            case .removal: try await levels.removeValue(forKey: "k")
+            case .clear: await levels.clear()
+            }
+            written.withLock { $0 = true }
+        }
+        // The write has begun: it has returned, or it waits for the fill's store.
+        #expect(await waitUntil { written.withLock { $0 } || watch.waitingWrites == 1 })
+        first.release.open()
+        #expect(try await reading.value == 0)
+        try await writing.value
+        #expect(first.memory.cachedValue(forKey: "k") == (write == .set ? 1 : nil))
+    }
+
     @Test func aBackFillDoesNotResurrectAValueRemovedMeanwhile() async throws {
         let gate = Gate()
         let first = MemoryCacheLevel<String, Int>(capacity: 4)
@@ -138,15 +223,57 @@ private struct ZeroFetcher: Fetcher {
         await #expect(throws: CacheError.notFound) { try await late.value }
     }
 
-    /// A set that lands while the back-fill stores, over a `Fetcher` that keeps no write, is kept:
+    /// Gets, their back-fills and writes of the same keys, all at once: once every write has
+    /// returned, the first level holds each key's last value or nothing, never a value a back-fill
+    /// read before it.
+    @Test func backFillsNeverOutliveTheLastWriteOfTheirKey() async throws {
+        let first = MemoryCacheLevel<String, Int>(capacity: 64)
+        let second = YieldingLevel()
+        let levels = first.compose(second)
+        let keys = (0..<8).map { "k\($0)" }
+        let writes = 200 * StressScale.rounds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for key in keys {
+                // One writer per key: its writes have an order, and the last one is the key's value.
+                group.addTask {
+                    for round in 0..<writes {
+                        if round % 3 == 0 {
+                            try await levels.removeValue(forKey: key)
+                        } else {
+                            try await levels.set(round, forKey: key)
+                        }
+                    }
+                }
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<writes {
+                        for key in keys { _ = try? await levels.get(key) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        for key in keys {
+            let last = second.values.withLock { $0[key] }
+            let kept = first.cachedValue(forKey: key)
+            #expect(kept == nil || kept == last, "\(key): the first level holds \(kept ?? -1), not \(last ?? -1)")
+        }
+    }
+
+    /// A set that begins while the back-fill stores, over a `Fetcher` that keeps no write, is kept:
     /// the fill does not take the key out again (the set's value is nowhere else).
     @Test func aSetDuringTheFillsOwnStoreIsKeptOverAFetcher() async throws {
         let first = StoreThenWaitLevel()
-        let levels = first.compose(ZeroFetcher())
+        let watch = WriteWatch()
+        let levels = first.composed(with: ZeroFetcher(), cachedValue: nil, watch: watch)
         let reading = Task { try await levels.get("k") }
         try await first.stored.wait()  // the fill's 0 is stored; its set has not returned
-        try await levels.set(1, forKey: "k")
+        let setting = Task { try await levels.set(1, forKey: "k") }
+        // The set has begun: it has returned, or it waits for the fill's store to return.
+        #expect(await waitUntil { watch.waitingWrites == 1 || first.memory.cachedValue(forKey: "k") == 1 })
         first.release.open()
+        try await setting.value
         #expect(try await reading.value == 0)
         #expect(first.memory.cachedValue(forKey: "k") == 1)
         #expect(try await levels.get("k") == 1)

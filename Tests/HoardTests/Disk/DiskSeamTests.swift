@@ -38,6 +38,84 @@ import Testing
         #expect(!RawFiles.exists(folder.container().appendingPathComponent(DiskKey("k").fileName).path))
     }
 
+    /// A write whose serializer fails after a clear dropped it (the writer had taken it): the clear
+    /// answered its caller with success, so its cache does not hear that it failed to store, as it
+    /// would not have for a write the clear dropped before the writer took it.
+    @Test func aWriteAClearDroppedIsNotReportedAsFailedWhenItsSerializerThenFails() async throws {
+        let folder = TemporaryDirectory()
+        let store = try DiskStore(at: folder.container(), options: .init(capacity: 100, policy: .lru))
+        let recorder = EvictionRecorder()
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let answers = Protected<[Result<Void, CacheError>]>([])
+        struct Refused: Error {}
+        _ = store.enqueueWrite(
+            DiskKey("k"),
+            value: PendingValue(
+                value: "v",
+                serialize: {
+                    started.signal()
+                    gate.wait()
+                    throw Refused()
+                },
+                expiresAt: .never
+            ),
+            observer: recorder
+        ) { result in answers.withLock { $0.append(result) } }
+        // The writer has taken the write: its serializer runs.
+        #expect(await signalled(started, within: 120))
+        await onPlainThread { store.removeAll() }
+        gate.signal()
+        await store.flush()  // the writer has dealt with the dropped write
+        let answered = answers.withLock { $0 }
+        #expect(answered.count == 1)
+        #expect((try? answered.first?.get()) != nil, "the clear answers the write it drops with success")
+        #expect(
+            recorder.failed.withLock { $0 }.isEmpty,
+            "the write was answered with success, yet its cache heard that it failed to store"
+        )
+        #expect(!RawFiles.exists(folder.container().appendingPathComponent(DiskKey("k").fileName).path))
+    }
+
+    /// A write a clear dropped while the writer held it, whose section then cannot catch up with
+    /// other processes: the clear answered it with success, and it changes no file either way, so
+    /// its cache does not hear that it failed to store.
+    @Test func aWriteAClearDroppedIsNotReportedAsFailedWhenItsSectionIsStale() async throws {
+        let folder = TemporaryDirectory()
+        let store = try DiskStore(at: folder.container(), options: .init(capacity: 100, policy: .lru))
+        let recorder = EvictionRecorder()
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let answers = Protected<[Result<Void, CacheError>]>([])
+        _ = store.enqueueWrite(
+            DiskKey("k"),
+            value: PendingValue(
+                value: "v",
+                serialize: {
+                    started.signal()
+                    gate.wait()
+                    return Data("v".utf8)
+                },
+                expiresAt: .never
+            ),
+            observer: recorder
+        ) { result in answers.withLock { $0.append(result) } }
+        #expect(await signalled(started, within: 120))
+        await onPlainThread { store.removeAll() }
+        let path = store.directory.path
+        SharedContainer.testHooks.setCatchUpFails(true, at: path)
+        defer { SharedContainer.testHooks.setCatchUpFails(false, at: path) }
+        gate.signal()
+        await store.flush()
+        let answered = answers.withLock { $0 }
+        #expect(answered.count == 1)
+        #expect((try? answered.first?.get()) != nil, "the clear answers the write it drops with success")
+        #expect(
+            recorder.failed.withLock { $0 }.isEmpty,
+            "the write was answered with success, yet its cache heard that it failed to store"
+        )
+    }
+
     /// The user-facing side of the same seam: `save` with a shared level waits for its shared write.
     ///
     /// ("or for a clear queued after it, which drops it"). A clear that drops the disk
