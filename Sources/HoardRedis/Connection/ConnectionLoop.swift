@@ -127,7 +127,7 @@ final class ConnectionLoop {
             // A request to reconnect (a new primary announced) ends the wait.
             while ContinuousClock.now < end && !connection.isStopped && !connection.hasReconnectRequest {
                 // Times out the retries waiting for the next connection when their deadline comes.
-                let (next, _) = connection.expireRequests(now: .now)
+                let (next, _) = connection.expireRequests(now: .now, isConnecting: true)
                 _ = waitForEvents(on: nil, 0, wake: connection.wake, until: [end, next].compactMap { $0 }.min())
             }
             if connection.setStatus(.connecting) { break }
@@ -141,19 +141,21 @@ final class ConnectionLoop {
     /// wake-up, and times out the requests whose deadline passed.
     ///
     /// - Returns: The socket's events, or a failure when the connection was stopped or the oldest
-    ///   request has waited twice its timeout (the server stopped answering).
+    ///   request has waited twice its timeout (the server stopped answering). Before the connection
+    ///   serves, the requests leave the queue at their deadline: the connect timeout bounds the
+    ///   attempt, however slow the commands find it.
     func wait(
         _ socket: Socket?,
         _ events: Int16,
         until deadline: ContinuousClock.Instant?
     ) -> Result<Int16, RedisFailure> {
-        let (next, _) = connection.expireRequests(now: .now)
+        let (next, _) = connection.expireRequests(now: .now, isConnecting: !isServing)
         let until = [deadline, next].compactMap { $0 }.min()
         let revents = waitForEvents(on: socket, events, wake: connection.wake, until: until)
         if connection.isStopped { return .failure(RedisFailure(.closed, "the level was released")) }
         if let reason = connection.takeReconnectRequest() { return .failure(reason) }
         let now = ContinuousClock.now
-        let (_, oldest) = connection.expireRequests(now: now)
+        let (_, oldest) = connection.expireRequests(now: now, isConnecting: !isServing)
         if let oldest, now > oldest + configuration.commandTimeout {
             return .failure(RedisFailure(.timeout, "the server sent no reply for \(configuration.commandTimeout * 2)"))
         }

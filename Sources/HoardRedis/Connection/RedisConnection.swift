@@ -79,13 +79,11 @@ final class RedisConnection: Sendable {
         let (refusal, wakes) = shared.withLock { shared -> (RedisFailure?, Bool) in
             switch shared.status {
             case .down(let failure):
-                // The thread writes what is queued once it is connected again; no wake-up needed.
                 guard asRetry, leading == nil, failure.kind == .connectionLost, request.takeRetry() else {
                     return (failure, false)
                 }
                 shared.queue.append(request)
                 shared.outgoing.append(contentsOf: request.bytes)
-                return (nil, false)
             case .stopped: return (RedisFailure(.closed, "the level was released"), false)
             case .connecting, .ready:
                 if let leading {
@@ -94,10 +92,13 @@ final class RedisConnection: Sendable {
                 }
                 shared.queue.append(request)
                 shared.outgoing.append(contentsOf: request.bytes)
-                guard !shared.isWakePending, case .ready = shared.status else { return (nil, false) }
-                shared.isWakePending = true
-                return (nil, true)
             }
+            // Ready, the thread writes the request; not yet, it times the request out at its
+            // deadline, which may come before the end of the wait it is in (a handshake's, a
+            // backoff's).
+            guard !shared.isWakePending else { return (nil, false) }
+            shared.isWakePending = true
+            return (nil, true)
         }
         if wakes { wake.wake() }
         return refusal
@@ -172,14 +173,26 @@ final class RedisConnection: Sendable {
         for request in failed { request.finish(.failure(failure)) }
     }
 
-    /// Finishes the requests whose deadline passed with a timeout; they stay queued for their replies.
+    /// Finishes the requests whose deadline passed with a timeout; while a connection serves them,
+    /// they stay queued for their replies.
     ///
+    /// - Parameters:
+    ///   - now: The time the deadlines are judged at.
+    ///   - isConnecting: Whether no connection serves the requests yet (the thread connects, or
+    ///     waits to). Then none of them was written: those whose deadline passed leave the queue,
+    ///     since a command its caller was told timed out must not run later, after newer ones. And
+    ///     the next request accepted wakes the thread, whose wait would otherwise end only at the
+    ///     connect timeout or the backoff's end.
     /// - Returns: The earliest deadline of a request still waiting, and the oldest request's deadline.
     func expireRequests(
-        now: ContinuousClock.Instant
+        now: ContinuousClock.Instant,
+        isConnecting: Bool = false
     ) -> (next: ContinuousClock.Instant?, oldest: ContinuousClock.Instant?) {
         let (expired, next, oldest) = shared.withLock {
             shared -> ([RedisRequest], ContinuousClock.Instant?, ContinuousClock.Instant?) in
+            // Under the lock that finds `next`: a request accepted from now on is either counted in
+            // it or wakes the thread.
+            if isConnecting { shared.isWakePending = false }
             var expired: [RedisRequest] = []
             var next: ContinuousClock.Instant?
             for request in shared.queue[shared.head...] where !request.isFinished {
@@ -188,6 +201,12 @@ final class RedisConnection: Sendable {
                 } else if next.map({ request.deadline < $0 }) ?? true {
                     next = request.deadline
                 }
+            }
+            // An `ASKING` has its command's deadline: they leave together, or neither does.
+            if isConnecting, shared.queue[shared.head...].contains(where: { $0.deadline <= now }) {
+                shared.queue = shared.queue[shared.head...].filter { $0.deadline > now }
+                shared.head = 0
+                shared.outgoing = shared.queue.flatMap(\.bytes)
             }
             return (
                 expired, next, shared.queue.indices.contains(shared.head) ? shared.queue[shared.head].deadline : nil

@@ -86,6 +86,9 @@ final class HoldingProxy: @unchecked Sendable {
     /// How many chunks of replies are held now.
     var held: Int { lock.withLock { heldCount } }
 
+    /// How many client connections it has forwarded so far.
+    var connectionCount: Int { lock.withLock { pairs.count } }
+
     /// Sends what was held, and stops holding.
     func release() {
         let holding = lock.withLock { () -> [Pair] in

@@ -226,8 +226,18 @@ private enum PortPicker {
         return 32768
     }()
 
-    /// The ports given out: the 12 000 below the ephemeral range, above the well-known ones.
-    private static let range: Range<Int> = max(1024, ephemeralStart - 12000)..<max(1025, ephemeralStart)
+    /// The ports given out: `HOARD_TEST_PORTS` (`low-high`, both included) when set, so that runs
+    /// sharing a machine keep their servers apart; else the 12 000 below the ephemeral range, above
+    /// the well-known ones.
+    private static let range: Range<Int> = {
+        if let text = ProcessInfo.processInfo.environment["HOARD_TEST_PORTS"] {
+            let bounds = text.split(separator: "-").compactMap { Int($0) }
+            if bounds.count == 2, 1024 <= bounds[0], bounds[0] <= bounds[1], bounds[1] <= 65_535 {
+                return bounds[0]..<(bounds[1] + 1)
+            }
+        }
+        return max(1024, ephemeralStart - 12000)..<max(1025, ephemeralStart)
+    }()
     static var count: Int { range.count }
     private static let lock = NSLock()
     // Safe because it is only touched while holding `lock`.
