@@ -394,7 +394,8 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
     }
 
     /// A level of key lists whose `get` is one `MGET` and fails with `CacheError.notFound` when a
-    /// key is missing; `set` and `removeValue` go key by key, pipelined.
+    /// key is missing; `set` and `removeValue` go key by key, all sent at once (pipelined), and throw
+    /// the first error.
     ///
     /// On a cluster, a `get` whose keys of one slot cannot be read fails with that error (code
     /// `network` or `serverRefused`), not as if they were missing.
@@ -412,7 +413,12 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
             },
             set: { values, keys in try await self.batchSet(values, forKeys: keys) },
             removeValue: { keys in
-                for key in keys { try await self.removeValue(forKey: key) }
+                // Sent at once, so that the connections pipeline them: one key's slow reply does not
+                // hold back the others' removals.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for key in keys { group.addTask { try await self.removeValue(forKey: key) } }
+                    try await group.waitForAll()
+                }
             },
             clear: { await self.clear() }
         )
