@@ -39,6 +39,11 @@ extension DiskStore {
         enqueue(key, .remove, observer: observer, completion: nil)
     }
 
+    /// Whether a write or removal of `key` is queued or under way.
+    func hasPendingOperation(_ key: DiskKey) -> Bool {
+        withState { $0.pending[key.digest] != nil }
+    }
+
     private func enqueue(
         _ key: DiskKey,
         _ operation: Operation,
