@@ -78,10 +78,13 @@ struct RedisFleetCoherenceTests {
         withExtendedLifetime((writer, folder)) {}
     }
 
-    /// A peer process reads a key from the shared level before this process's save of it, its reply
-    /// comes once the save is on the disk they share (the save's shared write not made yet), and it is
-    /// killed once its fill is on disk, before the save's invalidation could reach it: the fill must
-    /// not replace the saved value on that disk.
+    /// A coherent peer process reads a key from the shared level before this process's save of it,
+    /// its reply comes once the save is on the disk they share (the save's shared write not made yet),
+    /// and it is killed once its fill is on disk, before the save's invalidation could reach it: the
+    /// fill must not replace the saved value on that disk.
+    ///
+    /// This process saves without coherence: a coherent one's echo check would find the peer's file
+    /// too (see the next test), and the fill must not land whoever saved.
     @Test func aKilledPeersFillNeverReplacesASaveOnTheSharedDisk() async throws {
         let server = try RedisTestServer.required()
         let proxy = try HoldingProxy(upstreamPort: server.port)
@@ -90,10 +93,7 @@ struct RedisFleetCoherenceTests {
         let shared = HeldWritesLevel(
             try RedisCacheLevel(url: server.url, namespace: namespace, commandTimeout: .seconds(10))
         )
-        let cache = try folder.stringBuilder("shared")
-            .sharedLevel(shared)
-            .coherence(.invalidations(maxLocalAge: .seconds(86_400)))
-            .build()
+        let cache = try folder.stringBuilder("shared").sharedLevel(shared).build()
         try await cache.save("old", forKey: "key")
         try await cache.save("ready", forKey: "probe")
         let peer = try WorkerProcess([
