@@ -25,6 +25,7 @@ extension Fleet {
     ///   instead of every 20 µs, and prints `dropped <key> <monotonic nanoseconds> held <monotonic
     ///   nanoseconds>`, the second time being the start of the last look that still found `value`
     ///   (or, when none did, the moment of `watching`): the key was dropped between the two;
+    /// - `save <key> <value>`: saves the value (memory, disk and the server) and prints `saved <key>`;
     /// - `stats`: prints `stats invalidations <n> flushes <n>`.
     ///
     /// Ends at the end of its input.
@@ -78,6 +79,9 @@ extension Fleet {
                     sched_yield()
                 }
                 emit("dropped \(key) \(monotonicNanoseconds()) held \(held)")
+            case "save" where words.count == 3:
+                try await cache.save(words[2], forKey: words[1])
+                emit("saved \(words[1])")
             case "stats":
                 let statistics = cache.statistics
                 emit("stats invalidations \(statistics.invalidations) flushes \(statistics.coherenceFlushes)")

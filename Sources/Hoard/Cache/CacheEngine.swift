@@ -168,7 +168,8 @@ struct CacheEngine<Value: Sendable>: Sendable {
                 value: PendingValue(
                     value: value,
                     serialize: { [data] in try data ?? serializer.serialize(value) },
-                    expiresAt: local.expiresAt
+                    expiresAt: local.expiresAt,
+                    isFill: fill != nil
                 )
             )
         }

@@ -227,8 +227,10 @@ extension DiskStore.State {
                 index.upsert(info, forKey: digest)
                 // Another process wrote the file: it holds that process's value, which may be served.
                 unremovable.remove(digest)
+                noteChangedByPeer(digest)
                 news.append(key)
             case .remove(let digest, let key):
+                noteChangedByPeer(digest)
                 // A removal whose key could not be read (its file was damaged) changes no key a peer
                 // can name.
                 if index.removeValue(forKey: digest) != nil, let key { news.append(key) }
@@ -237,5 +239,11 @@ extension DiskStore.State {
                 news.clear()
             }
         }
+    }
+
+    /// Notes that another process changed the key of `digest`: the fills of it queued so far must
+    /// not land over that change (see ``isOutdatedFill(_:)``).
+    private mutating func noteChangedByPeer(_ digest: SHA256Digest) {
+        if pending[digest] != nil { changedByPeersThrough[digest] = generation }
     }
 }

@@ -120,6 +120,12 @@ extension DiskStore {
         /// Entry files this store failed to remove (a read-only container): their values were
         /// replaced or removed, so reads miss them although the file is there.
         var unremovable: Set<SHA256Digest> = []
+        /// The keys another process changed while an operation of theirs was pending here.
+        ///
+        /// For each, the generation of the latest operation queued then: a fill queued up to it read
+        /// the key before that change, or cannot tell, and must not land over it (see
+        /// ``isOutdatedFill(_:)``).
+        var changedByPeersThrough: [SHA256Digest: UInt64] = [:]
 
         init(options: Options) {
             self.options = options
@@ -197,6 +203,21 @@ extension DiskStore {
             return nil
         }
 
+        /// Whether `taken` is a fill whose key another process changed, as caught up with since it was
+        /// queued: its bytes must not land over that change.
+        ///
+        /// A fill read its value from the shared level (or the fetcher) before it was queued; a change
+        /// another process made meanwhile is only seen here when the writer catches up, in the section
+        /// that would land the fill. Landing it anyway could put back what that process replaced (a
+        /// save whose shared write came after the read), and a coherent process that would remove it
+        /// on the change's invalidation may be dead by then.
+        func isOutdatedFill(_ taken: Pending) -> Bool {
+            guard case .write(let value) = taken.operation, value.isFill,
+                let through = changedByPeersThrough[taken.key.digest]
+            else { return false }
+            return taken.generation <= through
+        }
+
         /// Whether a clear dropped `taken` after the writer took it: its bytes must not land.
         ///
         /// Checked holding `ioLock`, right before the operation changes files. A newer operation on
@@ -254,6 +275,7 @@ extension DiskStore {
         private mutating func finish(_ applied: Pending) {
             if pending[applied.key.digest]?.generation == applied.generation {
                 pending[applied.key.digest] = nil
+                changedByPeersThrough[applied.key.digest] = nil
             }
         }
 
@@ -276,6 +298,7 @@ extension DiskStore {
             index.removeAll()
             changesSinceSave += 1
             clearedThrough = generation
+            changedByPeersThrough = [:]
             defer { pending = [:] }
             return pending
         }

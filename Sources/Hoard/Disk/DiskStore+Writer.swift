@@ -39,6 +39,11 @@ extension DiskStore {
         enqueue(key, .remove, observer: observer, completion: nil)
     }
 
+    /// Whether a write or removal of `key` is queued or under way.
+    func hasPendingOperation(_ key: DiskKey) -> Bool {
+        withState { $0.pending[key.digest] != nil }
+    }
+
     private func enqueue(
         _ key: DiskKey,
         _ operation: Operation,
@@ -236,6 +241,19 @@ extension DiskStore {
             if case .failed(let error) = prepared {
                 log.add(.info, "A value a clear dropped could not be written either: \(error.message)")
             }
+            return ([], .success(()))
+        }
+        // A fill that read its key before another process changed it (caught up with in this
+        // section or an earlier one) would put the older value back over that change. Which of the
+        // two is newer cannot be told here (a remove this fill replaced may be what made the other
+        // file stale), so the key's file goes: the next read asks the shared level again.
+        if withState({ $0.isOutdatedFill(pending) }) {
+            log.add(
+                .debug,
+                "Did not write the value read for key \"\(key.string.prefix(100))\": another process "
+                    + "changed the key since it was read; its file is removed."
+            )
+            removeEntryFile(of: pending, log: &log)
             return ([], .success(()))
         }
         switch prepared {

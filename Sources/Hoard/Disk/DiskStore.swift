@@ -27,6 +27,10 @@ struct PendingValue: Sendable {
     @usableFromInline let serialize: @Sendable () throws -> Data
     /// When the value stops being live.
     @usableFromInline let expiresAt: Expiry
+    /// Whether the value is a fill (read from the shared level, or fetched): when another process
+    /// changed the key before it landed, it is not written, and the key's file is removed (see
+    /// `DiskStore.State.isOutdatedFill(_:)`).
+    @usableFromInline var isFill = false
 }
 
 /// A group entered while its owner lives and left once the owner is gone: the owner's `deinit` has

@@ -149,6 +149,7 @@ extension Cache {
             let isSuperseded = echoChecks.withLock { $0.settle(check) }
             if let found, found == check.written || found == newerWrite {
                 engine.stripes.tally.withLock { $0.echoesConfirmed += 1 }
+                reporter.deliver(engine.dropOtherDiskCopy(of: check.key, confirmed: found, origin: self), from: self)
             } else if !isSuperseded {
                 invalidate(check.key, mayBeEcho: false)
             }

@@ -46,6 +46,30 @@ extension CacheEngine {
         return (outcome, echo)
     }
 
+    /// Removes the disk copy of `key` when its file no longer holds what the shared level was found
+    /// to hold, `confirmed`, this cache's own write (its echo check kept the copies).
+    ///
+    /// Another process on the container may have written the key's file after this cache's write
+    /// landed there, with a value that reached the shared level before this write: that process
+    /// removes it once this write's invalidation reaches it, but it may die first, and this cache,
+    /// whose echo check keeps its copies, was the one left to notice. The file is read holding no
+    /// lock; the removal is queued under the key's stripe, unless a newer operation of this cache on
+    /// the key is pending (that one lands after it, and is the key's latest).
+    ///
+    /// - Returns: What happened: the other caches on the container to tell.
+    func dropOtherDiskCopy(of key: String, confirmed: Data, origin: (any DiskStoreObserver)?) -> CacheOutcome<Value> {
+        var outcome = CacheOutcome<Value>(key: key)
+        guard let disk, let written = try? EntryFormat.decode([UInt8](confirmed)) else { return outcome }
+        let diskKey = DiskKey(key)
+        guard case .stored(let entry) = disk.lookup(diskKey, countsAccess: false), entry.payload != written.payload
+        else { return outcome }
+        stripes.change(key.hashValue) {
+            guard !disk.hasPendingOperation(diskKey) else { return }
+            outcome.tell(disk.enqueueRemove(diskKey, observer: origin))
+        }
+        return outcome
+    }
+
     /// Closes or opens the gate (see ``CoherenceGate``), counted as a change of every key so that no
     /// fill sent before is installed; closing it empties memory.
     ///

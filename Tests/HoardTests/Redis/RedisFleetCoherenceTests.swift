@@ -78,6 +78,115 @@ struct RedisFleetCoherenceTests {
         withExtendedLifetime((writer, folder)) {}
     }
 
+    /// A coherent peer process reads a key from the shared level before this process's save of it,
+    /// its reply comes once the save is on the disk they share (the save's shared write not made yet),
+    /// and it is killed once its fill is on disk, before the save's invalidation could reach it: the
+    /// fill must not replace the saved value on that disk.
+    ///
+    /// This process saves without coherence: a coherent one's echo check would find the peer's file
+    /// too (see the next test), and the fill must not land whoever saved.
+    @Test func aKilledPeersFillNeverReplacesASaveOnTheSharedDisk() async throws {
+        let server = try RedisTestServer.required()
+        let proxy = try HoldingProxy(upstreamPort: server.port)
+        let folder = TemporaryDirectory()
+        let namespace = "fleet-fill-\(UUID().uuidString)"
+        let shared = HeldWritesLevel(
+            try RedisCacheLevel(url: server.url, namespace: namespace, commandTimeout: .seconds(10))
+        )
+        let cache = try folder.stringBuilder("shared").sharedLevel(shared).build()
+        try await cache.save("old", forKey: "key")
+        try await cache.save("ready", forKey: "probe")
+        let peer = try WorkerProcess([
+            "fleet-watch", folder.url.path, "shared", "redis://127.0.0.1:\(proxy.port)", namespace,
+        ])
+        _ = await expectLine(peer, "ready")
+        // The peer's build emptied the disk; once its fills stay in memory, its local levels are open.
+        var isOpen = false
+        for _ in 0..<100 where !isOpen {
+            peer.send("get probe")
+            isOpen = await expectLine(peer, "value probe=ready")?.hasSuffix(" memory") == true
+        }
+        try #require(isOpen)
+        // The peer misses on disk and reads the server's value; the reply is held.
+        proxy.holdReplies(toRequestContaining: "\(namespace):key")
+        peer.send("get key")
+        #expect(await waitUntil { proxy.held > 0 })
+        // The save lands on disk; its shared write waits.
+        let write = shared.holdNextSet()
+        let saving = Task { try await cache.save("new", forKey: "key") }
+        #expect(await waitUntil { shared.setsStarted == 3 })
+        await cache.disk?.flush()
+        // The peer gets the older value, keeps it and flushes it to disk; then it dies, before the
+        // save's invalidation could reach it.
+        proxy.release()
+        _ = await expectLine(peer, "value key=old")
+        peer.kill()
+        #expect(await onPlainThread { peer.wait() } == .killed(SIGKILL))
+        write.open()
+        try await saving.value
+        // Another write makes this process catch up with what the peer changed on the disk; with the
+        // memory copy gone, the disk holds the save, or nothing, never the older value.
+        cache["other"] = "value"
+        await cache.flush()
+        cache.clearMemory()
+        #expect(cache["key"] != "old")
+        #expect(try await cache.getOrFetch(forKey: "key") == "new")
+        withExtendedLifetime((folder, proxy)) {}
+    }
+
+    /// A peer process saves a key after this process's save of it landed on the disk they share and
+    /// before it reached the server, and is killed before this save's invalidation could reach it:
+    /// its value, the server's older one, must not stay on that disk over this process's save.
+    @Test func aKilledPeersEarlierSaveNeverStaysOverALaterSaveOnTheSharedDisk() async throws {
+        let server = try RedisTestServer.required()
+        let folder = TemporaryDirectory()
+        let namespace = "fleet-save-\(UUID().uuidString)"
+        let shared = HeldWritesLevel(
+            try RedisCacheLevel(url: server.url, namespace: namespace, commandTimeout: .seconds(10))
+        )
+        let cache = try folder.stringBuilder("shared")
+            .sharedLevel(shared)
+            .coherence(.invalidations(maxLocalAge: .seconds(86_400)))
+            .build()
+        try await cache.save("ready", forKey: "probe")
+        let peer = try WorkerProcess(["fleet-watch", folder.url.path, "shared", server.url, namespace])
+        _ = await expectLine(peer, "ready")
+        // The peer's build emptied the disk; once its fills stay in memory, its local levels are open.
+        var isOpen = false
+        for _ in 0..<100 where !isOpen {
+            peer.send("get probe")
+            isOpen = await expectLine(peer, "value probe=ready")?.hasSuffix(" memory") == true
+        }
+        try #require(isOpen)
+        // This process's save lands on disk; its shared write waits.
+        let heard = cache.statistics.invalidations
+        let write = shared.holdNextSet()
+        let answer = shared.holdNextSetAnswer()
+        let saving = Task { try await cache.save("later", forKey: "key") }
+        #expect(await waitUntil { shared.setsStarted == 2 })
+        await cache.disk?.flush()
+        // The peer's save lands on disk after it, and on the server before it; then the peer dies,
+        // before this save's invalidation could reach it.
+        peer.send("save key earlier")
+        _ = await expectLine(peer, "saved key")
+        peer.kill()
+        #expect(await onPlainThread { peer.wait() } == .killed(SIGKILL))
+        // This save reaches the server; its answer comes once both writes were announced here.
+        write.open()
+        #expect(await waitUntil { cache.statistics.invalidations >= heard + 2 })
+        answer.open()
+        try await saving.value
+        #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
+        // Another write makes this process catch up with what the peer changed on the disk; with the
+        // memory copy gone, the disk holds this save, or nothing, never the peer's.
+        cache["other"] = "value"
+        await cache.flush()
+        cache.clearMemory()
+        #expect(cache["key"] != "earlier")
+        #expect(try await cache.getOrFetch(forKey: "key") == "later")
+        withExtendedLifetime(folder) {}
+    }
+
     private func monotonicNanoseconds() -> UInt64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
