@@ -226,6 +226,12 @@ final class ConnectionLoop {
         return .failure(lastFailure)
     }
 
+    /// Host names whose lookup a test replaces (a resolver that is slow, or never answers), with what
+    /// replaces it; empty outside the tests, which give each name a test of its own.
+    static let replacedLookups = Locked<[String: @Sendable (String, Int) -> Result<[SocketAddress], RedisFailure>]>(
+        [:]
+    )
+
     /// The socket's address, or the host's addresses; a name is looked up on a thread of its own so
     /// that the lookup cannot outlast the connect timeout.
     private func resolve(
@@ -238,8 +244,9 @@ final class ConnectionLoop {
         if SocketAddress.isNumeric(host) { return SocketAddress.resolve(host: host, port: port) }
         let result = Locked<Result<[SocketAddress], RedisFailure>?>(nil)
         let done = DispatchSemaphore(value: 0)
+        let lookUp = Self.replacedLookups.withLock { $0[host] } ?? SocketAddress.resolve(host:port:)
         Thread.detachNewThread {
-            let found = SocketAddress.resolve(host: host, port: port)
+            let found = lookUp(host, port)
             result.withLock { $0 = found }
             done.signal()
         }
