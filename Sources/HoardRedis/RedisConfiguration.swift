@@ -43,9 +43,12 @@ extension RedisCacheLevel {
         /// ```swift
         /// configuration.credentials = .init { try secrets.currentRedisLogin() }
         /// ```
-        /// It is called on the level's I/O thread, before each login: keep it quick (read what a
+        /// It is called before each login, on a thread of its own: keep it quick (read what a
         /// rotation job stored), never waiting on the network. An error it throws fails that
-        /// connection attempt like a refused login; the level retries with a growing backoff.
+        /// connection attempt like a refused login; the level retries with a growing backoff. A
+        /// call slower than ``connectTimeout`` fails the attempt too (commands waiting for the
+        /// connection time out at their own deadline meanwhile), and the next attempt waits for that
+        /// same call instead of calling again: a connection calls the provider once at a time.
         public var credentials: CredentialsProvider?
         /// The database number (`SELECT`); 0 by default.
         public var database: Int

@@ -31,6 +31,10 @@ final class ConnectionLoop {
     var preferredSentinel = 0
     /// With Sentinels: the last primary they named, tried when none of them answers.
     var lastPrimary: RedisCacheLevel.Configuration.Endpoint?
+    /// The host name lookups under way, by server: one at most for each (see ``BlockingCall``).
+    var lookups: [RedisCacheLevel.Configuration.Endpoint: BlockingCall<[SocketAddress]>] = [:]
+    /// The credentials provider's call under way: one at most (see ``BlockingCall``).
+    var credentialsCall: BlockingCall<RedisCacheLevel.Credentials>?
 
     init(_ connection: RedisConnection) {
         self.connection = connection
@@ -226,34 +230,6 @@ final class ConnectionLoop {
         return .failure(lastFailure)
     }
 
-    /// The socket's address, or the host's addresses; a name is looked up on a thread of its own so
-    /// that the lookup cannot outlast the connect timeout.
-    private func resolve(
-        _ server: RedisCacheLevel.Configuration.Endpoint,
-        until deadline: ContinuousClock.Instant
-    ) -> Result<[SocketAddress], RedisFailure> {
-        if let socketPath = configuration.socketPath { return SocketAddress.unix(path: socketPath).map { [$0] } }
-        let host = server.host
-        let port = server.port
-        if SocketAddress.isNumeric(host) { return SocketAddress.resolve(host: host, port: port) }
-        let result = Locked<Result<[SocketAddress], RedisFailure>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let found = SocketAddress.resolve(host: host, port: port)
-            result.withLock { $0 = found }
-            done.signal()
-        }
-        // This is the I/O thread, not a cooperative one: blocking here is what it is for.
-        let remaining = ContinuousClock.now.duration(to: deadline)
-        let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18
-        guard done.wait(timeout: .now() + max(0, seconds)) == .success, let found = result.withLock({ $0 }) else {
-            return .failure(
-                RedisFailure(.connect, "looking up \(host) took longer than \(configuration.connectTimeout)")
-            )
-        }
-        return found
-    }
-
     private func connect(
         to address: SocketAddress,
         until deadline: ContinuousClock.Instant
@@ -290,11 +266,9 @@ final class ConnectionLoop {
         let username: String?
         let password: String?
         if let provider = configuration.credentials {
-            do {
-                let credentials = try provider()
-                (username, password) = (credentials.username, credentials.password)
-            } catch {
-                return .failure(RedisFailure(.handshake, "the credentials provider failed: \(error)"))
+            switch credentials(from: provider, until: deadline) {
+            case .success(let credentials): (username, password) = (credentials.username, credentials.password)
+            case .failure(let failure): return .failure(failure)
             }
         } else {
             (username, password) = (configuration.username, configuration.password)
