@@ -2,7 +2,8 @@ import Foundation
 import Hoard
 
 /// The level's connections, shared by every caller: each request goes to the next connection that
-/// accepts it, where it is pipelined behind the requests already there.
+/// serves (while none does, to the next that accepts it, one still connecting), where it is
+/// pipelined behind the requests already there.
 final class RedisPool: Sendable {
     let configuration: RedisCacheLevel.Configuration
     private let connections: [RedisConnection]
