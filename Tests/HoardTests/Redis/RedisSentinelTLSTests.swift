@@ -48,6 +48,70 @@ struct RedisSentinelTLSTests {
         return try RedisCacheLevel(configuration, namespace: "sentinel-tls")
     }
 
+    /// A level straight to one TLS server of the test's (a Sentinel, or a data server).
+    private static func direct(_ server: RedisTestServer, _ certificates: TLSCertificates) throws -> RedisCacheLevel {
+        var configuration = try RedisCacheLevel.Configuration(url: "rediss://127.0.0.1:\(server.port)")
+        configuration.tls?.certificateAuthorityFile = certificates.authority
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(10)
+        return try RedisCacheLevel(configuration, namespace: "sentinel-tls")
+    }
+
+    /// A new primary announced while a connection's TLS handshake with the old one hangs (stopped,
+    /// its kernel still accepts the connection): the handshake is given up for the new primary at
+    /// once, not after the connect timeout (an hour here), so the write lands within its timeout.
+    @Test func aHandshakeWithAStoppedPrimaryIsGivenUpWhenTheSentinelsMoveIt() async throws {
+        let folder = TemporaryDirectory()
+        let certificates = try await TLSCertificates.make(in: folder.url)
+        _ = try RedisTestServer.required()
+        let lines = certificates.serverConfiguration() + ["tls-replication yes"]
+        let primary = try RedisTestServer.start(configuration: lines, tls: true)
+        let replica = try RedisTestServer.start(
+            configuration: lines + ["replicaof 127.0.0.1 \(primary.port)"],
+            tls: true
+        )
+        let name = RedisSentinelTests.name
+        let sentinel = try RedisTestServer.start(
+            configuration: lines + [
+                "sentinel monitor \(name) 127.0.0.1 \(primary.port) 1",
+                "sentinel down-after-milliseconds \(name) 1000",
+                "sentinel failover-timeout \(name) 3000",
+            ],
+            tls: true,
+            sentinel: true
+        )
+        // The Sentinel knows the replica, in sync: a failover has someone to promote.
+        let asked = try Self.direct(sentinel, certificates)
+        #expect(
+            await waitUntilAsync {
+                guard case .array(let replicas)? = try? await asked.send(RESPCommand("SENTINEL", ["REPLICAS", name])),
+                    replicas.count == 1
+                else { return false }
+                let fields = RedisSentinelTests.strings(replicas[0])
+                guard let link = fields.firstIndex(of: "master-link-status"), link + 1 < fields.count else {
+                    return false
+                }
+                return fields[link + 1] == "ok"
+            }
+        )
+
+        primary.pause()
+        defer { primary.resume() }
+        var configuration = try RedisCacheLevel.Configuration(
+            sentinels: ["rediss://127.0.0.1:\(sentinel.port)"],
+            primaryName: name
+        )
+        configuration.tls?.certificateAuthorityFile = certificates.authority
+        configuration.connectTimeout = .seconds(3_600)
+        configuration.commandTimeout = .seconds(60)
+        configuration.poolSize = 1
+        let level = try RedisCacheLevel(configuration, namespace: "sentinel-tls")
+        try await level.set(Data("after".utf8), forKey: "k")
+        #expect(try await Self.direct(replica, certificates).get("k") == Data("after".utf8))
+        #expect(RedisSentinelTests.heardOfTheMove(to: replica))
+        withExtendedLifetime((primary, sentinel)) {}
+    }
+
     @Test func sentinelsWhoseCertificateIsRefusedFailBuildWithTheReason() async throws {
         let folder = TemporaryDirectory()
         let certificates = try await TLSCertificates.make(in: folder.url)
