@@ -11,12 +11,18 @@ extension ConnectionLoop {
     /// time for the next. Within a while of an announced move, a Sentinel that still names the old
     /// primary has not heard of it yet, and the next one is asked. When none answers, the
     /// announced new primary, else the last primary found, is tried (its role is checked).
+    /// Otherwise the attempt fails: as a refusal that cannot pass by itself when a Sentinel refused
+    /// the level's settings so (a certificate not accepted, a wrong password), which `build()`
+    /// then reports.
     func locatePrimary(
         _ sentinel: RedisCacheLevel.Configuration.Sentinel,
         until deadline: ContinuousClock.Instant
     ) -> Result<RedisCacheLevel.Configuration.Endpoint, RedisFailure> {
         let recentSwitch = SentinelSwitches.recentSwitch(sentinel)
         var reasons: [String] = []
+        // The same login and TLS settings serve every Sentinel: one that refuses them for good
+        // says the configuration cannot work, whatever the others (down, say) answered.
+        var isRefused = false
         let count = sentinel.sentinels.count
         for step in 0..<count {
             let index = (preferredSentinel + step) % count
@@ -32,13 +38,14 @@ extension ConnectionLoop {
                 return .success(primary)
             case .failure(let failure):
                 if failure.kind == .closed { return .failure(failure) }
+                if failure.isPermanentMisconfiguration { isRefused = true }
                 reasons.append("\(endpoint): \(failure.description)")
             }
         }
         if let fallback = recentSwitch?.new ?? lastPrimary { return .success(fallback) }
         return .failure(
             RedisFailure(
-                .connect,
+                isRefused ? .handshake : .connect,
                 "no Sentinel gave the address of the primary \(sentinel.primaryName) (\(reasons.joined(separator: "; ")))"
             )
         )

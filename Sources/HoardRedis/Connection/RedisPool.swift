@@ -2,7 +2,8 @@ import Foundation
 import Hoard
 
 /// The level's connections, shared by every caller: each request goes to the next connection that
-/// accepts it, where it is pipelined behind the requests already there.
+/// serves (while none does, to the next that accepts it, one still connecting), where it is
+/// pipelined behind the requests already there.
 final class RedisPool: Sendable {
     let configuration: RedisCacheLevel.Configuration
     private let connections: [RedisConnection]
@@ -167,9 +168,12 @@ final class RedisPool: Sendable {
         }
     }
 
-    /// Gives `request` to the next connection that accepts it; when every one refuses it, an
-    /// idempotent request goes, as its one retry, to a connection that was found closed and waits to
-    /// connect again.
+    /// Gives `request` to the next connection that serves, else to the next that accepts it (one
+    /// still connecting); when every one refuses it, an idempotent request goes, as its one retry, to
+    /// a connection that was found closed and waits to connect again.
+    ///
+    /// A connection whose handshake hangs would hold a request until its deadline while another
+    /// could answer it now: it gets requests only while none serves.
     ///
     /// A `leading` request (`ASKING`) goes just before `request` on the same connection, and is
     /// never retried.
@@ -185,12 +189,13 @@ final class RedisPool: Sendable {
         let count = connections.count
         var first: RedisFailure?
         for asRetry in request.isIdempotent && leading == nil ? [false, true] : [false] {
-            for step in 0..<count {
-                let index = Int((UInt(bitPattern: start) &+ UInt(step)) % UInt(count))
-                guard let refusal = connections[index].submit(request, asRetry: asRetry, after: leading) else {
-                    return
+            for onlyServing in asRetry ? [false] : [true, false] {
+                for step in 0..<count {
+                    let connection = connections[Int((UInt(bitPattern: start) &+ UInt(step)) % UInt(count))]
+                    if onlyServing, !connection.isReady { continue }
+                    guard let refusal = connection.submit(request, asRetry: asRetry, after: leading) else { return }
+                    if first == nil { first = refusal }
                 }
-                if first == nil { first = refusal }
             }
         }
         request.finish(.failure(first ?? RedisFailure(.closed, "no connection")))

@@ -165,6 +165,32 @@ struct RedisSentinelTests {
         #expect(error.message.contains("does not know a primary named nobody"), "\(error.message)")
     }
 
+    /// Sentinels that refuse the login for good: no address, and no passing fault either.
+    @Test func sentinelsThatRefuseTheLoginFailBuildWithTheirWords() async throws {
+        _ = try RedisTestServer.required()
+        let primary = try RedisTestServer.start()
+        let sentinel = try RedisTestServer.start(
+            configuration: [
+                "requirepass sentinel-s3cret", "sentinel monitor \(Self.name) 127.0.0.1 \(primary.port) 1",
+            ],
+            sentinel: true
+        )
+        let folder = TemporaryDirectory()
+        var configuration = try RedisCacheLevel.Configuration(
+            sentinels: ["redis://:wrong@127.0.0.1:\(sentinel.port)"],
+            primaryName: Self.name
+        )
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(10)
+        let level = try RedisCacheLevel(configuration, namespace: "sentinel")
+        let error = try #require(throws: CacheError.self) {
+            try folder.stringBuilder("wrong").sharedLevel(level).build()
+        }
+        #expect(error.code == .invalidConfiguration)
+        #expect(error.message.contains("WRONGPASS"), "\(error.message)")
+        withExtendedLifetime((primary, sentinel)) {}
+    }
+
     @Test func aFailoverIsFollowedAndCoherenceHoldsThroughIt() async throws {
         let group = try Self.group()
         let folder = TemporaryDirectory()

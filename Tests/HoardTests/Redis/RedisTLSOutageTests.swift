@@ -140,6 +140,28 @@ struct RedisTLSOutageTests {
         withExtendedLifetime(server) {}
     }
 
+    /// A pool whose one connection hangs in its handshake (a packet lost on the way, a server slow
+    /// to accept) while another serves: the commands go to the one that serves, none waits out its
+    /// timeout on the one that is not up.
+    @Test func aHandshakeThatHangsOnOneConnectionLeavesTheCommandsToTheOneThatServes() async throws {
+        let folder = TemporaryDirectory()
+        let certificates = try await TLSCertificates.make(in: folder.url)
+        let (server, proxy) = try await Self.heldServer(certificates, namespace: "pooled")
+        var configuration = try Self.configuration(port: proxy.port, certificates)
+        configuration.poolSize = 2
+        let level = try RedisCacheLevel(configuration, namespace: "pooled")
+        #expect(await waitUntil { proxy.held > 0 && proxy.connectionCount == 2 })
+        #expect(try await eventually { try await level.get("k") } == Data("served".utf8))
+
+        for _ in 0..<6 {
+            let (ended, error) = await Self.failureOfGet(level)
+            try #require(ended && error == nil, "\(error?.message ?? "no error")")
+        }
+        #expect(proxy.held > 0, "the handshake was held throughout")
+        proxy.release()
+        withExtendedLifetime(server) {}
+    }
+
     /// A command that timed out while its connection was connecting was never written, and never
     /// is: its caller was told it failed, and a later write of the key through another connection
     /// must not be overwritten by it once the connection is up.
