@@ -6,8 +6,9 @@ extension CacheLevel {
     /// `set`, and nothing to remove for `removeValue`. `clear` and `onMemoryWarning` pass through.
     ///
     /// Two new keys that transform into one key of this level are one key, for the adapters over the
-    /// new level too: a batch set (``allBatch()``) of both keeps the later value. It transforms each
-    /// key once more to tell, so keep the transformer pure.
+    /// new level too: a batch set (``allBatch()``) of both keeps the later value, and ``pooled()``
+    /// treats them as one key. Those adapters transform each key once more to tell, so keep the
+    /// transformer pure.
     ///
     /// ```swift
     /// let users = disk.transformKeys(OneWayTransformer<User.ID, String> { "user-\($0)" })

@@ -2,9 +2,9 @@
 ///
 /// `transformKeys(_:)` and ``Cache/Keyed`` make such levels: through
 /// `transformKeys { $0.lowercased() }`, `"Foo"` and `"foo"` are one key of the level below. The
-/// adapters that tell keys apart (a batch set keeps the last value of each key) ask
-/// ``CacheLevel/keyMapping``, so that the keys the mapping makes one are one for them too, as `==`
-/// could not tell. Package-wide only.
+/// adapters that tell keys apart (a batch set keeps the last value of each key, ``pooled()`` shares
+/// the gets of one key and parts them at a write of it) ask ``CacheLevel/keyMapping``, so that the
+/// keys the mapping makes one are one for them too, as `==` could not tell. Package-wide only.
 package protocol KeyMappingLevel<Key, Value>: CacheLevel {
     /// What a key is stored under below: two keys with equal answers are one key. `nil` for a level
     /// that does not map its keys after all (a ``BasicCache`` that wraps none); the function answers

@@ -4,7 +4,7 @@ import Testing
 @testable import Hoard
 
 /// Key mappings that send two keys to one (`transformKeys { $0.lowercased() }`): the two are one key
-/// for the batches built over them, as they are for the level below.
+/// for the batches and the pooling built over them, as they are for the level below.
 @Suite struct MergedKeyTests {
     /// A level of strings whose set of the value `"first"` waits until the key holds a value: had
     /// `"first"` and a later value been set at once, `"first"` would land last.
@@ -54,5 +54,52 @@ import Testing
             try await level.allBatch().set([1, 2, 3, 4], forKey: ["A", "", "b", "a"])
         }
         #expect(inner.values == ["a": 4, "b": 3])
+    }
+
+    /// Concurrent gets of two keys that map to one share one get, as gets of one key do.
+    @Test func getsOfTwoKeysThatMapToOneShareOneGet() async throws {
+        let gate = Gate()
+        let inner = RecordingLevel<String, Int>(["foo": 7], gate: gate)
+        let flights = SharedFlights<StoredKey, Int>()
+        let level = inner.transformKeys { (key: String) in key.lowercased() }.pooled(sharingByStoredKey: flights)
+        let foo = try #require(StoredKey("foo"))
+        let first = Task { try await level.get("Foo") }
+        let second = Task { try await level.get("fOO") }
+        #expect(await waitUntil { flights.waiterCount(forKey: foo) == 2 })
+        gate.open()
+        #expect(try await first.value == 7)
+        #expect(try await second.value == 7)
+        #expect(inner.gets == 1)
+    }
+
+    /// A get that starts once a set of a key that maps to its own has returned does not join a get
+    /// from before that set.
+    @Test func aGetAfterASetOfAKeyThatMapsToItsOwnDoesNotJoinAnOlderGet() async throws {
+        let gate = Gate()
+        let stored = Protected(["foo": "old"])
+        let reads = Counter()
+        let inner = BasicCache<String, String>(
+            get: { key in
+                // Read first, then wait: an older get answers with what it read before the set.
+                let value = stored.withLock { $0[key] }
+                reads.increment()
+                try await gate.wait()
+                guard let value else { throw CacheError.notFound }
+                return value
+            },
+            set: { value, key in stored.withLock { $0[key] = value } }
+        )
+        let level = inner.transformKeys { (key: String) in key.lowercased() }.pooled()
+        let older = Task { try await level.get("Foo") }
+        #expect(await waitUntil { reads.value == 1 })
+        try await level.set("new", forKey: "foo")
+        let newer = Task { try await level.get("Foo") }
+        // The newer get either reads for itself or joins the older one; neither ends before the gate
+        // opens. The guard is short: a newer get that reads for itself reads "new" whenever it does,
+        // and one that joins the older get never reads, so this wait only gives it time to join.
+        _ = await waitUntil(seconds: 10) { reads.value == 2 }
+        gate.open()
+        #expect(try await newer.value == "new")
+        _ = try await older.value
     }
 }
