@@ -102,4 +102,43 @@ import Testing
         #expect(try await newer.value == "new")
         _ = try await older.value
     }
+
+    /// Batch sets of one key in three spellings, with pooled gets of a fourth running all along: after
+    /// each batch, the key holds the batch's last value, and a get that starts then returns it.
+    @Test func mappedKeysUnderBatchesAndPooledGetsStress() async throws {
+        let stored = Protected([String: Int]())
+        let inner = BasicCache<String, Int>(
+            get: { key in
+                let value = stored.withLock { $0[key] }
+                await Task.yield()
+                guard let value else { throw CacheError.notFound }
+                return value
+            },
+            set: { value, key in
+                await Task.yield()
+                stored.withLock { $0[key] = value }
+            }
+        )
+        let level = inner.transformKeys { (key: String) in key.lowercased() }.pooled()
+        let batch = level.allBatch()
+        let isDone = Protected(false)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    while !isDone.withLock({ $0 }) {
+                        _ = try? await level.get("kEY")
+                        await Task.yield()
+                    }
+                }
+            }
+            for round in 0..<(200 * StressScale.rounds) {
+                let values = [3 * round, 3 * round + 1, 3 * round + 2]
+                try await batch.set(values, forKey: ["Key", "KEY", "key"])
+                #expect(stored.withLock { $0["key"] } == values[2])
+                #expect(try await level.get("kEy") == values[2])
+            }
+            isDone.withLock { $0 = true }
+            try await group.waitForAll()
+        }
+    }
 }
