@@ -72,7 +72,8 @@ extension CacheLevel {
     ///   - keys: The keys.
     /// - Throws: ``CacheError`` with code `invalidConfiguration` when the counts differ, and otherwise
     ///   the first error a set throws.
-    /// - Complexity: O(n) besides the sets, for n keys.
+    /// - Complexity: O(n) besides the sets, for n keys, and one mapping of each key, one after
+    ///   another, for a level that maps its keys.
     package func batchSet(_ values: [Value], forKeys keys: [Key]) async throws {
         guard values.count == keys.count else {
             throw CacheError.invalidConfiguration(
