@@ -120,7 +120,13 @@ extension Cache {
 }
 
 // `set(_:forKey:)` and `removeValue(forKey:)` above are the level's too.
-extension Cache.Keyed: CacheLevel {
+extension Cache.Keyed: CacheLevel, KeyMappingLevel {
+    /// The cache's key for each domain key: two domain keys that map to one string are one key for
+    /// the adapters over the view too (a batch set, pooling).
+    package var mappedKeyIdentity: (@Sendable (Key) async throws -> StoredKey?)? {
+        { [cacheKey] key in StoredKey(cacheKey(key)) }
+    }
+
     /// The value for `key` from memory, disk or the fetcher: ``getOrFetch(forKey:)`` under the name a
     /// cache level uses.
     ///

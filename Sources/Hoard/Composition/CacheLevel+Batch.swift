@@ -25,7 +25,8 @@ extension CacheLevel {
     /// - `get` reads every key concurrently and returns the values in key order. The first failure
     ///   fails the batch with that key's error and cancels the gets still running.
     /// - `set` stores `values[i]` under `keys[i]`, concurrently; a key given more than once keeps its
-    ///   last value, as a loop of sets would leave it. It throws ``CacheError`` with code
+    ///   last value, as a loop of sets would leave it, and so do two keys that this level maps to one
+    ///   (through `transformKeys(_:)` or ``Cache/keyed(_:)``). It throws ``CacheError`` with code
     ///   `invalidConfiguration` when the counts differ, and otherwise the first error a set throws.
     /// - `removeValue` removes every key; `clear` and `onMemoryWarning` pass through.
     ///
@@ -60,23 +61,26 @@ extension CacheLevel {
     /// Stores `values[i]` under `keys[i]`, concurrently: the `set` of ``allBatch()``, and of the
     /// batch levels that other modules of the package build their own way.
     ///
-    /// A key given more than once (by `==`, so two spellings of one string are one key) keeps its
-    /// last value: made at once, its sets could land in any order. Only the last is made; keys that
-    /// are not `Hashable` are set one after another instead, in order.
+    /// A key given more than once (by `==`, so two spellings of one string are one key, or two keys
+    /// that this level maps to one key below it, see ``KeyMappingLevel``) keeps its last value: made at
+    /// once, its sets could land in any order. Only the last is made; keys that are not `Hashable`
+    /// (or that map to keys that are not) are set one after another instead, in order. A key whose
+    /// mapping throws is its own: its set throws that error.
     ///
     /// - Parameters:
     ///   - values: The values, one per key.
     ///   - keys: The keys.
     /// - Throws: ``CacheError`` with code `invalidConfiguration` when the counts differ, and otherwise
     ///   the first error a set throws.
-    /// - Complexity: O(n) besides the sets, for n keys.
+    /// - Complexity: O(n) besides the sets, for n keys, and one mapping of each key, one after
+    ///   another, for a level that maps its keys.
     package func batchSet(_ values: [Value], forKeys keys: [Key]) async throws {
         guard values.count == keys.count else {
             throw CacheError.invalidConfiguration(
                 "A batch set needs one value per key (\(values.count) values for \(keys.count) keys)."
             )
         }
-        guard let positions = Self.lastPositionOfEachKey(keys) else {
+        guard let positions = await lastPositionOfEachKey(keys) else {
             for (value, key) in zip(values, keys) { try await set(value, forKey: key) }
             return
         }
@@ -89,16 +93,27 @@ extension CacheLevel {
         }
     }
 
-    /// The positions of the last occurrence of each key in `keys`, in order; `nil` when a key is not
-    /// `Hashable`, so that its repeats cannot be found.
-    private static func lastPositionOfEachKey(_ keys: [Key]) -> [Int]? {
-        var hashables: [AnyHashable] = []
+    /// The positions of the last occurrence of each key in `keys`, in order, by what each is stored
+    /// under; `nil` when a key is not `Hashable`, so that its repeats cannot be found.
+    private func lastPositionOfEachKey(_ keys: [Key]) async -> [Int]? {
+        var hashables: [StoredKey] = []
         hashables.reserveCapacity(keys.count)
-        for key in keys {
-            guard let hashable = key as? AnyHashable else { return nil }
-            hashables.append(hashable)
+        let keyMapping = keyMapping
+        for (position, key) in keys.enumerated() {
+            guard let keyMapping else {
+                guard let hashable = StoredKey(key) else { return nil }
+                hashables.append(hashable)
+                continue
+            }
+            do {
+                guard let stored = try await keyMapping(key) else { return nil }
+                hashables.append(stored)
+            } catch {
+                // Its set throws what mapping it threw, whatever the other keys are.
+                hashables.append(StoredKey(unmappedAt: position))
+            }
         }
-        var last: [AnyHashable: Int] = [:]
+        var last: [StoredKey: Int] = [:]
         last.reserveCapacity(keys.count)
         for (position, key) in hashables.enumerated() { last[key] = position }
         return hashables.indices.filter { last[hashables[$0]] == $0 }

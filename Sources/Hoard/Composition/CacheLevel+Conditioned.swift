@@ -26,6 +26,8 @@ extension CacheLevel {
             clear: { await self.clear() },
             onMemoryWarning: { self.onMemoryWarning() }
         )
+        // The keys are this level's: the ones it makes one stay one.
+        .mappingKeys(by: keyMapping)
     }
 
     /// Erases the level's type to ``BasicCache``.

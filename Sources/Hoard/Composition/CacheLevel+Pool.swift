@@ -11,25 +11,71 @@ extension CacheLevel where Key: Hashable {
     ///
     /// Writes, `clear` and `onMemoryWarning` pass through.
     ///
+    /// Over a level that maps two keys to one (`transformKeys(_:)`, ``Cache/keyed(_:)``), the two are
+    /// one key here too: their gets share one get, and a write of either parts both from a get from
+    /// before it.
+    ///
     /// ```swift
     /// let api = networkLevel.pooled()   // 10 views asking for one image make one request
     /// ```
     /// - Returns: The pooling level.
     public func pooled() -> BasicCache<Key, Value> {
-        pooled(sharing: SharedFlights<Key, Value>())
+        guard keyMapping != nil else { return pooled(sharing: SharedFlights<Key, Value>()) }
+        return pooled(sharingByStoredKey: SharedFlights<StoredKey, Value>())
+    }
+
+    /// The same as ``pooled()`` over a level that maps its keys, with the table of gets in flight
+    /// given, so that tests can watch it.
+    ///
+    /// Its flights go by what each key is stored under, so that the keys the mapping makes one share
+    /// them.
+    ///
+    /// - Parameter flights: The table of gets in flight.
+    /// - Returns: The pooling level.
+    func pooled(sharingByStoredKey flights: SharedFlights<StoredKey, Value>) -> BasicCache<Key, Value> {
+        let keyMapping = keyMapping
+        return pooled(sharing: flights) { key in
+            do {
+                return try await keyMapping?(key) ?? StoredKey(key)
+            } catch {
+                return nil
+            }
+        }
     }
 
     /// The same as ``pooled()``, with the table of gets in flight given, so that tests can watch it.
+    ///
+    /// - Parameter flights: The table of gets in flight.
+    /// - Returns: The pooling level.
     func pooled(sharing flights: SharedFlights<Key, Value>) -> BasicCache<Key, Value> {
+        pooled(sharing: flights) { $0 }
+    }
+
+    /// The same as ``pooled()``, with the table of gets in flight given, and the key of a get's flight.
+    ///
+    /// - Parameters:
+    ///   - flights: The table of gets in flight.
+    ///   - flightKey: The key of the flight a get of a key joins, and that a write of it retires;
+    ///     `nil` for a key that this level cannot map, whose get is its own (and fails as it would).
+    /// - Returns: The pooling level.
+    func pooled<FlightKey>(
+        sharing flights: SharedFlights<FlightKey, Value>,
+        by flightKey: @escaping @Sendable (Key) async -> FlightKey?
+    ) -> BasicCache<Key, Value> {
         BasicCache(
-            get: { key in try await flights.value(forKey: key) { try await self.get(key) } },
+            get: { key in
+                guard let shared = await flightKey(key) else { return try await self.get(key) }
+                return try await flights.value(forKey: shared) { try await self.get(key) }
+            },
             // A get that begins once a write has returned must not join a read from before it.
             set: { value, key in
-                defer { flights.retire(key) }
+                let shared = await flightKey(key)
+                defer { if let shared { flights.retire(shared) } }
                 try await self.set(value, forKey: key)
             },
             removeValue: { key in
-                defer { flights.retire(key) }
+                let shared = await flightKey(key)
+                defer { if let shared { flights.retire(shared) } }
                 try await self.removeValue(forKey: key)
             },
             clear: {
@@ -38,5 +84,7 @@ extension CacheLevel where Key: Hashable {
             },
             onMemoryWarning: { self.onMemoryWarning() }
         )
+        // The keys are this level's: the ones it makes one stay one.
+        .mappingKeys(by: keyMapping)
     }
 }

@@ -5,6 +5,11 @@ extension CacheLevel {
     /// `notFound`, carrying the transformer's error, and a debug log message), a thrown error for
     /// `set`, and nothing to remove for `removeValue`. `clear` and `onMemoryWarning` pass through.
     ///
+    /// Two new keys that transform into one key of this level are one key, for the adapters over the
+    /// new level too: a batch set (``allBatch()``) of both keeps the later value, and ``pooled()``
+    /// treats them as one key. Those adapters transform each key once more to tell, so keep the
+    /// transformer pure.
+    ///
     /// ```swift
     /// let users = disk.transformKeys(OneWayTransformer<User.ID, String> { "user-\($0)" })
     /// ```
@@ -13,7 +18,8 @@ extension CacheLevel {
     public func transformKeys<NewKey: Sendable>(
         _ transformer: OneWayTransformer<NewKey, Key>
     ) -> BasicCache<NewKey, Value> {
-        BasicCache(
+        let below = keyMapping
+        return BasicCache(
             get: { newKey in
                 let key: Key
                 do {
@@ -39,6 +45,11 @@ extension CacheLevel {
             clear: { await self.clear() },
             onMemoryWarning: { self.onMemoryWarning() }
         )
+        .mappingKeys { newKey in
+            let key = try await transformer.transform(newKey)
+            guard let below else { return StoredKey(key) }
+            return try await below(key)
+        }
     }
 
     /// Returns a level whose keys are turned into this level's keys by `transform` first.

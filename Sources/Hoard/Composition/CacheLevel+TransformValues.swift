@@ -47,6 +47,8 @@ extension CacheLevel {
             clear: { await self.clear() },
             onMemoryWarning: { self.onMemoryWarning() }
         )
+        // The keys are this level's: the ones it makes one stay one.
+        .mappingKeys(by: keyMapping)
     }
 
     /// Returns a level whose `get` passes what it finds through `transformer`.

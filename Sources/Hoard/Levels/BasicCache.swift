@@ -16,6 +16,9 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     @usableFromInline let memoryWarning: @Sendable () -> Void
     /// The synchronous answer for hits, when the level has one (see `SynchronousCacheLevel`).
     @usableFromInline let synchronousHit: (@Sendable (Key) -> Value?)?
+    /// What each key is stored under, when the level maps its keys onto those of a level below (see
+    /// `KeyMappingLevel`); set by the adapters that make or keep such a mapping.
+    @usableFromInline var keyIdentity: (@Sendable (Key) async throws -> StoredKey?)?
 
     /// Creates a level from closures.
     ///
@@ -70,6 +73,7 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
         clearAll = clear
         memoryWarning = onMemoryWarning
         synchronousHit = cachedValue
+        keyIdentity = nil
     }
 
     /// Wraps a level, hiding its type; a `BasicCache` is returned as it is.
@@ -87,6 +91,7 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
             clear: { await level.clear() },
             onMemoryWarning: { level.onMemoryWarning() }
         )
+        keyIdentity = level.keyMapping
     }
 
     /// Returns the value for a key by calling the `get` closure.
@@ -128,6 +133,23 @@ public struct BasicCache<Key: Sendable, Value: Sendable>: CacheLevel, Sendable {
     ///
     /// - Returns: `self`.
     public func normalize() -> BasicCache<Key, Value> { self }
+}
+
+extension BasicCache: KeyMappingLevel {
+    /// What each key is stored under, when the level maps its keys; `nil` when its keys are its own.
+    package var mappedKeyIdentity: (@Sendable (Key) async throws -> StoredKey?)? { keyIdentity }
+
+    /// This level, telling the adapters over it what each key is stored under (see
+    /// `KeyMappingLevel`); `nil` leaves it as it is.
+    ///
+    /// - Parameter identity: What a key is stored under; `nil` when the level's keys are its own.
+    /// - Returns: The level with that mapping.
+    package func mappingKeys(by identity: (@Sendable (Key) async throws -> StoredKey?)?) -> BasicCache {
+        guard let identity else { return self }
+        var level = self
+        level.keyIdentity = identity
+        return level
+    }
 }
 
 extension BasicCache: SynchronousCacheLevel {

@@ -66,6 +66,47 @@ import Testing
     }
 }
 
+/// Two domain keys that map to one string are one key, for a batch built over the view too.
+@Suite struct KeyedCacheBatchTests {
+    struct UserID: Hashable, Sendable {
+        let rawValue: Int
+    }
+
+    /// A string serializer whose encoding of `"first"` holds its thread until `isLanded` says the later
+    /// value is stored: had both values been set at once, `"first"` would land last.
+    struct FirstLandsLastSerializer: CacheSerializer {
+        let isLanded: @Sendable () -> Bool
+
+        func serialize(_ value: String) throws -> Data {
+            if value == "first" {
+                // Spins on its own thread: a serializer is synchronous. The deadline only guards
+                // against a hang.
+                let deadline = ContinuousClock.now + .seconds(120)
+                while !isLanded(), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+            }
+            return Data(value.utf8)
+        }
+
+        func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
+    }
+
+    @Test func aBatchSetOfTwoDomainKeysOfOneStringKeepsTheLaterValue() async throws {
+        let folder = TemporaryDirectory()
+        let built = Protected<Cache<String>?>(nil)
+        let serializer = FirstLandsLastSerializer { built.withLock { $0 }?.value(forKey: "user") == "second" }
+        // The cost limit makes a set serialize before it stores, on the caller's thread.
+        let cache = try folder.stringBuilder().serializer(serializer).maxRamCost(1 << 20).build()
+        built.withLock { $0 = cache }
+        defer { built.withLock { $0 = nil } }
+        let everyone = cache.keyed { (_: UserID) in "user" }
+        try await everyone.allBatch().set(["first", "second"], forKey: [UserID(rawValue: 1), UserID(rawValue: 2)])
+        #expect(cache["user"] == "second")
+        #expect(everyone[UserID(rawValue: 1)] == "second")
+        await cache.flush()
+        withExtendedLifetime(folder) {}
+    }
+}
+
 /// A keyed view saves durably too.
 @Suite struct KeyedCacheSaveTests {
     @Test func aKeyedSaveReturnsWithTheValueOnDisk() async throws {
