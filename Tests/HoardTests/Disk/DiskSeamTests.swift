@@ -7,6 +7,12 @@ import Testing
 
 /// Where two of the disk store's capabilities meet: a clear × a write the writer has taken.
 @Suite struct DiskSeamTests {
+    /// How long a test waits for a writer (the disk's, or the shared level's) to reach the point it holds.
+    ///
+    /// Milliseconds when the tests run alone; a whole parallel run under ThreadSanitizer kept a
+    /// writer from getting there for over two minutes. Reaching it ends the wait at once.
+    private static let patience = 600.0
+
     /// A write whose serializer is running (the writer took it) when a clear drops it: its
     /// completion (what `save` waits for) is called once, as `enqueueWrite` promises, not once by
     /// the clear and again by the writer.
@@ -30,7 +36,7 @@ import Testing
             observer: nil
         ) { _ in calls.withLock { $0 += 1 } }
         // The writer has taken the write: its serializer runs.
-        #expect(await signalled(started, within: 120))
+        #expect(await signalled(started, within: Self.patience))
         await onPlainThread { store.removeAll() }
         gate.signal()
         await store.flush()
@@ -63,7 +69,7 @@ import Testing
             observer: recorder
         ) { result in answers.withLock { $0.append(result) } }
         // The writer has taken the write: its serializer runs.
-        #expect(await signalled(started, within: 120))
+        #expect(await signalled(started, within: Self.patience))
         await onPlainThread { store.removeAll() }
         gate.signal()
         await store.flush()  // the writer has dealt with the dropped write
@@ -100,7 +106,7 @@ import Testing
             ),
             observer: recorder
         ) { result in answers.withLock { $0.append(result) } }
-        #expect(await signalled(started, within: 120))
+        #expect(await signalled(started, within: Self.patience))
         await onPlainThread { store.removeAll() }
         let path = store.directory.path
         SharedContainer.testHooks.setCatchUpFails(true, at: path)
@@ -137,8 +143,8 @@ import Testing
             }
         }
         // The disk writer is in the serializer of the save's write; the shared write is in flight.
-        #expect(await signalled(serializer.started, within: 120))
-        #expect(await signalled(shared.started, within: 120))
+        #expect(await signalled(serializer.started, within: Self.patience))
+        #expect(await signalled(shared.started, within: Self.patience))
         await onPlainThread { cache.removeAll() }
         serializer.gate.signal()
         await store.flush()  // the writer has dealt with the dropped write
