@@ -57,6 +57,8 @@ extension CacheLevel {
             onMemoryWarning: writes.memoryWarning,
             cachedValue: cachedValue
         )
+        // Keys one in either level stay related for the adapters over the composite.
+        .mappingKeys(by: jointKeyMapping(with: next))
     }
 
     /// Returns a level that reads through to `other` and writes only to this level (read-through).
@@ -106,6 +108,7 @@ extension CacheLevel {
                 other.onMemoryWarning()
             }
         )
+        .mappingKeys(by: jointKeyMapping(with: other))
     }
 
     /// Returns a level that reads only this level and writes to both (write-through).
@@ -141,6 +144,7 @@ extension CacheLevel {
                 other.onMemoryWarning()
             }
         )
+        .mappingKeys(by: jointKeyMapping(with: other))
     }
 
     /// Reads `other` after a miss here, and stores here what it returns.
