@@ -117,3 +117,35 @@ import Testing
         #expect(inner.gets == 1)
     }
 }
+
+/// Back-fills of a composite whose first level maps keys: a write of a key the first level makes one
+/// with the key being filled wins over the fill, as a write of that key itself does.
+extension MergedKeyCompositionTests {
+    @Test(arguments: ["twoMappings", "mappedOverPlain"])
+    func aBackFillDoesNotLandOverAWriteOfAKeyTheFirstLevelMakesOne(_ shape: String) async throws {
+        let gate = Gate()
+        let stored = Protected(["foo": "old", "Foo": "old"])
+        let reads = Counter()
+        let behind = BasicCache<String, String>(
+            get: { key in
+                // Read first, then wait: the fill holds what it read before the write.
+                let value = stored.withLock { $0[key] }
+                reads.increment()
+                try await gate.wait()
+                guard let value else { throw CacheError.notFound }
+                return value
+            },
+            set: { value, key in stored.withLock { $0[key] = value } }
+        )
+        let front = RecordingLevel<String, String>()
+        let next = shape == "twoMappings" ? Self.lowercased(behind) : behind
+        let level = Self.lowercased(front.normalize()).compose(next)
+        let fill = Task { try await level.get("Foo") }
+        #expect(await waitUntil { reads.value == 1 })
+        try await level.set("new", forKey: "foo")
+        gate.open()
+        _ = try await fill.value
+        #expect(front.values == ["foo": "new"])
+        #expect(try await level.get("FOO") == "new")
+    }
+}
