@@ -305,10 +305,10 @@ final class WriteWatch: Sendable {
         }
     }
 
-    /// The moment a read of `key` begins, or `nil` when a write of its stripe is under way then.
-    /// What the watch stripes `key` by: what the first level stores it under, when it maps keys (so
-    /// that a write of a key it makes one with `key` counts as a write of `key`), else `key` itself
-    /// (also when the mapping throws: the write then throws it too, and writes nothing).
+    /// What the watch stripes `key` by: what the first level stores it under, when it maps keys.
+    ///
+    /// A write of a key the first level makes one with `key` then counts as a write of `key`. Else
+    /// `key` itself (also when the mapping throws: the write then throws it too, and writes nothing).
     @usableFromInline
     static func watched<Key: Sendable>(
         _ key: Key,
@@ -318,6 +318,7 @@ final class WriteWatch: Sendable {
         return stored
     }
 
+    /// The moment a read of `key` begins, or `nil` when a write of its stripe is under way then.
     @usableFromInline
     func mark(_ key: some Sendable) -> Mark? {
         let stripe = Self.stripe(key)
