@@ -149,3 +149,53 @@ extension MergedKeyCompositionTests {
         #expect(try await level.get("FOO") == "new")
     }
 }
+
+/// Batches, pooled gets and back-fills through one composite of two mapping levels at once.
+extension MergedKeyCompositionTests {
+    /// Batch sets of one key in three spellings, with pooled gets of a fourth back-filling the first
+    /// level all along: after each batch, both levels hold its last value, and a get returns it.
+    @Test func mappedKeysUnderBatchesPooledGetsAndBackFillsOfACompositeStress() async throws {
+        let front = Protected([String: Int]())
+        let behind = Protected([String: Int]())
+        func level(_ stored: Protected<[String: Int]>, dropsOnGet: Bool) -> BasicCache<String, Int> {
+            BasicCache<String, Int>(
+                get: { key in
+                    let value = stored.withLock { dropsOnGet ? $0.removeValue(forKey: key) : $0[key] }
+                    await Task.yield()
+                    guard let value else { throw CacheError.notFound }
+                    return value
+                },
+                set: { value, key in
+                    await Task.yield()
+                    stored.withLock { $0[key] = value }
+                }
+            )
+            .transformKeys { (key: String) in key.lowercased() }
+        }
+        // The front level forgets what it hands out, so that every get back-fills it.
+        let composite = level(front, dropsOnGet: true).compose(level(behind, dropsOnGet: false))
+        let pooled = composite.pooled()
+        let batch = pooled.allBatch()
+        let isDone = Protected(false)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    while !isDone.withLock({ $0 }) {
+                        _ = try? await pooled.get("kEY")
+                        await Task.yield()
+                    }
+                }
+            }
+            for round in 0..<(200 * StressScale.rounds) {
+                let values = [3 * round, 3 * round + 1, 3 * round + 2]
+                try await batch.set(values, forKey: ["Key", "KEY", "key"])
+                #expect(behind.withLock { $0["key"] } == values[2])
+                let frontValue = front.withLock { $0["key"] }
+                #expect(frontValue == nil || frontValue == values[2])
+                #expect(try await pooled.get("kEy") == values[2])
+            }
+            isDone.withLock { $0 = true }
+            try await group.waitForAll()
+        }
+    }
+}
