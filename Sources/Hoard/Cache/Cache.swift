@@ -207,9 +207,15 @@ public final class Cache<Value: Sendable>: Sendable {
 
     /// Whether either level holds a live value for a key; not an access, and no file is read.
     ///
+    /// With ``CacheBuilder/coherence(_:)``, the disk level counts only while it serves reads: not
+    /// until tracking is first confirmed (when the local copies are bypassed meanwhile), not from a
+    /// loss of tracking to its return with ``CacheCoherence/Outage/bypassLocalCopies``, and not while
+    /// the disk clear that such a loss (or `build()`) begins is under way. What ``value(forKey:)``
+    /// would not return is not contained.
+    ///
     /// - Parameter key: Any string.
     /// - Returns: `true` when memory holds a live value for the key, or disk has a live entry or a
-    ///   pending write for it.
+    ///   pending write for it that a read would return.
     public func contains(_ key: String) -> Bool {
         engine.contains(key)
     }
@@ -217,7 +223,8 @@ public final class Cache<Value: Sendable>: Sendable {
     /// Every key either level holds a live value for, each once, in no particular order.
     ///
     /// Disk keys are the keys stored in the entries (and pending writes), not file names, so they
-    /// are listed as they were set.
+    /// are listed as they were set. With ``CacheBuilder/coherence(_:)``, the disk's keys are listed
+    /// only while it serves reads, as for ``contains(_:)``.
     /// - Complexity: O(n) in the number of entries; no file is read.
     public var allKeys: [String] { engine.allKeys }
 }

@@ -144,14 +144,22 @@ extension CacheEngine {
         return disk.containsIfLoaded(DiskKey(key)) { !$0.isExpired(at: now) } ?? true
     }
 
-    /// Whether either level holds a live value for a key; not an access, and no file is read.
+    /// Whether either level holds a live value for a key that a read would return; not an access,
+    /// and no file is read.
+    ///
+    /// The disk of a coherent cache counts only while it serves reads (see
+    /// ``CoherenceGate/servesDisk``): until tracking is confirmed, from a loss to the next
+    /// confirmation with the local copies bypassed, and while a disk clear is under way, its entries
+    /// may predate a change that went unannounced, and a read does not return them.
     func contains(_ key: String) -> Bool {
         let now = now
         if let cached = memory?.peek(key), !cached.expiresAt.isExpired(at: now) { return true }
-        return disk?.contains(DiskKey(key)) { !$0.isExpired(at: now) } ?? false
+        guard let disk, servesDisk(key.hashValue) else { return false }
+        return disk.contains(DiskKey(key)) { !$0.isExpired(at: now) }
     }
 
-    /// Every key either level holds a live value for, each once, memory's first.
+    /// Every key either level holds a live value for that a read would return, each once, memory's
+    /// first; the disk's only while it serves reads, as for ``contains(_:)``.
     ///
     /// - Complexity: O(n) in the number of entries; no file is read.
     var allKeys: [String] {
@@ -159,9 +167,17 @@ extension CacheEngine {
         var seen = Set<String>()
         var keys: [String] = []
         let inMemory = memory?.keys { !$0.expiresAt.isExpired(at: now) } ?? []
-        for key in inMemory + (disk?.allKeys { !$0.isExpired(at: now) } ?? []) where seen.insert(key).inserted {
+        let onDisk = servesDisk(0) ? disk?.allKeys { !$0.isExpired(at: now) } ?? [] : []
+        for key in inMemory + onDisk where seen.insert(key).inserted {
             keys.append(key)
         }
         return keys
+    }
+
+    /// Whether the disk level serves reads now: `true` unless coherence closed it (read under the
+    /// stripe of `hash`, as a read does).
+    private func servesDisk(_ hash: Int) -> Bool {
+        guard let coherence else { return true }
+        return stripes.changes(hash) { coherence.servesDisk }.1
     }
 }

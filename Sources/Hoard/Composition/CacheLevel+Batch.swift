@@ -113,9 +113,27 @@ extension CacheLevel {
                 hashables.append(StoredKey(unmappedAt: position))
             }
         }
+        // Two keys one in some level of a composite and apart in another: the level that keeps them
+        // apart needs each value, and the one that makes them one the later, so neither may be left
+        // out nor set at once with the other.
+        guard overlapOnlyWhenEqual(hashables) else { return nil }
         var last: [StoredKey: Int] = [:]
         last.reserveCapacity(keys.count)
         for (position, key) in hashables.enumerated() { last[key] = position }
         return hashables.indices.filter { last[hashables[$0]] == $0 }
     }
+}
+
+/// Whether every two keys of a composite that are one key in some level are one in every level
+/// (see ``StoredKey/overlaps(_:)``); `true` for keys of one level.
+///
+/// - Complexity: O(n × l) for n keys of l levels.
+private func overlapOnlyWhenEqual(_ keys: [StoredKey]) -> Bool {
+    var keyOfLevelKey: [StoredKey.LevelKey: StoredKey] = [:]
+    for key in keys where key.isJoined {
+        for levelKey in key.levelKeysByLevel {
+            if let other = keyOfLevelKey.updateValue(key, forKey: levelKey), other != key { return false }
+        }
+    }
+    return true
 }

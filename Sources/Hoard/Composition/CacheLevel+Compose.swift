@@ -28,6 +28,8 @@ extension CacheLevel {
     ) -> BasicCache<Key, Value> where Next.Key == Key, Next.Value == Value {
         // Writes, clears and memory warnings reach both levels, exactly as with `pushing(to:)`.
         let writes = pushing(to: next)
+        // Back-fills store into this level: the watch goes by what it stores each key under.
+        let mapping = keyMapping
         return BasicCache(
             get: { key in
                 // Written out here rather than calling `readThrough`: a hit in the first level then
@@ -37,15 +39,15 @@ extension CacheLevel {
                 } catch {
                     if error is CancellationError { throw error }
                 }
-                return try await self.fill(from: next, key, watching: watch)
+                return try await self.fill(from: next, key, watching: watch, mappedBy: mapping)
             },
             set: { value, key in
-                let stripe = await watch.begin(key)
+                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await writes.set(value, forKey: key)
             },
             removeValue: { key in
-                let stripe = await watch.begin(key)
+                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await writes.removeValue(forKey: key)
             },
@@ -57,6 +59,8 @@ extension CacheLevel {
             onMemoryWarning: writes.memoryWarning,
             cachedValue: cachedValue
         )
+        // Keys one in either level stay related for the adapters over the composite.
+        .mappingKeys(by: jointKeyMapping(with: next))
     }
 
     /// Returns a level that reads through to `other` and writes only to this level (read-through).
@@ -77,22 +81,24 @@ extension CacheLevel {
     /// ``backed(by:)``, with the watch that orders its writes and back-fills.
     func backed<Other: CacheLevel>(by other: Other, watch: WriteWatch) -> BasicCache<Key, Value>
     where Other.Key == Key, Other.Value == Value {
-        BasicCache(
+        // Back-fills store into this level: the watch goes by what it stores each key under.
+        let mapping = keyMapping
+        return BasicCache(
             get: { key in
                 do {
                     return try await self.get(key)
                 } catch {
                     if error is CancellationError { throw error }
                 }
-                return try await self.fill(from: other, key, watching: watch)
+                return try await self.fill(from: other, key, watching: watch, mappedBy: mapping)
             },
             set: { value, key in
-                let stripe = await watch.begin(key)
+                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await self.set(value, forKey: key)
             },
             removeValue: { key in
-                let stripe = await watch.begin(key)
+                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await self.removeValue(forKey: key)
             },
@@ -106,6 +112,7 @@ extension CacheLevel {
                 other.onMemoryWarning()
             }
         )
+        .mappingKeys(by: jointKeyMapping(with: other))
     }
 
     /// Returns a level that reads only this level and writes to both (write-through).
@@ -141,6 +148,7 @@ extension CacheLevel {
                 other.onMemoryWarning()
             }
         )
+        .mappingKeys(by: jointKeyMapping(with: other))
     }
 
     /// Reads `other` after a miss here, and stores here what it returns.
@@ -150,13 +158,17 @@ extension CacheLevel {
     /// the value is being stored waits for the store (see ``WriteWatch``), so it lands over it.
     /// The store is never taken out again instead: where the level behind does not hold the write
     /// (a `Fetcher`, whose writes do nothing, or `backed(by:)`), that would lose the write.
+    ///
+    /// When this level maps keys (`mapping`, its ``CacheLevel/keyMapping``), the watch goes by what it
+    /// stores `key` under: a write of another key it makes one with `key` wins over the back-fill too.
     @inlinable
     func fill<Other: CacheLevel>(
         from other: Other,
         _ key: Key,
-        watching watch: WriteWatch
+        watching watch: WriteWatch,
+        mappedBy mapping: (@Sendable (Key) async throws -> StoredKey?)?
     ) async throws -> Value where Other.Key == Key, Other.Value == Value {
-        let mark = watch.mark(key)
+        let mark = watch.mark(await WriteWatch.watched(key, mappedBy: mapping))
         try Task.checkCancellation()
         let value = try await other.get(key)
         // No mark: a write of the stripe was under way when the read began. No store: one has begun
@@ -291,6 +303,19 @@ final class WriteWatch: Sendable {
                 stripes[stripe].running -= 1
             }
         }
+    }
+
+    /// What the watch stripes `key` by: what the first level stores it under, when it maps keys.
+    ///
+    /// A write of a key the first level makes one with `key` then counts as a write of `key`. Else
+    /// `key` itself (also when the mapping throws: the write then throws it too, and writes nothing).
+    @usableFromInline
+    static func watched<Key: Sendable>(
+        _ key: Key,
+        mappedBy mapping: (@Sendable (Key) async throws -> StoredKey?)?
+    ) async -> any Sendable {
+        guard let mapping, let stored = try? await mapping(key) else { return key }
+        return stored
     }
 
     /// The moment a read of `key` begins, or `nil` when a write of its stripe is under way then.

@@ -40,6 +40,8 @@ extension CacheLevel {
             clear: { await self.clear() },
             onMemoryWarning: { self.onMemoryWarning() }
         )
+        // The keys are this level's: the ones it makes one stay one.
+        .mappingKeys(by: keyMapping)
     }
 
     /// Returns a level whose failed `get` returns `defaultValue`.
@@ -84,5 +86,6 @@ extension CacheLevel {
             get: { key in try await self.get(key) },
             onMemoryWarning: { self.onMemoryWarning() }
         )
+        .mappingKeys(by: keyMapping)
     }
 }

@@ -34,13 +34,25 @@ extension CacheLevel where Key: Hashable {
     /// - Returns: The pooling level.
     func pooled(sharingByStoredKey flights: SharedFlights<StoredKey, Value>) -> BasicCache<Key, Value> {
         let keyMapping = keyMapping
-        return pooled(sharing: flights) { key in
-            do {
-                return try await keyMapping?(key) ?? StoredKey(key)
-            } catch {
-                return nil
+        return pooled(
+            sharing: flights,
+            by: { key in
+                do {
+                    return try await keyMapping?(key) ?? StoredKey(key)
+                } catch {
+                    return nil
+                }
+            },
+            // A composite's key is one with others in some of its levels only: a write of it parts
+            // from older gets every key it is one with in any level.
+            retiring: { key in
+                if key.isJoined {
+                    flights.retire { $0.overlaps(key) }
+                } else {
+                    flights.retire(key)
+                }
             }
-        }
+        )
     }
 
     /// The same as ``pooled()``, with the table of gets in flight given, so that tests can watch it.
@@ -48,7 +60,7 @@ extension CacheLevel where Key: Hashable {
     /// - Parameter flights: The table of gets in flight.
     /// - Returns: The pooling level.
     func pooled(sharing flights: SharedFlights<Key, Value>) -> BasicCache<Key, Value> {
-        pooled(sharing: flights) { $0 }
+        pooled(sharing: flights, by: { $0 }, retiring: { flights.retire($0) })
     }
 
     /// The same as ``pooled()``, with the table of gets in flight given, and the key of a get's flight.
@@ -57,10 +69,12 @@ extension CacheLevel where Key: Hashable {
     ///   - flights: The table of gets in flight.
     ///   - flightKey: The key of the flight a get of a key joins, and that a write of it retires;
     ///     `nil` for a key that this level cannot map, whose get is its own (and fails as it would).
+    ///   - retire: Retires the flights a write of a key with that flight key parts from older gets.
     /// - Returns: The pooling level.
     func pooled<FlightKey>(
         sharing flights: SharedFlights<FlightKey, Value>,
-        by flightKey: @escaping @Sendable (Key) async -> FlightKey?
+        by flightKey: @escaping @Sendable (Key) async -> FlightKey?,
+        retiring retire: @escaping @Sendable (FlightKey) -> Void
     ) -> BasicCache<Key, Value> {
         BasicCache(
             get: { key in
@@ -70,12 +84,12 @@ extension CacheLevel where Key: Hashable {
             // A get that begins once a write has returned must not join a read from before it.
             set: { value, key in
                 let shared = await flightKey(key)
-                defer { if let shared { flights.retire(shared) } }
+                defer { if let shared { retire(shared) } }
                 try await self.set(value, forKey: key)
             },
             removeValue: { key in
                 let shared = await flightKey(key)
-                defer { if let shared { flights.retire(shared) } }
+                defer { if let shared { retire(shared) } }
                 try await self.removeValue(forKey: key)
             },
             clear: {

@@ -46,4 +46,6 @@ public func switchLevels<A: CacheLevel, B: CacheLevel>(
             cacheB.onMemoryWarning()
         }
     )
+    // Keys one in either level stay related for the adapters over the switch.
+    .mappingKeys(by: cacheA.jointKeyMapping(with: cacheB))
 }

@@ -144,6 +144,7 @@ extension BasicCache: KeyMappingLevel {
     ///
     /// - Parameter identity: What a key is stored under; `nil` when the level's keys are its own.
     /// - Returns: The level with that mapping.
+    @usableFromInline
     package func mappingKeys(by identity: (@Sendable (Key) async throws -> StoredKey?)?) -> BasicCache {
         guard let identity else { return self }
         var level = self

@@ -50,6 +50,19 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// ``retire(_:)`` for every key in flight that `isRetired` picks (those a write of a composite's
+    /// key changes).
+    ///
+    /// - Complexity: O(n) in the keys in flight.
+    func retire(where isRetired: (Key) -> Bool) {
+        state.withLock { state in
+            for (key, flight) in state.flights where isRetired(key) {
+                state.flights[key] = nil
+                state.retired[flight.id] = flight
+            }
+        }
+    }
+
     /// ``retire(_:)`` for every key (a loss or a return of coherence).
     func retireAll() {
         state.withLock { state in
