@@ -182,9 +182,10 @@ public final class Cache<Value: Sendable>: Sendable {
     /// The disk half of ``value(forKey:)``: pending writes, then the entry file.
     @inlinable
     func valueFromDisk(forKey key: String) -> Value? {
+        // Without a memory level nothing is copied: the task-local is not read.
         let (value, outcome) = engine.valueFromDisk(
             forKey: key,
-            copiesIntoMemory: !EvictionCallback.isRunning,
+            copiesIntoMemory: engine.memory != nil && !EvictionCallback.isRunning,
             origin: self
         )
         reporter.deliver(outcome, from: self)

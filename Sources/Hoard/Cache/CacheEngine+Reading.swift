@@ -16,19 +16,18 @@ extension CacheEngine {
         copiesIntoMemory: Bool,
         origin: (any DiskStoreObserver)?
     ) -> (Value?, CacheOutcome<Value>) {
-        var (cached, outcome) = readFromDisk(
+        let (cached, outcome) = readFromDisk(
             forKey: key,
             keepingExpired: servesStaleOnFetchFailure,
             countsAccess: true,
             copiesIntoMemory: copiesIntoMemory,
-            origin: origin
+            origin: origin,
+            readOnHit: .hit(.disk)
         )
-        if let live = cached, !live.isExpired(at: { now }) {
-            outcome.read = .hit(.disk)
-            return (live.value, outcome)
-        }
-        outcome.read = .miss
-        return (nil, outcome)
+        if let live = cached, !live.isExpired(at: { now }) { return (live.value, outcome) }
+        var missed = outcome
+        missed.read = .miss
+        return (nil, missed)
     }
 
     /// Reads `key` from the disk level; copies a live value into memory.
@@ -43,6 +42,8 @@ extension CacheEngine {
     ///   - countsAccess: Whether the read is an access (copied into memory, counted for eviction).
     ///   - copiesIntoMemory: Whether a live value read as an access goes into memory.
     ///   - origin: The cache reading.
+    ///   - readOnHit: What the returned outcome's read says when a value is found and nothing
+    ///     else happened (no removal, no news for other caches).
     /// - Returns: The value, live or, with `keepingExpired`, expired; and what happened.
     @inlinable
     func readFromDisk(
@@ -50,19 +51,19 @@ extension CacheEngine {
         keepingExpired: Bool,
         countsAccess: Bool,
         copiesIntoMemory: Bool,
-        origin: (any DiskStoreObserver)?
+        origin: (any DiskStoreObserver)?,
+        readOnHit: CacheOutcome<Value>.Read? = nil
     ) -> (CachedValue<Value>?, CacheOutcome<Value>) {
-        var outcome = CacheOutcome<Value>(key: key)
         // `disk!` at each use, not a `let` binding, which would retain the store: the weak
         // reference of the registry of shared stores sends each retain of it down the runtime's
         // slow path, a few percent of a disk hit.
-        guard disk != nil else { return (nil, outcome) }
+        guard disk != nil else { return (nil, CacheOutcome(key: key)) }
         let diskKey = DiskKey(key)
         let hash = key.hashValue
         // A coherent cache's disk serves nothing while the gate is closed or a clear is under way.
         let coherence = coherence
         let (changes, servesDisk) = stripes.changes(hash) { coherence?.servesDisk ?? true }
-        guard servesDisk else { return (nil, outcome) }
+        guard servesDisk else { return (nil, CacheOutcome(key: key)) }
         let serializer = serializer
         let read = disk!.read(
             diskKey,
@@ -75,8 +76,9 @@ extension CacheEngine {
         var cost: Int?
         switch read {
         case .miss:
-            return (nil, outcome)
+            return (nil, CacheOutcome(key: key))
         case .expired(.pending):
+            var outcome = CacheOutcome<Value>(key: key)
             // Only if nothing changed the key since the lookup: the pending value is then this one.
             let news = stripes.ifUnchanged(hash, since: changes) {
                 disk!.enqueueRemove(diskKey, observer: origin)
@@ -87,6 +89,7 @@ extension CacheEngine {
             }
             return (nil, outcome)
         case .expired(.stored(let payload, let expiresAt)):
+            var outcome = CacheOutcome<Value>(key: key)
             if disk!.removeExpired(diskKey, payload: payload, expiresAt: expiresAt) {
                 outcome.diskEvictions = [(key, .expired)]
             }
@@ -99,6 +102,7 @@ extension CacheEngine {
             cost = pending.count
         }
         // Copy into memory unless the key changed meanwhile (memory would keep a stale value).
+        var memoryEvictions: [CacheOutcome<Value>.Eviction] = []
         if countsAccess, copiesIntoMemory, memory != nil, !cached.isExpired(at: { now }) {
             var isKept = true
             let copied = stripes.ifUnchanged(hash, since: changes) { () -> [Eviction]? in
@@ -108,10 +112,13 @@ extension CacheEngine {
                 isKept = inserted.isKept
                 return inserted.evicted
             }
-            outcome.memoryEvictions = copied ?? []
+            memoryEvictions = copied ?? []
             if !isKept { logNotKept(key, cost: cost) }
         }
-        return (cached, outcome)
+        // Made here rather than changed in place: the outcome is large, and returning a variable
+        // that was written made the optimizer copy it and destroy the original, a dozen reference
+        // counts on every disk hit.
+        return (cached, CacheOutcome(key: key, read: readOnHit, memoryEvictions: memoryEvictions))
     }
 
     /// The entry for a key with its expiry, expired or not; not an access, and nothing is removed.

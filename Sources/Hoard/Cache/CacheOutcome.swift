@@ -39,6 +39,14 @@ struct CacheOutcome<Value: Sendable>: Sendable {
         self.key = key
     }
 
+    /// An outcome that read, and maybe copied into memory (evicting `memoryEvictions`).
+    @inlinable
+    init(key: String, read: Read?, memoryEvictions: [Eviction]) {
+        self.key = key
+        self.read = read
+        self.memoryEvictions = memoryEvictions
+    }
+
     /// Whether the call did nothing but read: no value stored, removed or evicted, nothing failed,
     /// and no other cache must hear of it.
     @inlinable

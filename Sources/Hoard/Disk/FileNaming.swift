@@ -20,14 +20,35 @@ struct DiskKey: Sendable {
     @usableFromInline
     init(_ key: String) {
         string = key
-        digest = SHA256Digest.hash(key.canonicalKey.utf8)
+        // A key whose bytes are at hand is checked eight bytes at a time and, when ASCII, hashed
+        // from those bytes: a disk hit makes this digest for every read.
+        let ascii = key.utf8.withContiguousStorageIfAvailable { bytes -> SHA256Digest? in
+            let raw = UnsafeRawBufferPointer(bytes)
+            return Self.isASCII(raw) ? SHA256Digest.hash(raw) : nil
+        }
+        digest = (ascii ?? nil) ?? SHA256Digest.hash(key.canonicalKey.utf8)
     }
 
     /// The digest of the key whose UTF-8 bytes are `bytes` (valid UTF-8, as an entry file stores
     /// it): the digest ``init(_:)`` computes, without making a string of an ASCII key.
     static func digest(ofKeyBytes bytes: UnsafeRawBufferPointer) -> SHA256Digest {
-        if bytes.allSatisfy({ $0 < 0x80 }) { return SHA256Digest.hash(bytes) }
+        if isASCII(bytes) { return SHA256Digest.hash(bytes) }
         return DiskKey(String(decoding: bytes, as: UTF8.self)).digest
+    }
+
+    /// Whether every byte of `bytes` is below 0x80.
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var high: UInt64 = 0
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            high |= bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            high |= UInt64(bytes[offset])
+            offset += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     /// Rebuilds a key from a stored key string and the digest its file is named by.

@@ -19,4 +19,19 @@ import Testing
         let digest = Array(key.utf8).withUnsafeBytes { DiskKey.digest(ofKeyBytes: $0) }
         #expect(digest == DiskKey(key).digest)
     }
+
+    /// A key with one non-ASCII character, at every place of the eight-byte words the ASCII check
+    /// reads and of the tail after them, is hashed in its NFC form, as a key made of its NFC bytes is.
+    @Test func aNonASCIICharacterAnywhereInTheKeyIsNormalizedBeforeHashing() {
+        for length in 0...40 {
+            let ascii = String(repeating: "k", count: length)
+            #expect(DiskKey(ascii).digest == SHA256Digest.hash(Array(ascii.utf8)))
+            for position in 0...length {
+                let decomposed = String(ascii.prefix(position)) + "e\u{301}" + String(ascii.dropFirst(position))
+                let composed = String(ascii.prefix(position)) + "\u{E9}" + String(ascii.dropFirst(position))
+                #expect(DiskKey(decomposed).digest == SHA256Digest.hash(Array(composed.utf8)))
+                #expect(DiskKey(decomposed).digest == DiskKey(composed).digest)
+            }
+        }
+    }
 }
