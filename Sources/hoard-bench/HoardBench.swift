@@ -11,6 +11,9 @@ struct HoardBench {
         if arguments.first == MemoryPerEntry.childArgument {
             exit(MemoryPerEntry.runChild(Array(arguments.dropFirst())))
         }
+        if arguments.first == MemoryGetProbe.childArgument {
+            exit(MemoryGetProbe.runChild(Array(arguments.dropFirst())))
+        }
         if arguments.first == DiskOpen.childArgument {
             exit(DiskOpen.runChild(Array(arguments.dropFirst())))
         }

@@ -3,11 +3,11 @@
 /// Every change to the entries goes through it, so ``byteCount`` is always the sum of the sizes it
 /// holds. Not thread-safe: the store holds its state lock around every call.
 ///
-/// An entry costs 40 bytes in the eviction index's entries, not 48: it keeps bytes 4 to 31 of the
-/// digest (``Tail``) and the size and expiry in 4-byte words (``Info``), and the index's tag for the
-/// entry, which it keeps anyway, stands for the digest's first 4 bytes: the store passes
-/// ``tag(of:)``, a keyed permutation of them, as every key's hash, and ``digest(tail:tag:)`` undoes
-/// it. The permutation's key is drawn for each index, so which digests share a home cell in the
+/// An entry costs 40 bytes in the eviction index's entries, not 48, before the index's list and
+/// stamp (8 more): it keeps bytes 4 to 31 of the digest (``Tail``) and the size and expiry in
+/// 4-byte words (``Info``), and the index's tag for the entry, which it keeps anyway, stands for
+/// the digest's first 4 bytes: the store passes ``tag(of:)``, a keyed permutation of them, as every
+/// key's hash, and ``digest(tail:tag:)`` undoes it. The permutation's key is drawn for each index, so which digests share a home cell in the
 /// index's table cannot be chosen by whoever chooses the keys. Lookups compare whole tags as well as
 /// tails (`EvictionIndex.comparesTags`): a forged index file may hold two digests that differ only
 /// in their first 4 bytes.

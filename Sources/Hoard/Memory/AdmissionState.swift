@@ -30,7 +30,7 @@ struct AdmissionState {
     @usableFromInline private(set) var admitsAll = false
     /// The request clock, +1 on every hit and every new entry; 30 bits, and it wraps.
     ///
-    /// `Link.stamp` holds each entry's last request below its incumbent and referenced bits, so
+    /// `Entry.stamp` holds each entry's last request below its incumbent and referenced bits, so
     /// ``idleTime(since:)`` tells how long the entry has been idle.
     @usableFromInline var now: UInt32 = 0
     /// A main victim idle for longer than this (30 × `capacity` requests) loses its duel to any
@@ -39,11 +39,11 @@ struct AdmissionState {
     /// The experts and the climber that follows them.
     @usableFromInline var experts: WindowExperts
 
-    /// The bit of `Link.stamp` that marks an incumbent.
+    /// The bit of `Entry.stamp` that marks an incumbent.
     ///
     /// An incumbent is an entry hit while in probation or protected since it was stored.
     @usableFromInline static var incumbentBit: UInt32 { 1 << 31 }
-    /// The bit of a protected entry's `Link.stamp` that says it was hit since it last moved.
+    /// The bit of a protected entry's `Entry.stamp` that says it was hit since it last moved.
     ///
     /// A hit in protected sets it instead of moving the entry to the region's newest end; the
     /// entry's second chance comes when it reaches the oldest end (see

@@ -80,8 +80,8 @@ extension EvictionIndex {
         return AdmissionState.admits(
             candidateFrequency: admission.sketch.frequency(FrequencySketch.spread(tag: tags[Int(candidate)])),
             victimFrequency: admission.sketch.frequency(FrequencySketch.spread(tag: tags[Int(victim)])),
-            victimIsIncumbent: links[Int(victim)].stamp & AdmissionState.incumbentBit != 0,
-            victimIdleTime: admission.idleTime(since: links[Int(victim)].stamp),
+            victimIsIncumbent: entries[Int(victim)].stamp & AdmissionState.incumbentBit != 0,
+            victimIdleTime: admission.idleTime(since: entries[Int(victim)].stamp),
             idleThreshold: admission.idleThreshold
         )
     }
@@ -103,7 +103,7 @@ extension EvictionIndex {
     @inlinable
     func nextProtected(from slot: Int32, marked: Bool) -> Int32 {
         var slot = slot
-        while slot >= 0 && (links[Int(slot)].stamp & AdmissionState.referencedBit != 0) != marked {
+        while slot >= 0 && (entries[Int(slot)].stamp & AdmissionState.referencedBit != 0) != marked {
             slot = links[Int(slot)].next
         }
         return slot

@@ -29,9 +29,9 @@ extension EvictionIndex {
             var previous: Int32 = -1
             while slot >= 0 {
                 let link = links[Int(slot)]
-                precondition(link.prev == previous && links[Int(slot)].list == bucket, "node links")
+                precondition(link.prev == previous && entries[Int(slot)].list == bucket, "node links")
                 checkTable(slot, tagsFromKeys: tagsFromKeys)
-                precondition(link.stamp <= clock, "stamp after the clock")
+                precondition(entries[Int(slot)].stamp <= clock, "stamp after the clock")
                 seen += 1
                 previous = slot
                 slot = link.next
@@ -58,14 +58,14 @@ extension EvictionIndex {
             var previous: Int32 = -1
             while slot >= 0 {
                 let link = links[Int(slot)]
-                precondition(link.prev == previous && links[Int(slot)].list == region, "node links")
+                precondition(link.prev == previous && entries[Int(slot)].list == region, "node links")
                 checkTable(slot, tagsFromKeys: tagsFromKeys)
                 precondition(
-                    region != Self.windowRegion || link.stamp & AdmissionState.incumbentBit == 0,
+                    region != Self.windowRegion || entries[Int(slot)].stamp & AdmissionState.incumbentBit == 0,
                     "an incumbent in the window: only main hits make one"
                 )
                 precondition(
-                    region == Self.protectedRegion || link.stamp & AdmissionState.referencedBit == 0,
+                    region == Self.protectedRegion || entries[Int(slot)].stamp & AdmissionState.referencedBit == 0,
                     "a mark of a protected hit outside protected"
                 )
                 sizes[Int(region)] += 1

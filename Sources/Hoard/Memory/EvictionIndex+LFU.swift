@@ -24,7 +24,7 @@ extension EvictionIndex {
             return
         }
         let link = links[Int(slot)]
-        let bucket = link.list
+        let bucket = entries[Int(slot)].list
         let isAlone = link.prev < 0 && link.next < 0
         let stamp = nextStamp()
         let count = lists[Int(bucket)].accessCount
@@ -36,7 +36,7 @@ extension EvictionIndex {
             if isAlone { removeBucket(bucket) }
         } else if isAlone {
             lists[Int(bucket)].accessCount = count + 1
-            links[Int(slot)].stamp = stamp
+            entries[Int(slot)].stamp = stamp
         } else {
             let created = makeBucket(accessCount: count + 1, after: bucket)
             relink(slot, from: bucket, to: created, stamp: stamp)
@@ -103,8 +103,8 @@ extension EvictionIndex {
     /// - Complexity: O(n log n).
     @usableFromInline
     mutating func renumberStamps() {
-        let order = (0..<Int32(count)).sorted { links[Int($0)].stamp < links[Int($1)].stamp }
-        for (rank, slot) in order.enumerated() { links[Int(slot)].stamp = UInt32(rank + 1) }
+        let order = (0..<Int32(count)).sorted { entries[Int($0)].stamp < entries[Int($1)].stamp }
+        for (rank, slot) in order.enumerated() { entries[Int(slot)].stamp = UInt32(rank + 1) }
         clock = UInt32(order.count)
     }
 
@@ -192,10 +192,10 @@ extension EvictionIndex {
         var tail: Int32 = -1
         var head: Int32 = -1
         while left >= 0 || right >= 0 {
-            let takeLeft = right < 0 || (left >= 0 && links[Int(left)].stamp <= links[Int(right)].stamp)
+            let takeLeft = right < 0 || (left >= 0 && entries[Int(left)].stamp <= entries[Int(right)].stamp)
             let slot = takeLeft ? left : right
             if takeLeft { left = links[Int(left)].next } else { right = links[Int(right)].next }
-            links[Int(slot)].list = target
+            entries[Int(slot)].list = target
             links[Int(slot)].prev = tail
             links[Int(slot)].next = -1
             if tail >= 0 { links[Int(tail)].next = slot } else { head = slot }

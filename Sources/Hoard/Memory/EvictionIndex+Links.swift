@@ -21,16 +21,20 @@ extension EvictionIndex {
     }
 
     /// Puts `slot`, in no list, at the tail of `list` and records the list and `stamp` in its
-    /// `Link`.
+    /// `Entry`.
     @inlinable
     mutating func appendNode(_ slot: Int32, to list: Int32, stamp: UInt32 = 0) {
         links.withMutableView { links in
             lists.withMutableView { lists in
                 let tail = lists[Int(list)].tail
-                links[Int(slot)] = Link(prev: tail, next: -1, list: list, stamp: stamp)
+                links[Int(slot)] = Link(prev: tail, next: -1)
                 if tail >= 0 { links[Int(tail)].next = slot } else { lists[Int(list)].head = slot }
                 lists[Int(list)].tail = slot
             }
+        }
+        entries.withMutableView { entries in
+            entries[Int(slot)].list = list
+            entries[Int(slot)].stamp = stamp
         }
     }
 
@@ -48,10 +52,14 @@ extension EvictionIndex {
                 if prev >= 0 { links[Int(prev)].next = next } else { lists[Int(list)].head = next }
                 if next >= 0 { links[Int(next)].prev = prev } else { lists[Int(list)].tail = prev }
                 let tail = lists[Int(target)].tail
-                links[Int(slot)] = Link(prev: tail, next: -1, list: target, stamp: stamp)
+                links[Int(slot)] = Link(prev: tail, next: -1)
                 if tail >= 0 { links[Int(tail)].next = slot } else { lists[Int(target)].head = slot }
                 lists[Int(target)].tail = slot
             }
+        }
+        entries.withMutableView { entries in
+            entries[Int(slot)].list = target
+            entries[Int(slot)].stamp = stamp
         }
     }
 }

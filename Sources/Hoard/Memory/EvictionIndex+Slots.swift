@@ -35,7 +35,7 @@ extension EvictionIndex {
     @inlinable
     @discardableResult
     mutating func remove(slot: Int32) -> Entry {
-        let list = links[Int(slot)].list
+        let list = entries[Int(slot)].list
         setCost(0, of: slot)
         unlink(slot, from: list)
         if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
@@ -43,6 +43,7 @@ extension EvictionIndex {
         let last = Int32(entries.count - 1)
         if slot != last {
             let moved = links[Int(last)]
+            let movedList = entries[Int(last)].list
             let movedTag = tags[Int(last)]
             links[Int(slot)] = moved
             tags[Int(slot)] = movedTag
@@ -50,12 +51,12 @@ extension EvictionIndex {
             if moved.prev >= 0 {
                 links[Int(moved.prev)].next = slot
             } else {
-                lists[Int(moved.list)].head = slot
+                lists[Int(movedList)].head = slot
             }
             if moved.next >= 0 {
                 links[Int(moved.next)].prev = slot
             } else {
-                lists[Int(moved.list)].tail = slot
+                lists[Int(movedList)].tail = slot
             }
             table.move(tag: movedTag, from: last, to: slot)
             entries.swapAt(Int(slot), Int(last))

@@ -79,7 +79,7 @@ extension EvictionIndex {
             }
             slot = lists[Int(firstBucket)].head
         }
-        let list = links[Int(slot)].list
+        let list = entries[Int(slot)].list
         unlink(slot, from: list)
         if policy == .wTinyLFU { regionDidLose(list) } else { removeBucketIfEmpty(list) }
         let old = replaceEntry(in: slot, key: key, hash: hash, payload: payload, cost: cost)

@@ -4,10 +4,10 @@
 // The index's lists 0, 1 and 2 are the window, probation and protected regions, each from least to
 // most recently used; there are no frequency buckets (`firstBucket` stays -1). The duels, which read other
 // entries than the one requested, mix a node's sketch hash from its tag; a hit mixes it from the
-// key's hash value it has at hand (the same bits). A node's `Link.stamp` holds the request
+// key's hash value it has at hand (the same bits). A node's `Entry.stamp` holds the request
 // clock at its last request, whether it was hit in main (see `AdmissionState.incumbentBit`) and, in
 // protected, whether it was hit since it last moved (`AdmissionState.referencedBit`), so a hit
-// writes nothing outside the links. The state besides the links is `AdmissionState`; the
+// that moves nothing writes only the entry it reads. The state besides the entries is `AdmissionState`; the
 // experts that size the window are `WindowExperts`. The eviction order, which `victim` and
 // `entriesInEvictionOrder` read, is in `EvictionIndex+AdmissionOrder.swift`.
 //
@@ -38,7 +38,7 @@ extension EvictionIndex {
     /// Moves `slot` to the tail of `region`, with `stamp` as its last request.
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32, stamp: UInt32) {
-        let from = links[Int(slot)].list
+        let from = entries[Int(slot)].list
         relink(slot, from: from, to: region, stamp: stamp)
         if from == Self.windowRegion { admission.windowCount -= 1 }
         if from == Self.protectedRegion { admission.protectedCount -= 1 }
@@ -49,7 +49,7 @@ extension EvictionIndex {
     /// Moves `slot` to the tail of `region`, keeping its stamp (last request and incumbency).
     @inlinable
     mutating func move(_ slot: Int32, to region: Int32) {
-        move(slot, to: region, stamp: links[Int(slot)].stamp)
+        move(slot, to: region, stamp: entries[Int(slot)].stamp)
     }
 
     /// Keeps the region sizes right after a node of `region` was unlinked.
@@ -100,13 +100,13 @@ extension EvictionIndex {
     mutating func demoteProtectedHead(secondChances: Int) {
         var head = lists[Int(Self.protectedRegion)].head
         var chances = 0
-        while links[Int(head)].stamp & AdmissionState.referencedBit != 0 && chances < secondChances {
-            let unmarked = links[Int(head)].stamp & ~AdmissionState.referencedBit
+        while entries[Int(head)].stamp & AdmissionState.referencedBit != 0 && chances < secondChances {
+            let unmarked = entries[Int(head)].stamp & ~AdmissionState.referencedBit
             relink(head, from: Self.protectedRegion, to: Self.protectedRegion, stamp: unmarked)
             chances += 1
             head = lists[Int(Self.protectedRegion)].head
         }
-        move(head, to: Self.probationRegion, stamp: links[Int(head)].stamp & ~AdmissionState.referencedBit)
+        move(head, to: Self.probationRegion, stamp: entries[Int(head)].stamp & ~AdmissionState.referencedBit)
     }
 
     /// Adds a new entry as the window's most recent one, counting a request.
@@ -185,7 +185,7 @@ extension EvictionIndex {
         counters: (positions: FrequencySketch.Positions, smallest: UInt64)
     ) {
         let now = admission.tick()
-        let region = links[Int(slot)].list
+        let region = entries[Int(slot)].list
         // A window entry is never an incumbent; a main hit makes one.
         let stamp = region == Self.windowRegion ? now : now | AdmissionState.incumbentBit
         if region != Self.windowRegion {
@@ -198,11 +198,11 @@ extension EvictionIndex {
             // Stays where it is, marked: its second chance comes at protected's oldest end. The
             // list's neighbours and tail, which the other core's hits in this shard would also
             // write, are not touched.
-            links[Int(slot)].stamp = stamp | AdmissionState.referencedBit
+            entries[Int(slot)].stamp = stamp | AdmissionState.referencedBit
         } else if links[Int(slot)].next >= 0 {
             relink(slot, from: region, to: region, stamp: stamp)
         } else {
-            links[Int(slot)].stamp = stamp
+            entries[Int(slot)].stamp = stamp
         }
         if admission.experts.samples(hash) { admission.observe(hash, isFull: entries.count >= admission.capacity) }
     }

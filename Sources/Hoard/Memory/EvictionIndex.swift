@@ -28,39 +28,31 @@
 /// Not thread-safe: its owner (a memory store, a disk store) holds a lock around every call.
 @usableFromInline
 struct EvictionIndex<Key: Hashable, Payload> {
-    /// What an entry holds: its key and what the owner stores with it.
+    /// What an entry holds: its key, what the owner stores with it, its list and its stamp.
     ///
     /// The parts of an entry live in parallel buffers indexed by its slot, split by when they are
-    /// read: `entries`, `links`, `tags` and `costs`. An LRU or LFU hit reads the table, the entry
-    /// and the links of the entry and of its neighbours. The links of all entries take a quarter of
-    /// the memory whole nodes took, so a neighbour's links are more often already in a processor
-    /// cache, and a hit touches fewer memory pages. With whole 64-byte nodes, a uniform hit over
-    /// 100k entries ran at about 0.8× a plain LRU whose 32-byte nodes hold only a key, a value and
-    /// two links; split, at about 1.1× (LRU with 12-byte links; 1.17× LRU and 1.06× LFU with 16).
+    /// read: `entries`, `links`, `tags` and `costs`. A hit reads the table and the entry (its key,
+    /// then its payload, list and stamp); an LRU or LFU hit, and a W-TinyLFU hit that moves its
+    /// entry, also the links of the entry and of its neighbours. The links of all entries take an
+    /// eighth of the memory whole nodes took, so a neighbour's links are more often already in a
+    /// processor cache, and a hit touches fewer memory pages. With whole 64-byte nodes, a uniform
+    /// hit over 100k entries ran at about 0.8× a plain LRU whose 32-byte nodes hold only a key, a
+    /// value and two links; split, at about 1.1× (LRU with 12-byte links; 1.17× LRU and 1.06× LFU
+    /// with 16).
+    ///
+    /// The list and the stamp are here, not in the links, because every hit reads the one and
+    /// writes the other, and reads the entry's key anyway: beside the links they cost a W-TinyLFU
+    /// hit on a protected entry, which moves nothing, one more memory line (callgrind, uniform hits
+    /// over 100 000 `String` keys in a `Cache<Int>`: 4.49 second-level misses a hit there, 4.00
+    /// here; beside the tag, every LFU hit touched one more line and page too). The memory is the
+    /// same: the links shrink by what the entry grows. The price is that more entries span two
+    /// lines: a `Cache<Int>`'s entry went from 32 bytes to 40, three in eight across two lines.
     @usableFromInline
     struct Entry {
         @usableFromInline var key: Key
         @usableFromInline var payload: Payload
-
-        @inlinable
-        init(key: Key, payload: Payload) {
-            self.key = key
-            self.payload = payload
-        }
-    }
-
-    /// An entry's list, its neighbours in that list, and its stamp: all that an LRU or LFU hit reads
-    /// or writes of the entry and of its neighbours.
-    ///
-    /// 16 bytes, so four to a memory line and none across two; they stay in a processor cache far
-    /// longer than the entries themselves. The list and the stamp are here because an LFU hit
-    /// reads the one and writes the other: with either beside the tag, every LFU hit touched one more
-    /// memory line and one more page than an LRU hit.
-    @usableFromInline
-    struct Link {
-        @usableFromInline var prev: Int32 = -1
-        @usableFromInline var next: Int32 = -1
-        /// The list the entry is in: its frequency bucket (LRU, LFU) or its region (W-TinyLFU).
+        /// The list the entry is in: its frequency bucket (LRU, LFU) or its region (W-TinyLFU); -1
+        /// while in none.
         @usableFromInline var list: Int32 = -1
         /// The index clock at the entry's last access (LFU and W-TinyLFU; 0 under LRU).
         ///
@@ -69,19 +61,33 @@ struct EvictionIndex<Key: Hashable, Payload> {
         /// request clock `AdmissionState.now` at the entry's last request, which tells idle victims;
         /// its top bit whether the entry was hit in probation or protected since it was stored (an
         /// incumbent; see `AdmissionState.incumbentBit`); and the next, in protected, whether it was
-        /// hit since it last moved (`AdmissionState.referencedBit`). A hit writes them, and reads
-        /// nothing else of the entry.
+        /// hit since it last moved (`AdmissionState.referencedBit`).
         @usableFromInline var stamp: UInt32 = 0
+
+        @inlinable
+        init(key: Key, payload: Payload) {
+            self.key = key
+            self.payload = payload
+        }
+    }
+
+    /// An entry's neighbours in its list: what a hit that moves the entry reads or writes of the
+    /// entry and of its neighbours.
+    ///
+    /// 8 bytes, so eight to a memory line and none across two; they stay in a processor cache far
+    /// longer than the entries themselves.
+    @usableFromInline
+    struct Link {
+        @usableFromInline var prev: Int32 = -1
+        @usableFromInline var next: Int32 = -1
 
         @inlinable
         init() {}
 
         @inlinable
-        init(prev: Int32, next: Int32, list: Int32, stamp: UInt32) {
+        init(prev: Int32, next: Int32) {
             self.prev = prev
             self.next = next
-            self.list = list
-            self.stamp = stamp
         }
     }
 
@@ -108,9 +114,9 @@ struct EvictionIndex<Key: Hashable, Payload> {
     @usableFromInline let comparesTags: Bool
     /// From each key's hash to its node's slot.
     @usableFromInline var table: SlotTable
-    /// Each slot's key and payload.
+    /// Each slot's key, payload, list and stamp.
     @usableFromInline var entries = NodeBuffer<Entry>()
-    /// Each slot's neighbours, list and stamp.
+    /// Each slot's neighbours in its list.
     @usableFromInline var links = NodeBuffer<Link>()
     /// Each slot's tag: the low 32 bits of its key's hash value, which give its home cell in `table`
     /// (whose cells keep only the tag's high bits) and, under W-TinyLFU, its counters in the
@@ -124,7 +130,7 @@ struct EvictionIndex<Key: Hashable, Payload> {
     /// An owner without a cost limit (a disk store keeps sizes in its payloads) saves 8 bytes per
     /// entry; once a cost is not 0, it has one element per slot.
     @usableFromInline var costs = NodeBuffer<Int>()
-    /// The frequency buckets (LRU, LFU) or the three regions (W-TinyLFU); a `Link.list` indexes it.
+    /// The frequency buckets (LRU, LFU) or the three regions (W-TinyLFU); an `Entry.list` indexes it.
     @usableFromInline var lists = NodeBuffer<NodeList>()
     /// The frequency bucket with the lowest access count, or -1 (always -1 under W-TinyLFU).
     @usableFromInline var firstBucket: Int32 = -1

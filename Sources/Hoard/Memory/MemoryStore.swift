@@ -173,7 +173,11 @@ final class MemoryStore<Key: Hashable & Sendable, Value: Sendable>: @unchecked S
         let index = shard(for: hash)
         locks.lock(index)
         defer { locks.unlock(index) }
-        let value = shards[index].index.access(key, hash: hash)
+        // The default policy's hit goes straight to its own path: through `access`, which the
+        // optimizer leaves a call for its size, it cost a W-TinyLFU hit a call more.
+        let value =
+            shards[index].index.policy == .wTinyLFU
+            ? shards[index].index.admissionAccess(key, hash: hash) : shards[index].index.access(key, hash: hash)
         if value != nil { shards[index].hits &+= 1 }
         return (value, shards[index].isObserved)
     }

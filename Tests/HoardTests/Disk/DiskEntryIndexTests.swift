@@ -47,9 +47,12 @@ import Testing
 
     /// An entry keeps 28 bytes of its digest, its index tag standing for the other 4: whatever the
     /// permutation's key, every digest comes back whole, with its size and its expiry's exact bits.
+    ///
+    /// With its list and stamp, the entry takes 48 bytes, and its links 8.
     @Test(arguments: [0, 1, 0x9E37_79B9, UInt32.max])
-    func anEntryTakesFortyBytesAndEveryDigestComesBackWhole(tagKey: UInt32) {
-        #expect(MemoryLayout<EvictionIndex<DiskEntryIndex.Tail, DiskEntryIndex.Info>.Entry>.stride == 40)
+    func anEntryTakesFortyEightBytesAndEveryDigestComesBackWhole(tagKey: UInt32) {
+        typealias Order = EvictionIndex<DiskEntryIndex.Tail, DiskEntryIndex.Info>
+        #expect(MemoryLayout<Order.Entry>.stride == 48 && MemoryLayout<Order.Link>.stride == 8)
         var index = DiskEntryIndex(policy: .wTinyLFU, capacity: 1_000, tagKey: tagKey)
         let digests = (0..<1_000).map { DiskKey("key \($0)").digest }
         let expiries: [Expiry] = [

@@ -43,13 +43,13 @@ import Testing
         // The window holds 1 entry: the next key pushes 7 to probation, where a hit counts.
         index.upsert(8, forKey: 8)
         let slot = try #require(index.slot(for: 7, hash: StableKey(7).hashValue))
-        #expect(index.links[Int(slot)].list == EvictionIndex<StableKey, Int>.probationRegion)
-        #expect(index.links[Int(slot)].stamp & AdmissionState.incumbentBit == 0)
+        #expect(index.entries[Int(slot)].list == EvictionIndex<StableKey, Int>.probationRegion)
+        #expect(index.entries[Int(slot)].stamp & AdmissionState.incumbentBit == 0)
         _ = index.access(7)
         #expect(index.admission.sketch.frequency(hash) == 2)
         let moved = try #require(index.slot(for: 7, hash: StableKey(7).hashValue))
-        #expect(index.links[Int(moved)].list == EvictionIndex<StableKey, Int>.protectedRegion)
-        #expect(index.links[Int(moved)].stamp & AdmissionState.incumbentBit != 0)
+        #expect(index.entries[Int(moved)].list == EvictionIndex<StableKey, Int>.protectedRegion)
+        #expect(index.entries[Int(moved)].stamp & AdmissionState.incumbentBit != 0)
         index.checkInvariants()
     }
 

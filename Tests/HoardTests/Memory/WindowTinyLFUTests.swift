@@ -54,7 +54,7 @@ import Testing
         #expect(index.admission.protectedCount == 0 && target > 0)
         // Every probation entry read once: all join protected, past its target.
         let probation = (0..<capacity).filter { key in
-            index.slot(for: StableKey(key), hash: StableKey(key).hashValue).map { index.links[Int($0)].list } == 1
+            index.slot(for: StableKey(key), hash: StableKey(key).hashValue).map { index.entries[Int($0)].list } == 1
         }
         for key in probation { _ = index.access(key) }
         let promoted = index.admission.protectedCount
@@ -91,7 +91,7 @@ import Testing
         var index = EvictionIndex<StableKey, Int>(policy: .wTinyLFU, capacity: capacity)
         for key in 0..<capacity { index.upsert(key, forKey: key) }
         let probation = (0..<capacity).filter { key in
-            index.slot(for: StableKey(key), hash: StableKey(key).hashValue).map { index.links[Int($0)].list } == 1
+            index.slot(for: StableKey(key), hash: StableKey(key).hashValue).map { index.entries[Int($0)].list } == 1
         }
         for key in probation { _ = index.access(key) }
         return (index, protectedKeys(index))
@@ -100,7 +100,7 @@ import Testing
     /// Whether `key`'s entry carries the mark of a protected hit since it last moved.
     private func isMarked(_ index: EvictionIndex<StableKey, Int>, _ key: Int) -> Bool {
         guard let slot = index.slot(for: StableKey(key), hash: StableKey(key).hashValue) else { return false }
-        return index.links[Int(slot)].stamp & AdmissionState.referencedBit != 0
+        return index.entries[Int(slot)].stamp & AdmissionState.referencedBit != 0
     }
 
     @Test func aProtectedHitMarksTheEntryAndMovesNothing() {
@@ -149,7 +149,7 @@ import Testing
             if request % 20 == 0 {
                 // Never stepped down between two reads (a read on probation would promote it again).
                 let slot = index.slot(for: StableKey(steady), hash: StableKey(steady).hashValue)
-                if slot.map({ index.links[Int($0)].list }) != EvictionIndex<StableKey, Int>.protectedRegion {
+                if slot.map({ index.entries[Int($0)].list }) != EvictionIndex<StableKey, Int>.protectedRegion {
                     stepsDown += 1
                 }
                 _ = index.access(steady)
@@ -174,7 +174,7 @@ import Testing
         let probation = store.withShard(0) { shard in
             (0..<20).filter { key in
                 shard.index.slot(for: StableKey(key), hash: StableKey(key).hashValue)
-                    .map { shard.index.links[Int($0)].list } == EvictionIndex<StableKey, Int>.probationRegion
+                    .map { shard.index.entries[Int($0)].list } == EvictionIndex<StableKey, Int>.probationRegion
             }
         }
         #expect(probation.count >= 4)
