@@ -40,7 +40,8 @@ struct RedisFleetStartupKillTests {
     /// older value after that, flushes, and is killed before its tracking ever came up (which would
     /// have dropped it). The survivor must not serve the value from before the change: the fill's disk
     /// write, queued after the survivor's removal, must not land (see decision 0025).
-    @Test func anUntrackedFillOfAKilledPeerIsNeverServedByATrackedSurvivor() async throws {
+    @Test(arguments: [false, true])
+    func anUntrackedFillOfAKilledPeerIsNeverServedByATrackedSurvivor(catchesUpFirst: Bool) async throws {
         let server = try RedisTestServer.required()
         let proxy = try HoldingProxy(upstreamPort: server.port)
         let folder = TemporaryDirectory()
@@ -64,7 +65,7 @@ struct RedisFleetStartupKillTests {
         try #require(await waitUntilOpen(survivor))
         // It reads the key; the server's answer (the value before the change) is held.
         proxy.holdReplies(toRequestContaining: "\(namespace):key")
-        untracked.send("get key")
+        untracked.send("start key")
         #expect(await waitUntil(seconds: 600) { proxy.held > 0 })
         // The key changes; the survivor hears of it.
         try await other.save("after", forKey: "key")
@@ -76,6 +77,21 @@ struct RedisFleetStartupKillTests {
             heard = (stats?.split(separator: " ").dropFirst(2).first).flatMap { Int($0) } ?? 0 >= 1
         }
         try #require(heard)
+        if catchesUpFirst {
+            // A write of another key lands first: the untracked process catches up with the disk,
+            // the survivor's removal of the key included, before its read's answer comes. (Its
+            // shared write waits behind the held read: the survivor finds it on the disk.)
+            untracked.send("put unrelated value")
+            _ = await expectLine(untracked, "put unrelated")
+            var landed = false
+            for round in 0..<600 where !landed {
+                survivor.send("save catch-up-\(round) value")
+                _ = await expectLine(survivor, "saved catch-up-\(round)")
+                survivor.send("get unrelated")
+                landed = await onPlainThread { survivor.readLine() }?.hasPrefix("value unrelated=value") == true
+            }
+            try #require(landed)
+        }
         // The untracked process keeps what it read (its local levels serve until tracking first
         // comes), flushes, and dies before tracking ever came.
         proxy.release()
