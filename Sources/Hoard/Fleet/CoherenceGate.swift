@@ -34,8 +34,9 @@ final class CoherenceGate: @unchecked Sendable {
         isTrackedStorage = !coherence.tracksInvalidations
     }
 
-    /// Whether the shared level's invalidations are known to arrive (always without tracking): only
-    /// then does a fill go to disk. An open gate without it (before the first tracked connection, or
+    /// Whether the shared level's invalidations are known to arrive (always without tracking).
+    ///
+    /// Only then does a fill go to disk. An open gate without it (before the first tracked connection, or
     /// during a loss, with ``CacheCoherence/Outage/serveLocalCopies``) keeps fills in memory: the disk
     /// is shared with tracked processes, and a process that dies before tracking comes back never
     /// drops what it filled there. Read it holding a key stripe's lock.
