@@ -18,6 +18,7 @@ extension Fleet {
     /// `namespace` with `coherence(.invalidations)` (no fetcher), prints `ready`, then for each line:
     /// - `get <key>`: prints `value <key>=<value> <memory|none>` (where the key is after the read) or
     ///   `miss <key>`;
+    /// - `start <key>`: as `get`, in a task of its own, so that the next commands run meanwhile;
     /// - `watch <key> <value>`: prints `watching <key>`, waits until memory no longer holds `value` for
     ///   the key and prints `dropped <key> <monotonic nanoseconds>` (`CLOCK_MONOTONIC`, comparable with
     ///   the parent's);
@@ -25,6 +26,7 @@ extension Fleet {
     ///   instead of every 20 µs, and prints `dropped <key> <monotonic nanoseconds> held <monotonic
     ///   nanoseconds>`, the second time being the start of the last look that still found `value`
     ///   (or, when none did, the moment of `watching`): the key was dropped between the two;
+    /// - `put <key> <value>`: sets the value, waiting for nothing, and prints `put <key>`;
     /// - `save <key> <value>`: saves the value (memory, disk and the server) and prints `saved <key>`;
     /// - `stats`: prints `stats invalidations <n> flushes <n>`.
     ///
@@ -79,6 +81,20 @@ extension Fleet {
                     sched_yield()
                 }
                 emit("dropped \(key) \(monotonicNanoseconds()) held \(held)")
+            case "put" where words.count == 3:
+                cache[words[1]] = words[2]
+                emit("put \(words[1])")
+            case "start" where words.count == 2:
+                let key = words[1]
+                Task {
+                    if let value = try? await cache.getOrFetch(forKey: key) {
+                        await cache.flush()
+                        let level = cache.entry(forKey: key)?.level == .memory ? "memory" : "none"
+                        emit("value \(key)=\(value) \(level)")
+                    } else {
+                        emit("miss \(key)")
+                    }
+                }
             case "save" where words.count == 3:
                 try await cache.save(words[2], forKey: words[1])
                 emit("saved \(words[1])")

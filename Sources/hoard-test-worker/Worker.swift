@@ -29,6 +29,7 @@ import Musl
 /// hoard-test-worker fleet-watch <folder> <container> <redis url> <namespace>  # see `Fleet.watch`
 /// hoard-test-worker fleet-lease-bench <folder> <container> <redis url> <namespace> <ms> <callers> <on|on-coherent|off> <n>
 /// hoard-test-worker fleet-lease <folder> <container> <redis url> <namespace> <origin folder> <ms> <callers> <key>…
+/// hoard-test-worker fleet-lease-holder <folder> <container> <redis url> <namespace> <lease ms> <wait ms> <key>
 /// ```
 /// Every line is written with one `write(2)` straight to the descriptor, so that what a killed
 /// process reported before it died is exactly what the reader receives.
@@ -54,6 +55,7 @@ enum Worker {
             case "fleet-watch": try await Fleet.watch(arguments: rest)
             case "fleet-lease": try await Fleet.lease(arguments: rest)
             case "fleet-lease-bench": try await Fleet.leaseBench(arguments: rest)
+            case "fleet-lease-holder": try await Fleet.leaseHolder(arguments: rest)
             default: usage()
             }
         } catch {
@@ -65,7 +67,7 @@ enum Worker {
     static func usage() -> Never {
         emit(
             "error usage: hoard-test-worker "
-                + "crash|shared|write|hold|hold-as-earlier-release|try-open|open-data|faults-permissions|faults-descriptors|faults-read-only|fleet-get|fleet-watch|fleet-lease|fleet-lease-bench …"
+                + "crash|shared|write|hold|hold-as-earlier-release|try-open|open-data|faults-permissions|faults-descriptors|faults-read-only|fleet-get|fleet-watch|fleet-lease|fleet-lease-bench|fleet-lease-holder …"
         )
         exit(64)
     }

@@ -203,7 +203,11 @@ struct CacheEngine<Value: Sendable>: Sendable {
                 }
                 return
             }
-            if let pending, let disk {
+            if let pending, let disk, fill != nil, let coherence, !coherence.isTracked {
+                // Untracked, a fill stays in memory; the disk's older copy goes (see
+                // `CoherenceGate.isTracked`).
+                outcome.tell(disk.enqueueRemove(pending.key, observer: origin))
+            } else if let pending, let disk {
                 if let whenOnDisk {
                     outcome.tell(
                         disk.enqueueWrite(pending.key, value: pending.value, observer: origin, completion: whenOnDisk)

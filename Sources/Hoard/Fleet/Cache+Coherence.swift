@@ -20,9 +20,10 @@ extension Cache {
             defer { engine.shared?.leases?.wakeAll() }
             if engine.coherence?.servesDuringOutage == true, engine.isCoherent {
                 // The copies keep serving; they go once tracking is back (see `.tracking`). Counted
-                // as a change of every key, so that no fill whose read spans the loss is installed.
+                // as a change of every key, so that no fill whose read spans the loss is installed;
+                // fills from now on stay in memory (see `CoherenceGate.isTracked`).
                 outage.withLock { $0.dropsOnReturn = true }
-                engine.stripes.changeAll {}
+                engine.setTracked(false)
                 HoardLogger.log(
                     .info,
                     "Coherence: \(reason); local copies keep serving (each at most the maximum local age old) "
@@ -31,6 +32,7 @@ extension Cache {
                 return
             }
             HoardLogger.log(.info, "Coherence: dropping every local copy (\(reason)); reads go to the shared level.")
+            engine.setTracked(false)
             dropLocalCopies()
             reporter.didFlushForCoherence()
         case .tracking:
@@ -48,6 +50,7 @@ extension Cache {
                 dropLocalCopies()
                 reporter.didFlushForCoherence()
             }
+            engine.setTracked(true)
             engine.setCoherent(true)
         }
     }

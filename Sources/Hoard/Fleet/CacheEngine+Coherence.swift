@@ -86,6 +86,13 @@ extension CacheEngine {
         }
     }
 
+    /// Notes whether the shared level's invalidations arrive (see ``CoherenceGate/isTracked``),
+    /// counted as a change of every key.
+    func setTracked(_ isTracked: Bool) {
+        guard let coherence else { return }
+        stripes.changeAll { coherence.setTracked(isTracked) }
+    }
+
     /// Whether the gate is open (the local levels take copies); `true` without coherence.
     var isCoherent: Bool {
         guard let coherence else { return true }

@@ -20,6 +20,8 @@ final class CoherenceGate: @unchecked Sendable {
     /// ``CacheCoherence/Outage/serveLocalCopies``).
     let servesDuringOutage: Bool
     private var isOpenStorage: Bool
+    /// Whether the shared level's invalidations are known to arrive (see ``isTracked``).
+    private var isTrackedStorage: Bool
     /// The disk clears begun after a loss and not finished yet: the disk level serves nothing
     /// while one is under way, even once the gate opens again (its entries may predate the loss).
     private var diskClearsStorage = 0
@@ -29,6 +31,20 @@ final class CoherenceGate: @unchecked Sendable {
         maxLocalAge = coherence.maxLocalSeconds
         servesDuringOutage = coherence.duringOutage == .serveLocalCopies
         isOpenStorage = !coherence.tracksInvalidations
+        isTrackedStorage = !coherence.tracksInvalidations
+    }
+
+    /// Whether the shared level's invalidations are known to arrive (always without tracking).
+    ///
+    /// Only then does a fill go to disk. An open gate without it (before the first tracked connection, or
+    /// during a loss, with ``CacheCoherence/Outage/serveLocalCopies``) keeps fills in memory: the disk
+    /// is shared with tracked processes, and a process that dies before tracking comes back never
+    /// drops what it filled there. Read it holding a key stripe's lock.
+    var isTracked: Bool { isTrackedStorage }
+
+    /// Notes whether invalidations arrive; call it holding every key stripe's lock.
+    func setTracked(_ isTracked: Bool) {
+        isTrackedStorage = isTracked || !tracksInvalidations
     }
 
     /// Whether the local levels may store values; read it holding a key stripe's lock.
