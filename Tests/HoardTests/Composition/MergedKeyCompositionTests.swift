@@ -7,21 +7,9 @@ import Testing
 /// `switchLevels`): keys that one of the levels makes one are one for the batches and the pooling
 /// built over the composite too.
 @Suite struct MergedKeyCompositionTests {
-    /// A level of strings whose set of `"first"` waits (a while at most) until the key holds a value.
-    ///
-    /// Had `"first"` and a later value been set at once, `"first"` would land last. Set one after
-    /// another, `"first"` waits out the bound and lands first.
+    /// ``MergedKeyTests/slowFirstLevel(_:waitingAtMost:)`` with a bound short enough to wait out.
     static func slowFirstLevel(_ stored: Protected<[String: String]>) -> BasicCache<String, String> {
-        BasicCache(
-            get: { key in
-                guard let value = stored.withLock({ $0[key] }) else { throw CacheError.notFound }
-                return value
-            },
-            set: { value, key in
-                if value == "first" { _ = await waitUntil(seconds: 5) { stored.withLock { $0[key] != nil } } }
-                stored.withLock { $0[key] = value }
-            }
-        )
+        MergedKeyTests.slowFirstLevel(stored, waitingAtMost: 5)
     }
 
     static func lowercased(_ level: BasicCache<String, String>) -> BasicCache<String, String> {

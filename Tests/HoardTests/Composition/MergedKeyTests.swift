@@ -6,16 +6,21 @@ import Testing
 /// Key mappings that send two keys to one (`transformKeys { $0.lowercased() }`): the two are one key
 /// for the batches and the pooling built over them, as they are for the level below.
 @Suite struct MergedKeyTests {
-    /// A level of strings whose set of the value `"first"` waits until the key holds a value: had
-    /// `"first"` and a later value been set at once, `"first"` would land last.
-    static func slowFirstLevel(_ stored: Protected<[String: String]>) -> BasicCache<String, String> {
+    /// A level of strings whose set of the value `"first"` waits, `seconds` at most, for the key.
+    ///
+    /// It waits until the key holds a value: had `"first"` and a later value been set at once,
+    /// `"first"` would land last. Set one after another, `"first"` waits out the bound and lands first.
+    static func slowFirstLevel(
+        _ stored: Protected<[String: String]>,
+        waitingAtMost seconds: Int = 120
+    ) -> BasicCache<String, String> {
         BasicCache(
             get: { key in
                 guard let value = stored.withLock({ $0[key] }) else { throw CacheError.notFound }
                 return value
             },
             set: { value, key in
-                if value == "first" { _ = await waitUntil { stored.withLock { $0[key] != nil } } }
+                if value == "first" { _ = await waitUntil(seconds: seconds) { stored.withLock { $0[key] != nil } } }
                 stored.withLock { $0[key] = value }
             }
         )
