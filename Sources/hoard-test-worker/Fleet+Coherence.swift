@@ -30,8 +30,14 @@ extension Fleet {
     /// - `save <key> <value>`: saves the value (memory, disk and the server) and prints `saved <key>`;
     /// - `stats`: prints `stats invalidations <n> flushes <n>`.
     ///
+    /// An optional fifth argument is the shared level's command timeout in seconds (10 when absent):
+    /// a test that holds a reply for as long as a loaded run takes to do something else meanwhile
+    /// must not see the read time out first.
+    ///
     /// Ends at the end of its input.
     static func watch(arguments: [String]) async throws {
+        let commandTimeout = arguments.count > 4 ? Int(arguments[4]) : 10
+        guard let commandTimeout, commandTimeout > 0 else { Worker.usage() }
         let cache = try CacheBuilder<String>(serializer: StringSerializer())
             .containerName(argument(arguments, 1))
             .directory(URL(fileURLWithPath: argument(arguments, 0), isDirectory: true))
@@ -40,7 +46,7 @@ extension Fleet {
                     url: argument(arguments, 2),
                     namespace: argument(arguments, 3),
                     connectTimeout: .seconds(10),
-                    commandTimeout: .seconds(10)
+                    commandTimeout: .seconds(commandTimeout)
                 )
             )
             // A day, not the default minute: a loaded run can stall this process for more than a

@@ -57,8 +57,10 @@ struct RedisFleetStartupKillTests {
         // The untracked process's tracking connection is cut each time it subscribes: it serves its
         // local copies until its first tracked connection, which never comes.
         proxy.cut(connectionsSending: "TRACKING")
+        // Its read's answer is held while the survivor hears of the change and catches up, which
+        // takes minutes in a loaded run: the read waits for it rather than time out (a miss).
         let untracked = try WorkerProcess([
-            "fleet-watch", folder.url.path, "shared", "redis://127.0.0.1:\(proxy.port)", namespace,
+            "fleet-watch", folder.url.path, "shared", "redis://127.0.0.1:\(proxy.port)", namespace, "900",
         ])
         _ = await expectLine(untracked, "ready")
         try #require(await waitUntilOpen(untracked))
