@@ -95,7 +95,8 @@ extension RedisLeaseTests {
         let folder = TemporaryDirectory()
         let namespace = "lease-\(UUID().uuidString)"
         let fetches = Counter()
-        let cache = try Self.instance(folder, "a", url: server.url, namespace: namespace, expiry: .seconds(60)) {
+        // An hour: the value must still be there when a loaded run gets to look at it.
+        let cache = try Self.instance(folder, "a", url: server.url, namespace: namespace, expiry: .seconds(3_600)) {
             key in
             fetches.increment()
             return "fetched \(key)"
@@ -104,15 +105,15 @@ extension RedisLeaseTests {
         await cache.flush()
         let level = try RedisCacheLevel.patient(url: server.url, namespace: namespace)
         let left = try #require(try await level.timeToLive(forKey: "k"))
-        #expect(left > .zero && left <= .seconds(60))
+        #expect(left > .zero && left <= .seconds(3_600))
         #expect(try await Self.exists(level.leaseKey("k"), on: level) == false)
 
         // A value set (not fetched) keeps its expiry too, and ends a lease another holds.
         #expect(try await level.takeLease(forKey: "j", token: "other", duration: .seconds(60)))
-        cache.set("set", forKey: "j", expiry: .seconds(30))
+        cache.set("set", forKey: "j", expiry: .seconds(1_800))
         await cache.flush()
         let setLeft = try #require(try await level.timeToLive(forKey: "j"))
-        #expect(setLeft > .zero && setLeft <= .seconds(30))
+        #expect(setLeft > .zero && setLeft <= .seconds(1_800))
         #expect(try await Self.exists(level.leaseKey("j"), on: level) == false)
         #expect(try await level.set(Data("late".utf8), forKey: "j", expiresAt: nil, ifLeasedTo: "other") == false)
         #expect(fetches.value == 1)

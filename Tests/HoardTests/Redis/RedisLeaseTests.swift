@@ -8,7 +8,7 @@ import Testing
 /// `fleetSingleFetch` over a real server: instances of a fleet (each cache on its own level, so its
 /// own connections, as separate processes have) that miss one key call the origin once between
 /// them.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisLeaseTests {
     init() { TestLog.install() }
 
@@ -19,8 +19,10 @@ struct RedisLeaseTests {
         url: String,
         namespace: String,
         coherent: Bool = false,
-        leaseDuration: Duration = .seconds(60),
-        waitLimit: Duration = .seconds(60),
+        // Ten minutes, not one: a test whose holder waits on a gate must not see its lease expire,
+        // nor a waiter give up, while a loaded run (ThreadSanitizer on two cores) stalls it.
+        leaseDuration: Duration = .seconds(600),
+        waitLimit: Duration = .seconds(600),
         pausesOnlyEnd: Bool = false,
         commandTimeout: Duration = .seconds(10),
         expiry: CacheExpiry = .never,
@@ -159,13 +161,13 @@ struct RedisLeaseTests {
         let first = try Self.instance(folder, "a", url: server.url, namespace: namespace, fetcher: fetcher)
         let second = try Self.instance(folder, "b", url: server.url, namespace: namespace, fetcher: fetcher)
         let holder = Task { try await first.getOrFetch(forKey: decomposed) }
-        #expect(await waitUntil { fetches.value == 1 })
+        #expect(await waitUntil(seconds: 600) { fetches.value == 1 })
         // The lease is named by the key's NFC bytes, whichever spelling took it.
         let level = try RedisCacheLevel.patient(url: server.url, namespace: namespace)
         #expect(level.leaseKey(decomposed) == level.leaseKey(composed))
         #expect(try await Self.exists(level.leaseKey(composed), on: level))
         let waiter = Task { try await second.getOrFetch(forKey: composed) }
-        #expect(await waitUntil { Self.isWaiting(second) })
+        #expect(await waitUntil(seconds: 600) { Self.isWaiting(second) })
         origin.open()
         #expect(try await holder.value == "fetched")
         #expect(try await waiter.value == "fetched")
