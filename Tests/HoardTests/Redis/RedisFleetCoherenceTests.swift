@@ -96,8 +96,10 @@ struct RedisFleetCoherenceTests {
         let cache = try folder.stringBuilder("shared").sharedLevel(shared).build()
         try await cache.save("old", forKey: "key")
         try await cache.save("ready", forKey: "probe")
+        // Its read's answer is held while this process saves, which takes minutes in a loaded run:
+        // the read waits for it rather than time out (a miss).
         let peer = try WorkerProcess([
-            "fleet-watch", folder.url.path, "shared", "redis://127.0.0.1:\(proxy.port)", namespace,
+            "fleet-watch", folder.url.path, "shared", "redis://127.0.0.1:\(proxy.port)", namespace, "900",
         ])
         _ = await expectLine(peer, "ready")
         // The peer's build emptied the disk; once its fills stay in memory, its local levels are open.
