@@ -56,7 +56,7 @@ struct RedisFleetLeaseKillTests {
         #expect(fetches.value == 1)
         await waiter.flush()
         // The waiter's write ended the lease: a later fetch takes it at once.
-        #expect(try await level.takeLease(forKey: "key", token: "later", duration: .seconds(60)))
+        #expect(try await level.takeLease(forKey: "key", token: "later", duration: .seconds(3_600)))
         try await level.releaseLease(forKey: "key", token: "later")
         // Restarted on its container, the holder reads the waiter's value: no fetch.
         let restarted = try WorkerProcess(holderArguments)

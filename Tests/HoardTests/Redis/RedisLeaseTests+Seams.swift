@@ -57,10 +57,10 @@ extension RedisLeaseTests {
         let subscription = try level.subscribeToInvalidations { event in events.withLock { $0.append(event) } }
         defer { subscription.cancel() }
         #expect(await waitUntil { events.withLock { $0.contains(.tracking) } })
-        #expect(try await level.takeLease(forKey: "k", token: "one", duration: .seconds(60)))
-        #expect(try await level.takeLease(forKey: "k", token: "two", duration: .seconds(60)) == false)
+        #expect(try await level.takeLease(forKey: "k", token: "one", duration: .seconds(3_600)))
+        #expect(try await level.takeLease(forKey: "k", token: "two", duration: .seconds(3_600)) == false)
         try await level.releaseLease(forKey: "k", token: "one")
-        #expect(try await level.takeLease(forKey: "k", token: "two", duration: .seconds(60)))
+        #expect(try await level.takeLease(forKey: "k", token: "two", duration: .seconds(3_600)))
         #expect(try await level.set(Data("v".utf8), forKey: "k", expiresAt: nil, ifLeasedTo: "two"))
         try await level.setEndingLease(Data("w".utf8), forKey: "last", expiresAt: nil)
         #expect(await waitUntil { events.withLock { $0.contains(.keys(["last"])) } })
@@ -109,7 +109,7 @@ extension RedisLeaseTests {
         #expect(try await Self.exists(level.leaseKey("k"), on: level) == false)
 
         // A value set (not fetched) keeps its expiry too, and ends a lease another holds.
-        #expect(try await level.takeLease(forKey: "j", token: "other", duration: .seconds(60)))
+        #expect(try await level.takeLease(forKey: "j", token: "other", duration: .seconds(3_600)))
         cache.set("set", forKey: "j", expiry: .seconds(1_800))
         await cache.flush()
         let setLeft = try #require(try await level.timeToLive(forKey: "j"))

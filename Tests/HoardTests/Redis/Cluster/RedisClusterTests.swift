@@ -488,11 +488,11 @@ struct RedisClusterTests {
             let level = try Self.level(cluster, namespace: namespace)
             for index in 0..<40 {
                 let key = "k\(index)"
-                #expect(try await level.takeLease(forKey: key, token: "me", duration: .seconds(30)))
-                #expect(try await level.takeLease(forKey: key, token: "other", duration: .seconds(30)) == false)
+                #expect(try await level.takeLease(forKey: key, token: "me", duration: .seconds(3_600)))
+                #expect(try await level.takeLease(forKey: key, token: "other", duration: .seconds(3_600)) == false)
                 #expect(try await level.set(Data("v".utf8), forKey: key, expiresAt: nil, ifLeasedTo: "me"))
                 #expect(try await level.get(key) == Data("v".utf8))
-                #expect(try await level.takeLease(forKey: key, token: "other", duration: .seconds(30)))
+                #expect(try await level.takeLease(forKey: key, token: "other", duration: .seconds(3_600)))
                 try await level.setEndingLease(Data("w".utf8), forKey: key, expiresAt: nil)
                 #expect(
                     try await level.set(Data("late".utf8), forKey: key, expiresAt: nil, ifLeasedTo: "other") == false
@@ -917,10 +917,10 @@ extension RedisClusterTests {
         for key in keys {
             try await level.setEndingLease(Data("new".utf8), forKey: key, expiresAt: nil)
             #expect(try await level.get(key) == Data("new".utf8))
-            #expect(try await level.takeLease(forKey: key, token: "t", duration: .seconds(30)))
+            #expect(try await level.takeLease(forKey: key, token: "t", duration: .seconds(3_600)))
             try await level.removeValueEndingLease(forKey: key)
             await #expect(throws: CacheError.notFound(key: key)) { try await level.get(key) }
-            #expect(try await level.takeLease(forKey: key, token: "u", duration: .seconds(30)))
+            #expect(try await level.takeLease(forKey: key, token: "u", duration: .seconds(3_600)))
         }
         try await cluster.finishMigration(migration)
     }
