@@ -70,6 +70,7 @@ public final class Cache<Value: Sendable>: Sendable {
         retryCount = Locked(configuration.maxRetryCount)
         disk?.addObserver(self)
         shared?.setInvalidationHandler { [weak self] key in self?.invalidate(key) }
+        shared?.setLandedHandler { [weak self] key in self?.retireReads(of: key) }
         shared?.setCompletionLock { [stripes = engine.stripes] key, body in stripes.change(key.hashValue, body) }
     }
 

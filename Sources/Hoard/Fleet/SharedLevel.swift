@@ -72,6 +72,9 @@ final class SharedLevel: Sendable {
         var deferredInvalidations: Set<String> = []
         /// Told the keys whose deferred invalidation is due (see ``defersInvalidation(of:)``).
         var invalidationHandler: (@Sendable (String) -> Void)?
+        /// Told the key of each write made (or failed), and `nil` for each clear made (see
+        /// ``setLandedHandler(_:)``).
+        var landedHandler: (@Sendable (String?) -> Void)?
         /// The bytes of this cache's last write of each key made since that key's last
         /// invalidation: the value whose echo may still come (see ``takeWrittenBytes(of:)``).
         var written: [String: Data] = [:]
@@ -255,13 +258,19 @@ final class SharedLevel: Sendable {
             let result = applied.map { _ in () }
             if case .failure(let error) = result { onFailure(key, error) } else { onSuccess() }
             var completed: ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) = ([], nil)
+            var landed: (@Sendable (String?) -> Void)?
             let complete = {
-                completed = self.state.withLock { state in self.complete(key, pending, applied, &state) }
+                completed = self.state.withLock { state in
+                    landed = state.landedHandler
+                    return self.complete(key, pending, applied, &state)
+                }
             }
             // Under the key's stripe: the write is no longer under way, and counted as a change of
             // the key, in one step (see `CacheEngine.store`'s fill check).
             if let lock = state.withLock({ $0.completionLock }) { lock(key, complete) } else { complete() }
             let (resumed, due) = completed
+            // Before the saves and flushes that wait for the write return.
+            landed?(key)
             due?(key)
             for waiter in pending.waiters { waiter(result) }
             for continuation in resumed { continuation.resume() }
@@ -340,6 +349,8 @@ final class SharedLevel: Sendable {
                 state.isClearing = false
                 return (Self.workersToStart(&state), resumed, waiters, savedKeys, true)
             }
+            // Before the saves and flushes that wait for the clear return.
+            state.withLock { $0.landedHandler }?(nil)
             // A save the clear dropped is made once the level holds nothing for its key; when the
             // clear failed, the level may still hold an older value, and the save failed with it,
             // reported as a failed write of its key.
