@@ -61,7 +61,8 @@ public final class Cache<Value: Sendable>: Sendable {
                 level,
                 onFailure: { key, error in reporter.didFailOnShared(key, error, isWrite: true) },
                 onSuccess: { reporter.sharedWriteFailures.succeeded() },
-                leases: configuration.makeLeases()
+                leases: configuration.makeLeases(),
+                clock: configuration.clock
             )
         }
         engine = CacheEngine(configuration: configuration, memory: memory, disk: disk, shared: shared)

@@ -93,13 +93,18 @@ final class SharedLevel: Sendable {
     private let onFailure: FailureHandler
     /// Told when a write was made.
     private let onSuccess: @Sendable () -> Void
+    /// The cache's clock (``CacheBuilder/clock(_:)``), which the expiry dates of its writes are
+    /// measured by.
+    private let clock: @Sendable () -> Date
 
     init(
         _ level: any CacheLevel<String, Data>,
         onFailure: @escaping FailureHandler,
         onSuccess: @escaping @Sendable () -> Void = {},
-        leases: SharedLeases? = nil
+        leases: SharedLeases? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.clock = clock
         self.level = level
         self.leases = leases
         self.onFailure = onFailure
@@ -392,6 +397,15 @@ final class SharedLevel: Sendable {
         return done
     }
 
+    /// `deadline`, a date by the cache's clock, as the date of the host's clock as far from now.
+    ///
+    /// A level measures a value's time to live from the host's clock (`SET … PX` on Redis). The two
+    /// dates are one with the default clock; with a clock of another time (a test's, a server's),
+    /// the level would otherwise keep a value for longer than it has left, or drop it at once.
+    private func hostDate(of deadline: Date?) -> Date? {
+        deadline.map { Date(timeIntervalSinceNow: $0.timeIntervalSince(clock())) }
+    }
+
     /// Makes one write, under the key's canonical form (see ``read(_:)``); runs the serializer, so
     /// holds no lock.
     ///
@@ -400,7 +414,8 @@ final class SharedLevel: Sendable {
         let levelKey = key.canonicalKey
         do {
             switch operation {
-            case .set(let encode, let expiresAt, let lease):
+            case .set(let encode, let deadline, let lease):
+                let expiresAt = hostDate(of: deadline)
                 let bytes: Data
                 do {
                     LockOrder.assertNoneHeld("calling the serializer")
