@@ -134,6 +134,17 @@ extension Cache {
         return try FetchTask.runAndWait { [self] in try await fetchAfterLocalMiss(forKey: key) }.get()
     }
 
+    /// Retires the reads of `key` in flight (of every key for `nil`) after a write of it.
+    ///
+    /// Called when the write is made here, and again once the shared level has it: a read that
+    /// begins once the write has returned (a `set`, a removal, a `save` once the shared level has
+    /// it, a `flush` after them) starts one of its own, rather than be handed what a read sent
+    /// before the write returns. The callers already waiting still get that read's answer.
+    func retireReads(of key: String?) {
+        guard fetcher != nil || engine.shared != nil else { return }
+        if let key { flights.retire(key) } else { flights.retireAll() }
+    }
+
     /// What one shared fetch did: its result, and what storing the value did.
     struct Fetched: Sendable {
         var result: Result<Value, any Error>

@@ -21,10 +21,13 @@ extension Cache: DiskStoreObserver {
     @usableFromInline
     func diskStoreDidChange(key: String) {
         engine.forget(key)
+        // A read that begins now must not be handed what one sent before the change returns.
+        retireReads(of: key)
     }
 
     @usableFromInline
     func diskStoreDidClear() {
         engine.forgetAll()
+        retireReads(of: nil)
     }
 }

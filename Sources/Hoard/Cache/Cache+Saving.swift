@@ -130,6 +130,7 @@ extension Cache {
             whenShared: engine.shared != nil ? answer : nil
         )
         reporter.deliver(outcome, from: self)
+        retireReads(of: key)
         // Only a value that was not queued at all (its serializer failed) carries a failure here.
         if let failure = outcome.storeFailure { whenStored(.failure(failure)) }
     }

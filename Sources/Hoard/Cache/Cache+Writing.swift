@@ -50,6 +50,7 @@ extension Cache {
     @usableFromInline
     func store(_ cached: CachedValue<Value>, forKey key: String) {
         reporter.deliver(engine.store(cached, forKey: key, ifUnchangedSince: nil, origin: self), from: self)
+        retireReads(of: key)
     }
 
     /// Removes the value for a key from both levels.
@@ -57,6 +58,7 @@ extension Cache {
     /// Memory forgets it at once and reads miss at once; the file is removed in the background.
     public func removeValue(forKey key: String) {
         reporter.deliver(engine.removeValue(forKey: key, origin: self), from: self)
+        retireReads(of: key)
     }
 
     /// Removes every value from both levels, and from the shared level (in the background); the
@@ -68,6 +70,7 @@ extension Cache {
         clearMemory()
         clearDisk()
         engine.clearShared()
+        retireReads(of: nil)
         // A read made between the two clears may have copied a disk value back into memory.
         engine.forgetAll()
         reporter.tellPeers(.cleared(for: disk?.observers(except: self) ?? []))

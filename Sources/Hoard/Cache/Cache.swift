@@ -61,7 +61,8 @@ public final class Cache<Value: Sendable>: Sendable {
                 level,
                 onFailure: { key, error in reporter.didFailOnShared(key, error, isWrite: true) },
                 onSuccess: { reporter.sharedWriteFailures.succeeded() },
-                leases: configuration.makeLeases()
+                leases: configuration.makeLeases(),
+                clock: configuration.clock
             )
         }
         engine = CacheEngine(configuration: configuration, memory: memory, disk: disk, shared: shared)
@@ -70,6 +71,7 @@ public final class Cache<Value: Sendable>: Sendable {
         retryCount = Locked(configuration.maxRetryCount)
         disk?.addObserver(self)
         shared?.setInvalidationHandler { [weak self] key in self?.invalidate(key) }
+        shared?.setLandedHandler { [weak self] key in self?.retireReads(of: key) }
         shared?.setCompletionLock { [stripes = engine.stripes] key, body in stripes.change(key.hashValue, body) }
     }
 

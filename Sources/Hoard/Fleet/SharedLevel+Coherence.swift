@@ -10,6 +10,14 @@ extension SharedLevel {
         state.withLock { $0.invalidationHandler = handler }
     }
 
+    /// Sets what is told, outside every lock, once each write is made (or has failed: it may have
+    /// landed), with its key, and once each clear is made, with `nil`: before the saves and flushes
+    /// that wait for it return, so that the cache retires the reads in flight that were sent before
+    /// (see `Cache.retireReads(of:)`).
+    func setLandedHandler(_ handler: @escaping @Sendable (String?) -> Void) {
+        state.withLock { $0.landedHandler = handler }
+    }
+
     /// Whether this cache's own write of `key` is queued or under way; call it under the key's
     /// stripe (see ``setCompletionLock(_:)``).
     func hasOwnWriteUnderWay(of key: String) -> Bool {

@@ -72,6 +72,9 @@ final class SharedLevel: Sendable {
         var deferredInvalidations: Set<String> = []
         /// Told the keys whose deferred invalidation is due (see ``defersInvalidation(of:)``).
         var invalidationHandler: (@Sendable (String) -> Void)?
+        /// Told the key of each write made (or failed), and `nil` for each clear made (see
+        /// ``setLandedHandler(_:)``).
+        var landedHandler: (@Sendable (String?) -> Void)?
         /// The bytes of this cache's last write of each key made since that key's last
         /// invalidation: the value whose echo may still come (see ``takeWrittenBytes(of:)``).
         var written: [String: Data] = [:]
@@ -90,13 +93,18 @@ final class SharedLevel: Sendable {
     private let onFailure: FailureHandler
     /// Told when a write was made.
     private let onSuccess: @Sendable () -> Void
+    /// The cache's clock (``CacheBuilder/clock(_:)``), which the expiry dates of its writes are
+    /// measured by.
+    private let clock: @Sendable () -> Date
 
     init(
         _ level: any CacheLevel<String, Data>,
         onFailure: @escaping FailureHandler,
         onSuccess: @escaping @Sendable () -> Void = {},
-        leases: SharedLeases? = nil
+        leases: SharedLeases? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.clock = clock
         self.level = level
         self.leases = leases
         self.onFailure = onFailure
@@ -255,13 +263,19 @@ final class SharedLevel: Sendable {
             let result = applied.map { _ in () }
             if case .failure(let error) = result { onFailure(key, error) } else { onSuccess() }
             var completed: ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) = ([], nil)
+            var landed: (@Sendable (String?) -> Void)?
             let complete = {
-                completed = self.state.withLock { state in self.complete(key, pending, applied, &state) }
+                completed = self.state.withLock { state in
+                    landed = state.landedHandler
+                    return self.complete(key, pending, applied, &state)
+                }
             }
             // Under the key's stripe: the write is no longer under way, and counted as a change of
             // the key, in one step (see `CacheEngine.store`'s fill check).
             if let lock = state.withLock({ $0.completionLock }) { lock(key, complete) } else { complete() }
             let (resumed, due) = completed
+            // Before the saves and flushes that wait for the write return.
+            landed?(key)
             due?(key)
             for waiter in pending.waiters { waiter(result) }
             for continuation in resumed { continuation.resume() }
@@ -340,6 +354,8 @@ final class SharedLevel: Sendable {
                 state.isClearing = false
                 return (Self.workersToStart(&state), resumed, waiters, savedKeys, true)
             }
+            // Before the saves and flushes that wait for the clear return.
+            state.withLock { $0.landedHandler }?(nil)
             // A save the clear dropped is made once the level holds nothing for its key; when the
             // clear failed, the level may still hold an older value, and the save failed with it,
             // reported as a failed write of its key.
@@ -381,6 +397,15 @@ final class SharedLevel: Sendable {
         return done
     }
 
+    /// `deadline`, a date by the cache's clock, as the date of the host's clock as far from now.
+    ///
+    /// A level measures a value's time to live from the host's clock (`SET … PX` on Redis). The two
+    /// dates are one with the default clock; with a clock of another time (a test's, a server's),
+    /// the level would otherwise keep a value for longer than it has left, or drop it at once.
+    private func hostDate(of deadline: Date?) -> Date? {
+        deadline.map { Date(timeIntervalSinceNow: $0.timeIntervalSince(clock())) }
+    }
+
     /// Makes one write, under the key's canonical form (see ``read(_:)``); runs the serializer, so
     /// holds no lock.
     ///
@@ -389,7 +414,8 @@ final class SharedLevel: Sendable {
         let levelKey = key.canonicalKey
         do {
             switch operation {
-            case .set(let encode, let expiresAt, let lease):
+            case .set(let encode, let deadline, let lease):
+                let expiresAt = hostDate(of: deadline)
                 let bytes: Data
                 do {
                     LockOrder.assertNoneHeld("calling the serializer")

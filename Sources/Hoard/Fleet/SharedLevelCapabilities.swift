@@ -71,8 +71,13 @@ package protocol InvalidatingCacheLevel<Key, Value>: CacheLevel {
 /// this protocol, each value goes with its expiry (as `PX` milliseconds on Redis). Either way the
 /// expiry also travels inside the stored bytes, so an expired value is a miss even on a level that
 /// keeps it.
+///
+/// The date is one of the host's clock (`Date()`), which the level measures from: a cache whose
+/// ``CacheBuilder/clock(_:)`` tells another time hands over the date that is as far from now as the
+/// value's expiry is by its clock.
 package protocol ExpiringCacheLevel<Key, Value>: CacheLevel {
-    /// Stores a value that the level may forget from `expiresAt` on (`nil`: never).
+    /// Stores a value that the level may forget from `expiresAt` (by the host's clock) on (`nil`:
+    /// never).
     func set(_ value: Value, forKey key: Key, expiresAt: Date?) async throws
 }
 

@@ -268,6 +268,47 @@ struct CacheFetchingTests {
         #expect(cache["k"] == (change == "set" ? "new" : nil))
     }
 
+    @Test(arguments: ["remove", "removeAll"])
+    func aFetchBegunAfterAChangeDoesNotJoinAFetchFromBeforeIt(change: String) async throws {
+        let setup = try FetchSetup(isGated: true) { _, call in
+            call == 1 ? "fetched before the change" : "fetched after"
+        }
+        let cache = setup.cache
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { setup.calls.value == 1 })
+        if change == "remove" { cache.removeValue(forKey: "k") } else { cache.removeAll() }
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { setup.calls.value == 2 || cache.flights.waiterCount(forKey: "k") == 2 })
+        setup.gate.open()
+        #expect(try await first.value == "fetched before the change")
+        // Begun once the change had returned: a fetch of its own.
+        let secondSaw = try await second.value
+        #expect(secondSaw == "fetched after")
+    }
+
+    @Test(arguments: ["remove", "removeAll"])
+    func aFetchBegunAfterAnotherCacheOnTheContainerChangedTheKeyDoesNotJoinAnOlderFetch(
+        change: String
+    )
+        async throws
+    {
+        let setup = try FetchSetup(isGated: true) { _, call in
+            call == 1 ? "fetched before the change" : "fetched after"
+        }
+        let cache = setup.cache
+        // Another cache on the same container, in this process: its removals reach the first at once.
+        let other = try setup.folder.stringBuilder().build()
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { setup.calls.value == 1 })
+        if change == "remove" { other.removeValue(forKey: "k") } else { other.removeAll() }
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { setup.calls.value == 2 || cache.flights.waiterCount(forKey: "k") == 2 })
+        setup.gate.open()
+        #expect(try await first.value == "fetched before the change")
+        let secondSaw = try await second.value
+        #expect(secondSaw == "fetched after")
+    }
+
     @Test(.timeLimit(.minutes(5)))
     func anEvictionCallbackMayFetchTheEvictedKey() async throws {
         let folder = TemporaryDirectory()

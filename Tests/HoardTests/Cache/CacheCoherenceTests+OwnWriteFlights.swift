@@ -1,0 +1,102 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// Request pooling against the cache's own writes: once the shared level has a write (a `save`
+/// returned, or a `flush` after a `set` or a removal), a read that begins must not be handed what a
+/// shared read sent before the write returns.
+extension CacheCoherenceTests {
+    /// Waits until the second read of "k" either joined the read in flight or sent a read of its own.
+    private func secondReadIsUnderWay(_ cache: Cache<String>, _ level: FakeInvalidatingLevel) async -> Bool {
+        await waitUntil(seconds: 600) { cache.flights.waiterCount(forKey: "k") == 2 || level.getsStarted == 2 }
+    }
+
+    @Test func aReadBegunAfterAnOwnSaveWhileLocalCopiesAreBypassedDoesNotJoinAnOlderRead() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level, duringOutage: .bypassLocalCopies)
+        level.announce(.all(reason: "test: tracking lost"))
+        #expect(!cache.isCoherent)
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { level.getsStarted == 1 })
+        // Confirmed: the shared level, where every read goes during the outage, holds the new value.
+        try await cache.save("new", forKey: "k")
+        #expect(try await level.store.get("k") == envelope("k", "new"))
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await secondReadIsUnderWay(cache, level))
+        held.open()
+        // The first read overlapped the save: either value is fine for it.
+        #expect(["old", "new"].contains(try await first.value))
+        // The second began once the save had returned.
+        let secondSaw = try await second.value
+        #expect(secondSaw == "new")
+    }
+
+    @Test func aReadBegunAfterAnOwnSaveDoesNotJoinAReadSentWhileTheSaveWasOnItsWay() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level, duringOutage: .bypassLocalCopies)
+        level.announce(.all(reason: "test: tracking lost"))
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let heldSet = level.holdNextSet()
+        let save = Task { try await cache.save("new", forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { level.setsStarted == 1 })
+        // A read that begins while the save's write is on its way: it reads the older value.
+        let heldGet = level.holdNextGet()
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { level.getsStarted == 1 })
+        heldSet.open()
+        try await save.value
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await secondReadIsUnderWay(cache, level))
+        heldGet.open()
+        #expect(try await first.value == "old")
+        let secondSaw = try await second.value
+        #expect(secondSaw == "new")
+    }
+
+    @Test func aReadBegunAfterAnOwnFlushedRemovalDoesNotJoinAnOlderRead() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level) { _ in "fetched" }
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { level.getsStarted == 1 })
+        // The removal is made on the shared level; its announcement is still on its way.
+        cache.removeValue(forKey: "k")
+        await cache.flush()
+        #expect(level.store.values["k"] == nil)
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await secondReadIsUnderWay(cache, level))
+        held.open()
+        #expect(["old", "fetched"].contains(try await first.value))
+        // "Its next read is the new value or a miss, never the old one": the old value is gone from
+        // every level before the second read began.
+        let secondSaw = try await second.value
+        #expect(secondSaw == "fetched")
+    }
+
+    @Test func withoutCoherenceAReadBegunAfterAFlushedRemovalDoesNotJoinAnOlderRead() async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try folder.stringBuilder().sharedLevel(level).fetcher { _ in "fetched" }.build()
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let held = level.holdNextGet()
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { level.getsStarted == 1 })
+        cache.removeValue(forKey: "k")
+        await cache.flush()
+        #expect(level.store.values["k"] == nil)
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await secondReadIsUnderWay(cache, level))
+        held.open()
+        #expect(["old", "fetched"].contains(try await first.value))
+        let secondSaw = try await second.value
+        #expect(secondSaw == "fetched")
+    }
+}
