@@ -22,7 +22,7 @@ final class HoldingProxy: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var pattern: [UInt8]?
-    private var blocked: [UInt8]?
+    private var blocked: [[UInt8]] = []
     private var pairs: [Pair] = []
     private var heldCount = 0
     private var isRefusing = false
@@ -68,7 +68,11 @@ final class HoldingProxy: @unchecked Sendable {
     func holdReplies(toRequestContaining text: String) { lock.withLock { pattern = Array(text.utf8) } }
 
     /// Cuts every connection that sends a request containing `text` (`nil`: none), as it sends it.
-    func cut(connectionsSending text: String?) { lock.withLock { blocked = text.map { Array($0.utf8) } } }
+    func cut(connectionsSending text: String?) { cut(connectionsSendingAnyOf: text.map { [$0] } ?? []) }
+
+    /// Cuts every connection that sends a request containing any of `texts` (none: no connection),
+    /// as it sends it.
+    func cut(connectionsSendingAnyOf texts: [String]) { lock.withLock { blocked = texts.map { Array($0.utf8) } } }
 
     /// Closes every connection, and each new one as soon as it is accepted, until called with `false`:
     /// to its clients, the server is down.
@@ -153,7 +157,7 @@ final class HoldingProxy: @unchecked Sendable {
             guard count > 0 else { break }
             let chunk = Array(buffer[..<count])
             let (holds, cuts) = lock.withLock { () -> (Bool, Bool) in
-                if let blocked, Self.contains(chunk, blocked) { return (false, true) }
+                if blocked.contains(where: { Self.contains(chunk, $0) }) { return (false, true) }
                 guard let pattern, Self.contains(chunk, pattern) else { return (false, false) }
                 self.pattern = nil
                 return (true, false)
