@@ -32,23 +32,25 @@ extension Fleet {
     ///
     /// An optional fifth argument is the shared level's command timeout in seconds (10 when absent):
     /// a test that holds a reply for as long as a loaded run takes to do something else meanwhile
-    /// must not see the read time out first.
+    /// must not see the read time out first. An optional sixth is the tracking connection's ping
+    /// timeout in seconds (the level's default when absent): a test that holds the announcements
+    /// back must not see the connection counted as lost first.
     ///
     /// Ends at the end of its input.
     static func watch(arguments: [String]) async throws {
         let commandTimeout = arguments.count > 4 ? Int(arguments[4]) : 10
         guard let commandTimeout, commandTimeout > 0 else { Worker.usage() }
+        var configuration = try RedisCacheLevel.Configuration(url: argument(arguments, 2))
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(commandTimeout)
+        if arguments.count > 5 {
+            guard let pingTimeout = Int(arguments[5]), pingTimeout > 0 else { Worker.usage() }
+            configuration.trackingPingTimeout = .seconds(pingTimeout)
+        }
         let cache = try CacheBuilder<String>(serializer: StringSerializer())
             .containerName(argument(arguments, 1))
             .directory(URL(fileURLWithPath: argument(arguments, 0), isDirectory: true))
-            .sharedLevel(
-                try RedisCacheLevel(
-                    url: argument(arguments, 2),
-                    namespace: argument(arguments, 3),
-                    connectTimeout: .seconds(10),
-                    commandTimeout: .seconds(commandTimeout)
-                )
-            )
+            .sharedLevel(try RedisCacheLevel(configuration, namespace: argument(arguments, 3)))
             // A day, not the default minute: a loaded run can stall this process for more than a
             // minute between a fill and the look at its copy.
             .coherence(.invalidations(maxLocalAge: .seconds(86_400)))

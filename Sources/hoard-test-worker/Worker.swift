@@ -26,7 +26,7 @@ import Musl
 /// hoard-test-worker faults-descriptors <folder>
 /// hoard-test-worker faults-read-only <folder> <container>  # writes a key, prints the store error
 /// hoard-test-worker fleet-get <folder> <container> <redis url> <namespace> <key>…  # see `Fleet`
-/// hoard-test-worker fleet-watch <folder> <container> <redis url> <namespace> [<command timeout s>]  # see `Fleet.watch`
+/// hoard-test-worker fleet-watch <folder> <container> <redis url> <namespace> [<command timeout s> [<tracking ping timeout s>]]  # see `Fleet.watch`
 /// hoard-test-worker fleet-lease-bench <folder> <container> <redis url> <namespace> <ms> <callers> <on|on-coherent|off> <n>
 /// hoard-test-worker fleet-lease <folder> <container> <redis url> <namespace> <origin folder> <ms> <callers> <key>…
 /// hoard-test-worker fleet-lease-holder <folder> <container> <redis url> <namespace> <lease ms> <wait ms> <key>

@@ -231,9 +231,13 @@ extension DiskStore.State {
                 news.append(key)
             case .remove(let digest, let key):
                 noteChangedByPeer(digest)
-                // A removal whose key could not be read (its file was damaged) changes no key a peer
-                // can name.
-                if index.removeValue(forKey: digest) != nil, let key { news.append(key) }
+                index.removeValue(forKey: digest)
+                // Told even when no file was counted: another process removes a key it holds no file
+                // of when it hears the key changed on the shared level, and a read of it this process
+                // has under way may predate that change (forgetting the key counts as a change of it,
+                // which keeps such a read's value out of memory and off the disk). A removal whose
+                // key could not be read (its file was damaged) changes no key a peer can name.
+                if let key { news.append(key) }
             case .clear:
                 index.removeAll()
                 news.clear()

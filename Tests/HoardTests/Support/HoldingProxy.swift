@@ -22,7 +22,7 @@ final class HoldingProxy: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var pattern: [UInt8]?
-    private var blocked: [UInt8]?
+    private var blocked: [[UInt8]] = []
     private var pairs: [Pair] = []
     private var heldCount = 0
     private var isRefusing = false
@@ -30,11 +30,13 @@ final class HoldingProxy: @unchecked Sendable {
 
     /// One client connection and its connection to the server.
     private final class Pair: @unchecked Sendable {
-        // Safe because `held` and `isHolding` are only touched while holding `lock`.
+        // Safe because `held`, `heldFor` and `isHolding` are only touched while holding `lock`.
         let client: Int32
         let server: Int32
         let lock = NSLock()
         var isHolding = false
+        /// The request text whose match began the hold.
+        var heldFor: [UInt8] = []
         var held: [UInt8] = []
 
         init(client: Int32, server: Int32) {
@@ -68,7 +70,11 @@ final class HoldingProxy: @unchecked Sendable {
     func holdReplies(toRequestContaining text: String) { lock.withLock { pattern = Array(text.utf8) } }
 
     /// Cuts every connection that sends a request containing `text` (`nil`: none), as it sends it.
-    func cut(connectionsSending text: String?) { lock.withLock { blocked = text.map { Array($0.utf8) } } }
+    func cut(connectionsSending text: String?) { cut(connectionsSendingAnyOf: text.map { [$0] } ?? []) }
+
+    /// Cuts every connection that sends a request containing any of `texts` (none: no connection),
+    /// as it sends it.
+    func cut(connectionsSendingAnyOf texts: [String]) { lock.withLock { blocked = texts.map { Array($0.utf8) } } }
 
     /// Closes every connection, and each new one as soon as it is accepted, until called with `false`:
     /// to its clients, the server is down.
@@ -83,7 +89,8 @@ final class HoldingProxy: @unchecked Sendable {
         }
     }
 
-    /// How many chunks of replies are held now.
+    /// How many chunks of replies were held since the last ``release()`` (a partial release keeps
+    /// counting them).
     var held: Int { lock.withLock { heldCount } }
 
     /// How many client connections it has forwarded so far.
@@ -98,6 +105,20 @@ final class HoldingProxy: @unchecked Sendable {
         }
         for pair in holding {
             pair.lock.withLock {
+                Self.write(pair.held, to: pair.client)
+                pair.held = []
+                pair.isHolding = false
+            }
+        }
+    }
+
+    /// Sends what was held on the connections whose hold began with a request containing `text`,
+    /// and stops holding those; the others keep holding.
+    func release(repliesToRequestContaining text: String) {
+        let pattern = Array(text.utf8)
+        for pair in lock.withLock({ pairs }) {
+            pair.lock.withLock {
+                guard pair.isHolding, pair.heldFor == pattern else { return }
                 Self.write(pair.held, to: pair.client)
                 pair.held = []
                 pair.isHolding = false
@@ -152,14 +173,19 @@ final class HoldingProxy: @unchecked Sendable {
             let count = buffer.withUnsafeMutableBytes { read(pair.client, $0.baseAddress, $0.count) }
             guard count > 0 else { break }
             let chunk = Array(buffer[..<count])
-            let (holds, cuts) = lock.withLock { () -> (Bool, Bool) in
-                if let blocked, Self.contains(chunk, blocked) { return (false, true) }
-                guard let pattern, Self.contains(chunk, pattern) else { return (false, false) }
+            let (holds, cuts) = lock.withLock { () -> ([UInt8]?, Bool) in
+                if blocked.contains(where: { Self.contains(chunk, $0) }) { return (nil, true) }
+                guard let pattern, Self.contains(chunk, pattern) else { return (nil, false) }
                 self.pattern = nil
-                return (true, false)
+                return (pattern, false)
             }
             if cuts { break }
-            if holds { pair.lock.withLock { pair.isHolding = true } }
+            if let holds {
+                pair.lock.withLock {
+                    pair.isHolding = true
+                    pair.heldFor = holds
+                }
+            }
             Self.write(chunk, to: pair.server)
         }
         shutdown(pair.server, Int32(SHUT_RDWR))

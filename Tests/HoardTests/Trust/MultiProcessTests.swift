@@ -49,6 +49,26 @@ struct MultiProcessTests {
         #expect(cache.diskCount == 2)
     }
 
+    @Test func anotherProcessesRemovalReachesAMemoryCopyWithNoFileAtTheNextFlush() async throws {
+        let folder = TemporaryDirectory()
+        // One file at most: the first key's file is evicted while its memory copy stays.
+        let cache = try folder.stringBuilder().maxDiskCount(1).build()
+        cache["a"] = "old a"
+        await cache.flush()
+        cache["b"] = "b"
+        await cache.flush()
+        #expect(cache.diskCount == 1)
+        #expect(cache.entry(forKey: "a")?.level == .memory)
+        // A second store, as another process has: it removes the key, which has no file.
+        let other = try folder.stringBuilder().build(sharingStore: false)
+        other.removeValue(forKey: "a")
+        await other.flush()
+        // The removal reaches the first process's memory at its next flush, as any other change does.
+        await cache.flush()
+        #expect(cache["a"] == nil)
+        #expect(cache["b"] == "b")
+    }
+
     @Test func anotherProcessesClearReachesMemoryAtTheNextFlush() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()
