@@ -16,13 +16,6 @@ import Darwin
 /// child's memory dropping the key, measured on the machine's monotonic clock.
 @Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
 struct RedisFleetCoherenceTests {
-    /// Reads lines from the child until one starts with `prefix`; records any other as an issue.
-    private func expectLine(_ child: WorkerProcess, _ prefix: String) async -> String? {
-        let line = await onPlainThread { child.readLine() }
-        #expect(line?.hasPrefix(prefix) == true, "expected \(prefix)…, got \(line ?? "the end")")
-        return line
-    }
-
     @Test func aWriteInOneProcessDropsTheOtherProcesssCopy() async throws {
         let server = try RedisTestServer.required()
         let folder = TemporaryDirectory()

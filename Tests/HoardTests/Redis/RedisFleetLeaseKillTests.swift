@@ -14,13 +14,6 @@ import Darwin
 /// A process of a fleet with `fleetSingleFetch` killed with `SIGKILL` while it holds a key's lease.
 @Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisFleetLeaseKillTests {
-    /// Reads a line from the child; records it as an issue unless it starts with `prefix`.
-    private func expectLine(_ child: WorkerProcess, _ prefix: String) async -> String? {
-        let line = await onPlainThread { child.readLine() }
-        #expect(line?.hasPrefix(prefix) == true, "expected \(prefix)…, got \(line ?? "the end")")
-        return line
-    }
-
     /// The holder dies in its fetch; a waiter whose wait limit (an hour) is longer than the test may
     /// run (ten minutes) ends only by taking the expired lease over: it fetches once, its value reaches the shared level
     /// and ends the lease, and the holder restarted on its container reads that value without
