@@ -94,6 +94,36 @@ extension Cache {
             try cache.saveAndWait(value, forKey: cacheKey(key))
         }
 
+        /// The same as ``save(_:forKey:expiry:)``, blocking the calling thread; see
+        /// ``Cache/saveAndWait(_:forKey:expiry:)``.
+        ///
+        /// - Throws: The errors of ``Cache/save(_:forKey:)``.
+        @available(*, noasync, message: "From async code, use save(_:forKey:expiry:).")
+        public func saveAndWait(_ value: Value, forKey key: Key, expiry: CacheExpiry) throws {
+            try cache.saveAndWait(value, forKey: cacheKey(key), expiry: expiry)
+        }
+
+        /// Stores a value and calls `onComplete` once it is in its file on disk; see
+        /// ``Cache/save(_:forKey:onComplete:)``.
+        public func save(
+            _ value: Value,
+            forKey key: Key,
+            onComplete: @escaping @Sendable (Result<Void, CacheError>) -> Void
+        ) {
+            cache.save(value, forKey: cacheKey(key), onComplete: onComplete)
+        }
+
+        /// Stores a value that expires as `expiry` says and calls `onComplete` once it is on disk; see
+        /// ``Cache/save(_:forKey:expiry:onComplete:)``.
+        public func save(
+            _ value: Value,
+            forKey key: Key,
+            expiry: CacheExpiry,
+            onComplete: @escaping @Sendable (Result<Void, CacheError>) -> Void
+        ) {
+            cache.save(value, forKey: cacheKey(key), expiry: expiry, onComplete: onComplete)
+        }
+
         /// Calls `onComplete` with the value for `key` from memory, disk or the fetcher; see
         /// ``Cache/asyncGet(forKey:onComplete:)``.
         public func asyncGet(forKey key: Key, onComplete: @escaping @Sendable (Result<Value, any Error>) -> Void) {

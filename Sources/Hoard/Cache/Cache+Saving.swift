@@ -34,7 +34,7 @@ extension Cache {
     /// - Throws: The errors of ``save(_:forKey:)``.
     public func save(_ value: Value, forKey key: String, expiry: CacheExpiry) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            save(value, forKey: key, expiry: expiry) { continuation.resume(with: $0.mapError { $0 }) }
+            save(value, forKey: key, expiry: expiry, whenOnDisk: { continuation.resume(with: $0.mapError { $0 }) })
         }
     }
 
@@ -64,10 +64,15 @@ extension Cache {
         )
         let result = Locked<Result<Void, CacheError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        save(value, forKey: key, expiry: expiry) { outcome in
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
+        save(
+            value,
+            forKey: key,
+            expiry: expiry,
+            whenOnDisk: { outcome in
+                result.withLock { $0 = outcome }
+                done.signal()
+            }
+        )
         done.wait()
         try result.withLock { $0 }?.get()
     }
@@ -82,9 +87,25 @@ extension Cache {
         forKey key: String,
         onComplete: @escaping @Sendable (Result<Void, CacheError>) -> Void
     ) {
-        save(value, forKey: key, expiry: engine.defaultExpiry) { result in
-            DispatchQueue(label: "Hoard.save").async { onComplete(result) }
-        }
+        save(value, forKey: key, expiry: engine.defaultExpiry, onComplete: onComplete)
+    }
+
+    /// Stores a value that expires as `expiry` says, and calls `onComplete` once it is in its file
+    /// on disk; see ``save(_:forKey:onComplete:)``.
+    public func save(
+        _ value: Value,
+        forKey key: String,
+        expiry: CacheExpiry,
+        onComplete: @escaping @Sendable (Result<Void, CacheError>) -> Void
+    ) {
+        save(
+            value,
+            forKey: key,
+            expiry: expiry,
+            whenOnDisk: { result in
+                DispatchQueue(label: "Hoard.save").async { onComplete(result) }
+            }
+        )
     }
 
     /// The body of every save: stores the value in every level and calls `whenStored` once it is in

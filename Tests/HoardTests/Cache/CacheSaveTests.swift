@@ -29,8 +29,14 @@ import Testing
             cache.save("callback", forKey: "c") { continuation.resume(returning: $0) }
         }
         #expect((try? viaCallback.get()) != nil)
-        #expect(Set(folder.entryFiles()) == Set(["a", "b", "c"].map { DiskKey($0).fileName }))
+        let expiringViaCallback = await withCheckedContinuation { continuation in
+            cache.save("callback", forKey: "d", expiry: .seconds(90)) { continuation.resume(returning: $0) }
+        }
+        #expect((try? expiringViaCallback.get()) != nil)
+        #expect(Set(folder.entryFiles()) == Set(["a", "b", "c", "d"].map { DiskKey($0).fileName }))
         #expect(cache.entry(forKey: "a")?.expiresAt == clock.now.addingTimeInterval(60))
+        #expect(cache.entry(forKey: "c")?.expiresAt == nil)
+        #expect(cache.entry(forKey: "d")?.expiresAt == clock.now.addingTimeInterval(90))
         withExtendedLifetime(folder) {}
     }
 

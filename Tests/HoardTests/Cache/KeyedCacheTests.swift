@@ -111,13 +111,29 @@ import Testing
 @Suite struct KeyedCacheSaveTests {
     @Test func aKeyedSaveReturnsWithTheValueOnDisk() async throws {
         let folder = TemporaryDirectory()
-        let cache = try folder.stringBuilder().build()
+        let clock = ManualClock()
+        let cache = try folder.stringBuilder().clock(clock.read).build()
         let byNumber = cache.keyed { (number: Int) in "n\(number)" }
         try await byNumber.save("one", forKey: 1)
         try await byNumber.save("two", forKey: 2, expiry: .seconds(60))
-        let blocking = await onPlainThread { Result { try byNumber.saveAndWait("three", forKey: 3) } }
+        let blocking = await onPlainThread {
+            Result {
+                try byNumber.saveAndWait("three", forKey: 3)
+                try byNumber.saveAndWait("four", forKey: 4, expiry: .seconds(70))
+            }
+        }
         #expect((try? blocking.get()) != nil)
-        #expect(Set(folder.entryFiles()) == Set(["n1", "n2", "n3"].map { DiskKey($0).fileName }))
+        let viaCallback = await withCheckedContinuation { continuation in
+            byNumber.save("five", forKey: 5) { continuation.resume(returning: $0) }
+        }
+        #expect((try? viaCallback.get()) != nil)
+        let expiringViaCallback = await withCheckedContinuation { continuation in
+            byNumber.save("six", forKey: 6, expiry: .seconds(80)) { continuation.resume(returning: $0) }
+        }
+        #expect((try? expiringViaCallback.get()) != nil)
+        #expect(Set(folder.entryFiles()) == Set((1...6).map { DiskKey("n\($0)").fileName }))
+        let deadlines = (1...6).map { cache.entry(forKey: "n\($0)")?.expiresAt }
+        #expect(deadlines == [nil, 60, nil, 70, nil, 80].map { $0.map { clock.now.addingTimeInterval($0) } })
         withExtendedLifetime((cache, folder)) {}
     }
 }
