@@ -173,6 +173,11 @@ public struct CacheBuilder<Value: Sendable>: Sendable {
     ///   fetch. Other processes that miss it meanwhile fetch it too, unless
     ///   ``fleetSingleFetch(leaseDuration:waitLimit:)`` is on.
     /// - The subscript and ``Cache/value(forKey:)`` are synchronous: they read memory and disk only.
+    /// - Pass the `RedisCacheLevel` itself, not a level made from it (`transformKeys(_:)`,
+    ///   `transformValues(_:)`, `compose(_:)`, `pooled()`): such a level is a plain `get`/`set`, so
+    ///   values reach the server without their time to live (kept until the level's `defaultTTL`,
+    ///   or for ever; still a miss once expired), reads go one key at a time, and `build()` refuses
+    ///   it with `coherence(.invalidations)` or `fleetSingleFetch`. Its `namespace` prefixes the keys.
     public func sharedLevel(_ level: some CacheLevel<String, Data>) -> Self { with { $0.sharedLevel = level } }
 
     /// Sets whether this process keeps every other process out of the container while the cache is

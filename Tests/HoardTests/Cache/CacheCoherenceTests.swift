@@ -55,6 +55,18 @@ struct CacheCoherenceTests {
         #expect(cache["k"] == "v")
     }
 
+    /// A level made from one that announces changes (here by mapping its keys) is a plain level: it
+    /// announces nothing, and `build()` says so rather than build a cache that never hears of a change.
+    @Test func aLevelMadeFromAnAnnouncingLevelIsRefusedForInvalidations() throws {
+        let folder = TemporaryDirectory()
+        let mapped = FakeInvalidatingLevel().transformKeys { (key: String) in "users:" + key }
+        let refused = #expect(throws: CacheError.self) {
+            try folder.stringBuilder().sharedLevel(mapped).coherence(.invalidations).build()
+        }
+        #expect(refused?.code == .invalidConfiguration)
+        #expect(refused?.message.contains("announces changes") == true)
+    }
+
     @Test func aLevelThatCannotTrackMakesBuildThrowAndNamesTheFallback() throws {
         let folder = TemporaryDirectory()
         let level = FakeInvalidatingLevel()
