@@ -7,7 +7,7 @@ import Testing
 
 /// Where the fetch path meets the delegate, the events, the eviction callbacks and the three call
 /// forms: pairs the other suites do not cover.
-@Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
+@Suite(.timeLimit(.minutes(10)), .validatesCacheInvariants)
 struct CacheFetchSeamTests {
     private struct Down: Error {}
 

@@ -39,7 +39,7 @@ private struct FetchSetup {
     }
 }
 
-@Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
+@Suite(.timeLimit(.minutes(10)), .validatesCacheInvariants)
 struct CacheFetchingTests {
     @Test func fetchesOnAMissAndStoresInBothLevels() async throws {
         let setup = try FetchSetup { key, _ in "fetched \(key)" }
@@ -309,7 +309,7 @@ struct CacheFetchingTests {
         #expect(secondSaw == "fetched after")
     }
 
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(10)))
     func anEvictionCallbackMayFetchTheEvictedKey() async throws {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()

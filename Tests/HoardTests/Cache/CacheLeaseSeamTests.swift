@@ -96,7 +96,7 @@ final class SeamLeasingLevel: LeasingCacheLevel, Sendable {
 }
 
 /// Seams of the lease wait (`fleetSingleFetch`) with cancellation and with the disk level.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct CacheLeaseSeamTests {
     static func instance(
         _ folder: TemporaryDirectory,

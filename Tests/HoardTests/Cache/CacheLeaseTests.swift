@@ -6,7 +6,7 @@ import Testing
 
 /// `fleetSingleFetch` without a server: caches on one in-memory leasing level, as the instances of a
 /// fleet on one Redis, under many concurrent callers, with cancelled waiters.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct CacheLeaseTests {
     /// An instance of the fleet: a memory-only cache on `level`.
     static func instance(

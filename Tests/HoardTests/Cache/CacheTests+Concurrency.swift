@@ -6,7 +6,7 @@ import Testing
 
 /// Concurrent callers, and delegates that call back into the cache while it evicts or clears.
 extension CacheTests {
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(10)))
     func aDelegateMayReenterTheCacheDuringEviction() async throws {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()
@@ -48,7 +48,7 @@ extension CacheTests {
         cache.memory?.checkInvariants()
     }
 
-    @Test(.timeLimit(.minutes(5)), arguments: EvictionPolicy.allCases)
+    @Test(.timeLimit(.minutes(10)), arguments: EvictionPolicy.allCases)
     func eightTasksHammeringOneCacheStayConsistent(policy: EvictionPolicy) async throws {
         let folder = TemporaryDirectory()
         // Disk holds every key (no disk eviction), so memory and disk must agree on each one.
@@ -86,7 +86,7 @@ extension CacheTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(5)), arguments: ["set", "remove"])
+    @Test(.timeLimit(.minutes(10)), arguments: ["set", "remove"])
     func aWriteIsNeverUndoneByAConcurrentDiskRead(change: String) async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()
@@ -111,7 +111,7 @@ extension CacheTests {
         #expect(stale.value == 0)
     }
 
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(10)))
     func concurrentSetsOfOneKeyLeaveBothLevelsAgreeing() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()
@@ -145,7 +145,7 @@ extension CacheTests {
         #expect(cache.memoryCount == 0)
     }
 
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(10)))
     func aDiskEvictionCallbackMayClearTheDisk() async throws {
         let folder = TemporaryDirectory()
         let delegate = RecordingDelegate<String>()

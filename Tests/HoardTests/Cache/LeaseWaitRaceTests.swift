@@ -5,7 +5,7 @@ import Testing
 @testable import Hoard
 
 /// `SharedLeases.result(of:before:late:)`: how a lease wait stops waiting for a call of the level.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct LeaseWaitRaceTests {
     @Test func anAnswerBeforeTheDeadlineIsReturned() async {
         let late = Counter()

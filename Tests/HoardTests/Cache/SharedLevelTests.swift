@@ -7,7 +7,7 @@ import Testing
 /// The shared level's write queue: ``SharedLevel/flush()`` returns only once the level has, for
 /// every key, the state the key had when it was called (or a later one), whatever replaced or dropped
 /// the writes queued before it.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct SharedLevelTests {
     init() { TestLog.install() }
 

@@ -6,7 +6,7 @@ import Testing
 
 /// A container records what it holds; a cache of another type or serializer is refused, never
 /// allowed to delete every entry as undecodable.
-@Suite(.timeLimit(.minutes(5))) struct ContainerManifestTests {
+@Suite(.timeLimit(.minutes(10))) struct ContainerManifestTests {
     private func manifest(_ folder: TemporaryDirectory) throws -> (contents: ContainerContents, version: UInt32)? {
         ContainerManifest.decode(
             try RawFiles.read(folder.container().appendingPathComponent(ContainerFile.manifest).path)

@@ -10,7 +10,7 @@ import Testing
 /// A test hook holds an opening halfway through its rebuild (on a plain thread) while the other
 /// opening runs; every wait is time-boxed, so a regression fails instead of hanging the run. Nothing
 /// here measures time.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct DiskStoreOpeningTests {
     init() { TestLog.install() }
 

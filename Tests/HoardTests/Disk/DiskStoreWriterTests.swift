@@ -9,7 +9,7 @@ import Testing
 ///
 /// Each serializer here stops on a gate until the test has made its move, so the order of events
 /// is fixed; every wait is time-boxed, so a regression fails instead of hanging the run.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct DiskStoreWriterTests {
     init() { TestLog.install() }
 

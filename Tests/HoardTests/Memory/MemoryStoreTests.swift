@@ -64,7 +64,7 @@ import Testing
         #expect(store.value(forKey: "1") == nil)
     }
 
-    @Test(.timeLimit(.minutes(5)), arguments: EvictionPolicy.allCases)
+    @Test(.timeLimit(.minutes(10)), arguments: EvictionPolicy.allCases)
     func staysConsistentUnderConcurrentUse(policy: EvictionPolicy) async {
         let store = MemoryStore<Int, Int>(capacity: 16, policy: policy)
         await withTaskGroup(of: Void.self) { group in
@@ -125,7 +125,7 @@ import Testing
         store.checkInvariants()
     }
 
-    @Test(.timeLimit(.minutes(5)), arguments: EvictionPolicy.allCases)
+    @Test(.timeLimit(.minutes(10)), arguments: EvictionPolicy.allCases)
     func aShardedStoreStaysConsistentUnderConcurrentUse(policy: EvictionPolicy) async {
         let store = MemoryStore<Int, Int>(capacity: 16_384, policy: policy)
         await withTaskGroup(of: Void.self) { group in
@@ -148,7 +148,7 @@ import Testing
         store.checkInvariants()
     }
 
-    @Test(.timeLimit(.minutes(5)), arguments: EvictionPolicy.allCases)
+    @Test(.timeLimit(.minutes(10)), arguments: EvictionPolicy.allCases)
     func aFullShardedStoreCountsItsRoomExactlyUnderConcurrentUse(policy: EvictionPolicy) async {
         // Mostly new keys: the store stays full, shards below their share evict from the others,
         // and removals make room that every shard must see.

@@ -14,7 +14,7 @@ import Darwin
 /// A stalled server (`SIGSTOP`, a long `DEBUG SLEEP`) is skipped after a few timeouts in a row, so
 /// that calls fail at once instead of each waiting the command timeout, and used again once it
 /// answers a probe.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisCircuitBreakerTests {
     init() { TestLog.install() }
 

@@ -7,7 +7,7 @@ import Testing
 
 /// A level pointed at a node of a Redis Cluster says so when the node redirects it, instead of a
 /// bare `MOVED`: Cluster is not supported yet.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisClusterNodeTests {
     init() { TestLog.install() }
 

@@ -19,7 +19,7 @@ import Testing
 @Suite(
     .enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason),
     .serialized,
-    .timeLimit(.minutes(5))
+    .timeLimit(.minutes(10))
 )
 struct RedisCoherenceHistoryTests {
     typealias Event = LinearizabilityTests.Event

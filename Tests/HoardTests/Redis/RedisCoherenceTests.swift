@@ -8,7 +8,7 @@ import Testing
 /// `coherence(.invalidations)` over a real server: two caches on separate connections, a read whose
 /// reply is held while the other writes, a killed tracking connection, `FLUSHALL`, a restart, and
 /// servers that cannot track.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisCoherenceTests {
     init() { TestLog.install() }
 

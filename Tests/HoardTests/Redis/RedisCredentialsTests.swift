@@ -7,7 +7,7 @@ import Testing
 
 /// `Configuration.credentials`: a provider asked at every (re)connection, so that a rotated password
 /// reaches new connections without a rebuilt level.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisCredentialsTests {
     init() { TestLog.install() }
 

@@ -14,7 +14,7 @@ import Darwin
 /// Two processes, one coherent fleet: a set or a removal in this process makes the child's next read
 /// the new value or a miss, never the old one; and the time from the set returning here to the
 /// child's memory dropping the key, measured on the machine's monotonic clock.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisFleetCoherenceTests {
     @Test func aWriteInOneProcessDropsTheOtherProcesssCopy() async throws {
         let server = try RedisTestServer.required()

@@ -6,7 +6,7 @@ import Testing
 
 /// Several processes, one fleet with `fleetSingleFetch`: every process misses the same cold keys at
 /// once, with a slow origin, and the origin is called once per key for the whole fleet.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisFleetLeaseTests {
     @Test func processesThatMissTheSameColdKeysCallASlowOriginOncePerKey() async throws {
         let server = try RedisTestServer.required()

@@ -11,7 +11,7 @@ import Testing
 /// as they are one memory entry and one file, whichever spelling a level, a cache or another instance
 /// uses. The hostile-key corpus of ``KeyCorpusTests`` goes through memory, disk, the shared level and
 /// two instances.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisKeyCorpusTests {
     init() { TestLog.install() }
 

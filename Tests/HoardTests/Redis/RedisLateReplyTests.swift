@@ -20,7 +20,7 @@ import Musl
 /// request shows. It holds every reply until the test releases it: the first gets time out, later
 /// ones are sent behind them, and then everything is answered at once, on a connection that is still
 /// open, one the client gave up, or one the server cuts in the middle of a reply.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct RedisLateReplyTests {
     /// The command timeout.
     ///

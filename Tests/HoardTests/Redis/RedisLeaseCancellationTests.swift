@@ -7,7 +7,7 @@ import Testing
 
 /// `fleetSingleFetch` on a real server: a caller cancelled while the reply to its lease request is
 /// in flight.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisLeaseCancellationTests {
     init() { TestLog.install() }
 

@@ -9,7 +9,7 @@ import Testing
 ///
 /// A server that is merely unreachable does not. The URL's `db` parameter is honoured, and the
 /// server's refusals of a command have their own error code.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisMisconfigurationTests {
     init() { TestLog.install() }
 

@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason),
     .enabled(if: "\u{16D68}" == "\u{16D67}\u{16D67}", "the runtime's Unicode data predates Unicode 16"),
-    .timeLimit(.minutes(2))
+    .timeLimit(.minutes(10))
 )
 struct RedisNewerUnicodeKeyTests {
     init() { TestLog.install() }

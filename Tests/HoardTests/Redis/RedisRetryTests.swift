@@ -11,7 +11,7 @@ import Testing
 /// server that is down: an idempotent command on it is sent once more, on a fresh connection, before
 /// it fails. A timeout, a command that is not idempotent and a reply cut in its middle are not
 /// retried.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisRetryTests {
     init() { TestLog.install() }
 

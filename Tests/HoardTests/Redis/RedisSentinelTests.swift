@@ -9,7 +9,7 @@ import Testing
 /// Sentinels of the test's own: the level finds the primary, follows a failover (asked for, and
 /// after the primary is killed), loses no write the old primary had passed on, and a coherent
 /// cache hears the other instance's writes on the new primary.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisSentinelTests {
     init() { TestLog.install() }
 

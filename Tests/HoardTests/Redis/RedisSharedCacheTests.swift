@@ -66,7 +66,7 @@ struct RedisSharedCacheTests {
 /// Two processes of one fleet over one server: what either fetched, the other reads from the server.
 @Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason))
 struct RedisTwoProcessFleetTests {
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(10)))
     func aValueFetchedByOneProcessIsASharedHitForTheOtherAndTheFetcherRunsOnce() async throws {
         let server = try RedisTestServer.required()
         let folder = TemporaryDirectory()

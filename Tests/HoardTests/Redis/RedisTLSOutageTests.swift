@@ -15,7 +15,7 @@ import Testing
 @Suite(
     .enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason),
     .enabled(if: TLSCertificates.isEnabled, "this build has no TLS: swift test --traits TLS"),
-    .timeLimit(.minutes(5))
+    .timeLimit(.minutes(10))
 )
 struct RedisTLSOutageTests {
     init() { TestLog.install() }

@@ -8,7 +8,7 @@ import Testing
 /// The tracking connection after a handshake that failed for now (too many clients, a wrong
 /// password, `-BUSY`), after a refusal on a server that tracked before or that came after `build()`
 /// stopped waiting, and after the last cache on it closed: it retries, and it is freed.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisTrackingRecoveryTests {
     init() { TestLog.install() }
 

@@ -8,7 +8,7 @@ import Testing
 /// `unix:///path` and ``RedisCacheLevel/Configuration/socketPath``: the level reaches a server
 /// through its Unix-domain socket with everything TCP has (the login, the database, coherence), and a
 /// socket nobody listens on is a miss, never a hang.
-@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisUnixSocketTests {
     init() { TestLog.install() }
 

@@ -16,7 +16,7 @@ import Darwin
 /// that reopens it with its index, or while a cache rebuilds a lost index: no crash, no wrong value,
 /// every damaged file removed, every intact entry still served, and the cache usable afterwards for
 /// the damaged keys too.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct DamageInjectionTests {
     init() { TestLog.install() }
 

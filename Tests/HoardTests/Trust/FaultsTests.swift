@@ -11,7 +11,7 @@ import Glibc
 ///
 /// Each time the cache reports the failure (delegate and logger), keeps serving memory, damages no
 /// entry, and works again once the fault clears.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct FaultsTests {
     @Test(.enabled(if: FaultSupport.canMountFilesystems, "needs root (CAP_SYS_ADMIN) to mount a small tmpfs"))
     func aFullDiskIsReportedServedFromMemoryAndRecoveredFrom() async throws {

@@ -10,7 +10,7 @@ import Testing
 /// appears outside the container, two different keys never share a file, and the two levels agree
 /// on what one key is: canonically equivalent spellings (which Swift's `==` treats as one string)
 /// are one key in memory and on disk, and nothing else is.
-@Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
+@Suite(.timeLimit(.minutes(10)), .validatesCacheInvariants)
 struct KeyCorpusTests {
     init() { TestLog.install() }
 

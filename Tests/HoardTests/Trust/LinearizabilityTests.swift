@@ -23,7 +23,7 @@ import Testing
 /// run, fewer. The configurations run one after another for that reason.
 ///
 /// `HOARD_STRESS_ROUNDS=n` multiplies the number of histories (default 240).
-@Suite(.serialized, .timeLimit(.minutes(5)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct LinearizabilityTests {
     init() { TestLog.install() }
 

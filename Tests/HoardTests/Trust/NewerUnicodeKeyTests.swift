@@ -13,7 +13,7 @@ import Testing
 /// treats as one, and that the memory level stores as one, two file names and two Redis keys.
 @Suite(
     .enabled(if: "\u{16D68}" == "\u{16D67}\u{16D67}", "the runtime's Unicode data predates Unicode 16"),
-    .timeLimit(.minutes(2)),
+    .timeLimit(.minutes(10)),
     .validatesCacheInvariants
 )
 struct NewerUnicodeKeyTests {

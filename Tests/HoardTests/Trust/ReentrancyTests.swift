@@ -11,7 +11,7 @@ import Testing
 /// trigger runs on a plain thread and is waited on, from another plain thread, for at most
 /// ``ReentrancyTests/secondsPerCell``: a deadlock fails the cell instead of hanging the run, and a
 /// trap crashes it. The cache must then still take a set, serve it and flush.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct ReentrancyTests {
     init() { TestLog.install() }
 

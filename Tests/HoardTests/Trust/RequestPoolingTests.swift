@@ -11,7 +11,7 @@ import Testing
 /// cancelled waiter (the one that started the fetch, or another) disturbing nobody, every waiter
 /// cancelled cancelling the fetch, and a chaos round of cancellations racing the fetch's end. After
 /// each burst every caller has returned and the table of fetches in flight is empty.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct RequestPoolingTests {
     init() { TestLog.install() }
 

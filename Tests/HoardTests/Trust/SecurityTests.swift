@@ -14,7 +14,7 @@ import Darwin
 ///
 /// The planted files hold content the cache would accept if it followed the link (a valid entry for
 /// the key, a valid index), so that following one would show as a wrong value, not just as a read.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct SecurityTests {
     init() { TestLog.install() }
 

@@ -12,7 +12,7 @@ import Testing
 /// time-boxed from another plain thread: a deadlock fails the cell instead of hanging the run. The
 /// cache must then still take a set, serve it and flush, and what landed on disk must follow the
 /// order of the calls.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct SerializerReentrancyTests {
     init() { TestLog.install() }
 

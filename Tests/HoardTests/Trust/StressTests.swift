@@ -12,7 +12,7 @@ import Testing
 ///
 /// `HOARD_STRESS_ROUNDS=n` multiplies the operations per task (default 1 000, which keeps `swift test`
 /// quick; 10 000 per task is `HOARD_STRESS_ROUNDS=10`).
-@Suite(.timeLimit(.minutes(5)), .validatesCacheInvariants)
+@Suite(.timeLimit(.minutes(10)), .validatesCacheInvariants)
 struct StressTests {
     init() { TestLog.install() }
 

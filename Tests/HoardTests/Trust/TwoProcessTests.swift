@@ -5,7 +5,7 @@ import Testing
 
 /// Two processes on one container with `exclusiveProcess(true)`: the second one is refused with
 /// `CacheError.containerInUse` until the first one lets go, by closing its caches or by dying.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct TwoProcessTests {
     @Test func anotherProcessCannotOpenAContainerThisProcessHasOpen() async throws {
         let folder = TemporaryDirectory()

@@ -14,7 +14,7 @@ import Testing
 @Suite(
     .enabled(if: RedisTestCluster.isEnabled, RedisTestCluster.unavailableReason),
     .serialized,
-    .timeLimit(.minutes(5))
+    .timeLimit(.minutes(10))
 )
 struct RedisClusterTests {
     init() { TestLog.install() }
