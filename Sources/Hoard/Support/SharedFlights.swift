@@ -25,6 +25,8 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// waiter cancelled meanwhile still stops waiting at once.
         var settling: [UInt64: CheckedContinuation<Value, any Error>] = [:]
         var nextID: UInt64 = 0
+        /// Operations started and not yet finished, abandoned ones included.
+        var running = 0
 
         mutating func makeID() -> UInt64 {
             nextID &+= 1
@@ -70,6 +72,9 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             state.flights = [:]
         }
     }
+
+    /// The number of operations started and not yet finished, including those every waiter left.
+    var runningCount: Int { state.withLock { $0.running } }
 
     /// The number of callers waiting for `key`.
     func waiterCount(forKey key: Key) -> Int { state.withLock { $0.flights[key]?.waiters.count ?? 0 } }
@@ -118,6 +123,7 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                         return false
                     }
                     let flightID = state.makeID()
+                    state.running += 1
                     state.flights[key] = Flight(key: key, id: flightID, task: nil, waiters: [waiterID: continuation])
                     // Creating the task inside the lock is safe: it cannot finish before we unlock,
                     // since finishing takes the lock.
@@ -146,6 +152,7 @@ final class SharedFlights<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         of result: Result<Output, any Error>
     ) {
         let waiterIDs = state.withLock { state -> [UInt64] in
+            state.running -= 1
             let flight: Flight
             if let current = state.flights[key], current.id == flightID {
                 state.flights[key] = nil
