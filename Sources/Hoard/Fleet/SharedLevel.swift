@@ -262,16 +262,17 @@ final class SharedLevel: Sendable {
             let applied = await perform(pending.operation, forKey: key)
             let result = applied.map { _ in () }
             if case .failure(let error) = result { onFailure(key, error) } else { onSuccess() }
+            let (lock, landed) = state.withLock { ($0.completionLock, $0.landedHandler) }
             // Before the write stops counting as outstanding: a flush that begins once it does (on
             // any thread), or that another worker resumes, returns only after this.
-            state.withLock { $0.landedHandler }?(key)
+            landed?(key)
             var completed: ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) = ([], nil)
             let complete = {
                 completed = self.state.withLock { state in self.complete(key, pending, applied, &state) }
             }
             // Under the key's stripe: the write is no longer under way, and counted as a change of
             // the key, in one step (see `CacheEngine.store`'s fill check).
-            if let lock = state.withLock({ $0.completionLock }) { lock(key, complete) } else { complete() }
+            if let lock { lock(key, complete) } else { complete() }
             let (resumed, due) = completed
             due?(key)
             for waiter in pending.waiters { waiter(result) }
