@@ -140,6 +140,7 @@ extension Cache {
     /// begins once the write has returned (a `set`, a removal, a `save` once the shared level has
     /// it, a `flush` after them) starts one of its own, rather than be handed what a read sent
     /// before the write returns. The callers already waiting still get that read's answer.
+    @usableFromInline
     func retireReads(of key: String?) {
         guard fetcher != nil || engine.shared != nil else { return }
         if let key { flights.retire(key) } else { flights.retireAll() }

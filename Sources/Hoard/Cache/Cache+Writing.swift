@@ -36,6 +36,9 @@ extension Cache {
             let (evicted, isObserved) =
                 engine.stripes.change(hash) { engine.memory?.observedSet(cached, forKey: key, hash: hash) }
                 ?? (nil, false)
+            // A fetch sent before this set must not answer the reads that begin after it (once memory
+            // evicts the value, nothing else holds it).
+            retireReads(of: key)
             if isObserved { reporter.didSet(value, forKey: key) }
             // Counted in the store; returned only when a delegate or a subscriber must hear of it.
             if let evicted {

@@ -231,18 +231,27 @@ extension DiskStore.State {
                 news.append(key)
             case .remove(let digest, let key):
                 noteChangedByPeer(digest)
-                index.removeValue(forKey: digest)
+                let hadFile = index.removeValue(forKey: digest) != nil
                 // Told even when no file was counted: another process removes a key it holds no file
                 // of when it hears the key changed on the shared level, and a read of it this process
                 // has under way may predate that change (forgetting the key counts as a change of it,
-                // which keeps such a read's value out of memory and off the disk). A removal whose
-                // key could not be read (its file was damaged) changes no key a peer can name.
-                if let key { news.append(key) }
+                // which keeps such a read's value out of memory and off the disk). Not when this
+                // process's own set of the key waits to land: it lands after the removal, so the
+                // memory copy (that set's value) is the key's latest, and a read begun before the set
+                // is refused by the set. A removal whose key could not be read (its file was damaged)
+                // changes no key a peer can name.
+                if let key, hadFile || !hasOwnSetPending(digest) { news.append(key) }
             case .clear:
                 index.removeAll()
                 news.clear()
             }
         }
+    }
+
+    /// Whether the latest operation queued here for the key of `digest` is a write that is not a fill.
+    private func hasOwnSetPending(_ digest: SHA256Digest) -> Bool {
+        guard case .write(let value)? = pending[digest]?.operation else { return false }
+        return !value.isFill
     }
 
     /// Notes that another process changed the key of `digest`: the fills of it queued so far must

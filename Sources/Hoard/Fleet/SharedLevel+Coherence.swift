@@ -11,9 +11,10 @@ extension SharedLevel {
     }
 
     /// Sets what is told, outside every lock, once each write is made (or has failed: it may have
-    /// landed), with its key, and once each clear is made, with `nil`: before the saves and flushes
-    /// that wait for it return, so that the cache retires the reads in flight that were sent before
-    /// (see `Cache.retireReads(of:)`).
+    /// landed), with its key, and once each clear is made, with `nil`: before it stops counting as
+    /// outstanding, so before any save or flush that waits for it returns (even one another worker
+    /// resumes, or one that begins meanwhile), so that the cache retires the reads in flight that
+    /// were sent before (see `Cache.retireReads(of:)`).
     func setLandedHandler(_ handler: @escaping @Sendable (String?) -> Void) {
         state.withLock { $0.landedHandler = handler }
     }

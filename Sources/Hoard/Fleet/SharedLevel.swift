@@ -262,20 +262,18 @@ final class SharedLevel: Sendable {
             let applied = await perform(pending.operation, forKey: key)
             let result = applied.map { _ in () }
             if case .failure(let error) = result { onFailure(key, error) } else { onSuccess() }
+            let (lock, landed) = state.withLock { ($0.completionLock, $0.landedHandler) }
+            // Before the write stops counting as outstanding: a flush that begins once it does (on
+            // any thread), or that another worker resumes, returns only after this.
+            landed?(key)
             var completed: ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) = ([], nil)
-            var landed: (@Sendable (String?) -> Void)?
             let complete = {
-                completed = self.state.withLock { state in
-                    landed = state.landedHandler
-                    return self.complete(key, pending, applied, &state)
-                }
+                completed = self.state.withLock { state in self.complete(key, pending, applied, &state) }
             }
             // Under the key's stripe: the write is no longer under way, and counted as a change of
             // the key, in one step (see `CacheEngine.store`'s fill check).
-            if let lock = state.withLock({ $0.completionLock }) { lock(key, complete) } else { complete() }
+            if let lock { lock(key, complete) } else { complete() }
             let (resumed, due) = completed
-            // Before the saves and flushes that wait for the write return.
-            landed?(key)
             due?(key)
             for waiter in pending.waiters { waiter(result) }
             for continuation in resumed { continuation.resume() }
@@ -337,6 +335,8 @@ final class SharedLevel: Sendable {
             }
             let through = state.withLock { $0.clears.last?.generation ?? 0 }
             let failure = await makeClear()
+            // Before the clears stop counting as outstanding (see `work()`).
+            state.withLock { $0.landedHandler }?(nil)
             let (starts, resumed, waiters, savedKeys, isDone) = state.withLock {
                 state -> (Int, [CheckedContinuation<Void, Never>], [Completion], [String], Bool) in
                 var waiters: [Completion] = []
@@ -354,8 +354,6 @@ final class SharedLevel: Sendable {
                 state.isClearing = false
                 return (Self.workersToStart(&state), resumed, waiters, savedKeys, true)
             }
-            // Before the saves and flushes that wait for the clear return.
-            state.withLock { $0.landedHandler }?(nil)
             // A save the clear dropped is made once the level holds nothing for its key; when the
             // clear failed, the level may still hold an older value, and the save failed with it,
             // reported as a failed write of its key.

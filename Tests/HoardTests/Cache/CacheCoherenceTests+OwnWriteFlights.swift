@@ -99,4 +99,50 @@ extension CacheCoherenceTests {
         let secondSaw = try await second.value
         #expect(secondSaw == "fetched")
     }
+
+    /// A `flush` returns only once the cache was told that the write it waits for was made, even when
+    /// the thread that made it is held up before it tells (here: the cache is told through a handler
+    /// that waits for the test, as a thread descheduled at that point would).
+    @Test func aReadBegunAfterAFlushDoesNotJoinAReadSentWhileTheWriteWasOnItsWayWhenTheCacheIsToldLate()
+        async throws
+    {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try await coherentCache(folder, level, duringOutage: .bypassLocalCopies)
+        level.announce(.all(reason: "test: tracking lost"))
+        level.store.plant(envelope("k", "old"), forKey: "k")
+        let told = Counter()
+        let goOn = DispatchSemaphore(value: 0)
+        cache.engine.shared?.setLandedHandler { [weak cache] key in
+            if told.increment() == 1 { goOn.wait() }
+            cache?.retireReads(of: key)
+        }
+        let heldSet = level.holdNextSet()
+        cache.set("new", forKey: "k")
+        #expect(await waitUntil(seconds: 600) { level.setsStarted == 1 })
+        // A read sent while the write is on its way: it reads the older value.
+        let heldGet = level.holdNextGet()
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { level.getsStarted == 1 })
+        heldSet.open()
+        #expect(await waitUntil(seconds: 600) { told.value == 1 })
+        #expect(try await level.store.get("k") == envelope("k", "new"))
+        let second = Task {
+            await cache.flush()
+            return try await cache.getOrFetch(forKey: "k")
+        }
+        // Either the flush waits for the cache to be told, or it returned and the read is under way.
+        #expect(
+            await waitUntil(seconds: 600) {
+                cache.engine.shared?.waitingFlushCount == 1 || cache.flights.waiterCount(forKey: "k") == 2
+                    || level.getsStarted == 2
+            }
+        )
+        goOn.signal()
+        heldGet.open()
+        #expect(try await first.value == "old")
+        // The second read began once the flush had returned.
+        let secondSaw = try await second.value
+        #expect(secondSaw == "new")
+    }
 }

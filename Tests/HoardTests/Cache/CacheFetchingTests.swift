@@ -317,6 +317,29 @@ struct CacheFetchingTests {
         #expect(secondSaw == "fetched after")
     }
 
+    /// A memory-only cache's `set` takes a path of its own; a fetch begun after it returned, once
+    /// memory evicted the value, must still fetch anew rather than join the fetch it replaced.
+    @Test func aFetchBegunAfterASetOfAMemoryOnlyCacheDoesNotJoinAFetchFromBeforeIt() async throws {
+        let setup = try FetchSetup(isGated: true, configure: { $0.maxDiskCount(0).maxRamCount(1) }) { _, call in
+            call == 1 ? "fetched before the set" : "fetched after"
+        }
+        let cache = setup.cache
+        let first = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { setup.calls.value == 1 })
+        cache.set("new", forKey: "k")
+        // Memory holds one value: this evicts "k", and nothing else holds it.
+        cache.set("other", forKey: "j")
+        #expect(cache.memoryCount == 1)
+        #expect(cache.entry(forKey: "k") == nil)
+        let second = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil(seconds: 600) { setup.calls.value == 2 || cache.flights.waiterCount(forKey: "k") == 2 })
+        setup.gate.open()
+        #expect(try await first.value == "fetched before the set")
+        // Begun once the set had returned: a fetch of its own, not the one the set replaced.
+        let secondSaw = try await second.value
+        #expect(secondSaw == "fetched after")
+    }
+
     @Test(.timeLimit(.minutes(10)))
     func anEvictionCallbackMayFetchTheEvictedKey() async throws {
         let folder = TemporaryDirectory()

@@ -69,6 +69,25 @@ struct MultiProcessTests {
         #expect(cache["b"] == "b")
     }
 
+    @Test func anotherProcessesRemovalJournaledBeforeAnOwnSetLeavesThatSetsMemoryCopy() async throws {
+        let folder = TemporaryDirectory()
+        // One file at most: the first key's file is evicted once it lands, while its memory copy stays.
+        let cache = try folder.stringBuilder().maxDiskCount(1).build()
+        let other = try folder.stringBuilder().build(sharingStore: false)
+        // A second store, as another process has: it removes a key no one holds.
+        other.removeValue(forKey: "a")
+        await other.flush()
+        // Set after that removal: this process catches up with it only when the set lands.
+        cache["a"] = "new"
+        cache["b"] = "b"
+        await cache.flush()
+        #expect(cache.diskCount == 1)
+        // The removal is older than the set: it must not take the set's value away.
+        #expect(cache["a"] == "new")
+        #expect(cache.entry(forKey: "a")?.level == .memory)
+        withExtendedLifetime((cache, other, folder)) {}
+    }
+
     @Test func anotherProcessesClearReachesMemoryAtTheNextFlush() async throws {
         let folder = TemporaryDirectory()
         let cache = try folder.stringBuilder().build()
