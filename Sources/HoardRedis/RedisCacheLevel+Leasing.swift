@@ -202,14 +202,19 @@ extension RedisCacheLevel: LeasingCacheLevel {
         guard let expiresAt else { return configuration.defaultTTL.map(Self.milliseconds) ?? 0 }
         let seconds = expiresAt.timeIntervalSinceNow
         guard seconds > 0 else { return nil }
-        return Int64(min((seconds * 1000).rounded(.up), 9e15))
+        return Int64(min((seconds * 1000).rounded(.up), Double(Self.longestLifetime)))
     }
 
-    /// `duration` in whole milliseconds, rounded up, at least 1.
+    /// The longest `PX` sent, about 285,000 years: the server adds its clock to it, so a time to
+    /// live whose milliseconds barely fit in an `Int64` would overflow there and be refused.
+    static var longestLifetime: Int64 { 9_000_000_000_000_000 }
+
+    /// `duration` (positive) in whole milliseconds, rounded up, at least 1 and at most
+    /// ``longestLifetime``.
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
-        let (millis, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        guard seconds < longestLifetime / 1000 else { return longestLifetime }
         let rest = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return overflow ? Int64.max / 2 : max(1, millis + rest)
+        return max(1, min(longestLifetime, seconds * 1000 + rest))
     }
 }

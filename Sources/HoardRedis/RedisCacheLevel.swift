@@ -170,10 +170,12 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         guard let expiresAt else { return try await set(value, forKey: key) }
         let seconds = expiresAt.timeIntervalSinceNow
         guard seconds > 0 else { return try await removeValue(forKey: key) }
-        try await set(value, forKey: key, milliseconds: Int64(min((seconds * 1000).rounded(.up), 9e15)))
+        let milliseconds = min((seconds * 1000).rounded(.up), Double(Self.longestLifetime))
+        try await set(value, forKey: key, milliseconds: Int64(milliseconds))
     }
 
-    /// Stores `value` for `key` for `timeToLive` (rounded up to a millisecond); `nil` never expires.
+    /// Stores `value` for `key` for `timeToLive` (rounded up to a millisecond, and at most about
+    /// 285,000 years, which the server can count); `nil` never expires.
     ///
     /// - Throws: `CacheError` with code `invalidConfiguration` when `timeToLive` is not positive
     ///   (nothing is stored); with code `network` when the server cannot store it in time;
@@ -183,10 +185,7 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
         guard timeToLive > .zero else {
             throw CacheError.invalidConfiguration("Redis: a time to live must be positive, not \(timeToLive).")
         }
-        let (seconds, attoseconds) = timeToLive.components
-        let (millis, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        let rest = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        try await set(value, forKey: key, milliseconds: overflow ? Int64.max / 2 : max(1, millis + rest))
+        try await set(value, forKey: key, milliseconds: Self.milliseconds(timeToLive))
     }
 
     private func set(_ value: Data, forKey key: String, milliseconds: Int64?) async throws {

@@ -5,7 +5,8 @@ import Foundation
 /// It runs on the same engine as the disk level of ``Cache``: file names are a hash of the key, writes
 /// go to a temporary file renamed into place by a background writer, and a value that was set is
 /// readable at once. Levels and caches opened on one folder in one process share one store. Keys are
-/// `String`s, or `URL`s (stored by their `absoluteString`).
+/// `String`s, or `URL`s (stored by their `absoluteString`: two URLs with one `absoluteString` are one
+/// key, for a batch set or ``CacheLevel/pooled()`` over the level too).
 ///
 /// Opening never throws: when the folder cannot be used, ``get(_:)`` and ``set(_:forKey:)`` throw the
 /// error met while opening it.
@@ -343,4 +344,15 @@ extension String: DiskLevelKey {
 extension URL: DiskLevelKey {
     /// The URL's `absoluteString`.
     static var diskLevelString: @Sendable (URL) -> String { { $0.absoluteString } }
+}
+
+// A `URL` key is stored by its `absoluteString`: two URLs that `==` tells apart (one relative to a
+// base, one absolute) may be one key here.
+extension DiskCacheLevel: KeyMappingLevel {
+    /// The string each key is stored under, for the adapters over the level (a batch set, pooling);
+    /// `nil` for `String` keys, which are stored as they are.
+    package var mappedKeyIdentity: (@Sendable (Key) async throws -> StoredKey?)? {
+        guard Key.self != String.self else { return nil }
+        return { [keyString] key in StoredKey(keyString(key)) }
+    }
 }

@@ -176,3 +176,14 @@ private final class LockedDefaults: @unchecked Sendable {
         try lock.withLock { try body(defaults) }
     }
 }
+
+// A key is stored by its description (canonical form): two keys that `==` makes one may be two
+// here (`0.0` and `-0.0`), and two it tells apart may be one.
+extension UserDefaultsCacheLevel: KeyMappingLevel {
+    /// The name each key is stored under, for the adapters over the level (a batch set, pooling);
+    /// `nil` for `String` keys, whose canonical form `==` already goes by.
+    package var mappedKeyIdentity: (@Sendable (Key) async throws -> StoredKey?)? {
+        guard Key.self != String.self else { return nil }
+        return { [self] key in StoredKey(storedKey(key)) }
+    }
+}
