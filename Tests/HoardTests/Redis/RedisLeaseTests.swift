@@ -28,13 +28,14 @@ struct RedisLeaseTests {
         expiry: CacheExpiry = .never,
         fetcher: @escaping @Sendable (String) async throws -> String
     ) throws -> Cache<String> {
-        let level = try RedisCacheLevel(
-            url: url,
-            namespace: namespace,
-            poolSize: 2,
-            connectTimeout: .seconds(10),
-            commandTimeout: commandTimeout
-        )
+        var configuration = try RedisCacheLevel.Configuration(url: url)
+        configuration.poolSize = 2
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = commandTimeout
+        // No test here stops the server's pings: a loaded run (ThreadSanitizer on two cores) must not
+        // count the tracking connection lost, which drops the local copies the tests look at.
+        configuration.trackingPingTimeout = .seconds(600)
+        let level = try RedisCacheLevel(configuration, namespace: namespace)
         var builder = folder.stringBuilder(container).sharedLevel(level).expiry(expiry)
             .fleetSingleFetch(leaseDuration: leaseDuration, waitLimit: waitLimit)
             .fetcher(fetcher)
