@@ -4,6 +4,11 @@
 /// The first failure is logged at once. Later ones are counted, and a line with their count and the
 /// latest message is logged when one comes at least ``interval`` after the last line. A success
 /// after failures logs one line that says so, with the count of failures not logged yet.
+///
+/// Reports may come late (a thread that finished a handshake before a server died may say so after
+/// another connection found it dead). Each report may say when its attempt began: a success that
+/// began before the outage was found, or a failure that began before the success that ended the
+/// last one, is old news and changes nothing. The one that keeps failing reports again later.
 package final class RepeatedFailureLog: Sendable {
     private struct State: Sendable {
         /// When the last line was logged; `nil` while things work.
@@ -12,6 +17,9 @@ package final class RepeatedFailureLog: Sendable {
         var unlogged = 0
         /// The failures since things last worked.
         var total = 0
+        /// When the attempt that last changed the state began: the first failure of an outage, or
+        /// the success that ended one; `nil` before either.
+        var changedBy: ContinuousClock.Instant?
     }
 
     /// What fails, as a sentence's subject ("The shared level").
@@ -37,15 +45,22 @@ package final class RepeatedFailureLog: Sendable {
 
     /// Counts a failure; logs it when it is the first, or when the last line is `interval` old.
     ///
-    /// - Parameter message: What failed; only built when a line is logged.
-    package func failed(_ message: @autoclosure () -> String) {
+    /// - Parameters:
+    ///   - message: What failed; only built when a line is logged.
+    ///   - began: When the failed attempt began (now when omitted); a failure that began before
+    ///     the success that ended the last outage is ignored.
+    package func failed(_ message: @autoclosure () -> String, began: ContinuousClock.Instant? = nil) {
         let now = clock()
+        let began = began ?? now
         let line = state.withLock { state -> (first: Bool, count: Int, since: Duration)? in
-            state.total += 1
             guard let last = state.lastLine else {
+                if let changedBy = state.changedBy, began < changedBy { return nil }
+                state.total = 1
                 state.lastLine = now
+                state.changedBy = began
                 return (true, 1, .zero)
             }
+            state.total += 1
             state.unlogged += 1
             guard now - last >= interval else { return nil }
             defer {
@@ -67,10 +82,15 @@ package final class RepeatedFailureLog: Sendable {
     }
 
     /// Notes a success; after failures, logs once that things work again.
-    package func succeeded() {
+    ///
+    /// - Parameter began: When the attempt that succeeded began (now when omitted); a success that
+    ///   began before the outage's first failure is ignored.
+    package func succeeded(began: ContinuousClock.Instant? = nil) {
+        let began = began ?? clock()
         let outage = state.withLock { state -> Int? in
             guard state.lastLine != nil else { return nil }
-            defer { state = State() }
+            if let changedBy = state.changedBy, began < changedBy { return nil }
+            defer { state = State(changedBy: began) }
             return state.total
         }
         guard let outage else { return }

@@ -85,6 +85,9 @@ final class ConnectionLoop {
             let failure: RedisFailure
             // Whether part of the oldest request's reply had arrived when the connection ended.
             var replyStarted = false
+            // When what is logged below began: this attempt, or the loss of the connection it made
+            // (a report told late is weighed by this, not by when it is told).
+            var began = ContinuousClock.now
             switch establish() {
             case .failure(let failed):
                 failure = failed
@@ -100,7 +103,7 @@ final class ConnectionLoop {
             case .success(let stream):
                 isServing = true
                 let servedFrom = ContinuousClock.now
-                Self.stateLog(configuration).succeeded()
+                Self.stateLog(configuration).succeeded(began: began)
                 if connection.setStatus(.ready) {
                     failure = RedisFailure(.closed, "the level was released")
                 } else if let tracking = connection.tracking {
@@ -113,7 +116,8 @@ final class ConnectionLoop {
                     replyStarted = parser.isInsideReply
                 }
                 stream.socket.shutdown()
-                attempt = servedFrom.duration(to: .now) >= Self.stableService ? 0 : attempt + 1
+                began = .now
+                attempt = servedFrom.duration(to: began) >= Self.stableService ? 0 : attempt + 1
             }
             connection.tracking?.trackingDidFail(failure)
             // Idempotent requests with no reply byte yet stay for the next connection, if it was
@@ -126,7 +130,10 @@ final class ConnectionLoop {
                 continue
             }
             if connection.setStatus(.down(failure)) { break }
-            Self.stateLog(configuration).failed("\(failure.description); reconnecting in the background")
+            Self.stateLog(configuration).failed(
+                "\(failure.description); reconnecting in the background",
+                began: began
+            )
             let end = ContinuousClock.now + ReconnectBackoff.delay(beforeAttempt: attempt)
             // A request to reconnect (a new primary announced) ends the wait.
             while ContinuousClock.now < end && !connection.isStopped && !connection.hasReconnectRequest {

@@ -159,8 +159,7 @@ struct RedisFaultTests {
 
         let restarted = try await HoardTests.eventually { try RedisTestServer.start(port: server.port) }
         #expect(await Self.recovers { try await level.ping() })
-        // At least one line says so (a connection whose failed attempt is told late, after another
-        // one's success, starts and ends an outage of its own).
+        // A line says so.
         #expect(!TestLog.messages(containing: subject + "works again").isEmpty)
         try await level.set(Data("back".utf8), forKey: "k")
         #expect(try await level.get("k") == Data("back".utf8))

@@ -36,6 +36,35 @@ struct RepeatedFailureLogTests {
         #expect(TestLog.messages(containing: subject).last?.message == "\(subject) failed: again")
     }
 
+    @Test func aReportToldLateAboutAnAttemptThatBeganBeforeTheLastChangeChangesNothing() {
+        let subject = "Subject \(UUID().uuidString)"
+        let start = ContinuousClock.now
+        let offset = Protected(Duration.zero)
+        let log = RepeatedFailureLog(subject, interval: .seconds(10)) { start + offset.withLock { $0 } }
+        func lines() -> [String] { TestLog.messages(containing: subject).map(\.message) }
+        // A connection found the server gone at 2 s; another one's handshake, begun at 1 s and
+        // answered before the server died, is told at 3 s.
+        offset.withLock { $0 = .seconds(3) }
+        log.failed("closed", began: start + .seconds(2))
+        log.succeeded(began: start + .seconds(1))
+        #expect(lines() == ["\(subject) failed: closed"])
+        #expect(log.isFailing)
+        // The server is back: an attempt begun after the outage was found ends it.
+        offset.withLock { $0 = .seconds(5) }
+        log.succeeded(began: start + .seconds(4))
+        #expect(lines().last == "\(subject) works again, after 1 failure(s).")
+        #expect(!log.isFailing)
+        // An attempt begun while the server was still down, told after that success, is old news.
+        offset.withLock { $0 = .seconds(6) }
+        log.failed("refused", began: start + .seconds(3.5))
+        #expect(lines().count == 2)
+        #expect(!log.isFailing)
+        // A failure of an attempt begun after the success is a new outage.
+        log.failed("closed again", began: start + .seconds(5.5))
+        #expect(lines().last == "\(subject) failed: closed again")
+        #expect(log.isFailing)
+    }
+
     @Test func aCacheWhoseSharedLevelIsDownLogsAFewLinesNotOneARead() async throws {
         let folder = TemporaryDirectory()
         let level = FakeSharedLevel()
