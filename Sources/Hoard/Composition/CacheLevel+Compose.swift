@@ -4,7 +4,9 @@ extension CacheLevel {
     /// - `get`: this level; on any error but `CancellationError`, `next`, and the value found there is
     ///   stored in this level (a failed back-fill is logged and does not fail the get), unless a
     ///   write of the key ran while `next` was read: the get returns what it read, and stores nothing.
-    ///   A write that begins while a back-fill is being stored waits for that store, and lands over it.
+    ///   A write that begins while a back-fill is being stored waits for that store, and lands over it;
+    ///   a set or a removal whose task is cancelled while it waits throws `CancellationError` and
+    ///   writes nothing.
     /// - `set`, `removeValue`, `clear` and `onMemoryWarning` reach both levels; when a set or a
     ///   removal fails in either, both are still tried and the first error is thrown.
     ///
@@ -42,12 +44,12 @@ extension CacheLevel {
                 return try await self.fill(from: next, key, watching: watch, mappedBy: mapping)
             },
             set: { value, key in
-                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
+                let stripe = try await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await writes.set(value, forKey: key)
             },
             removeValue: { key in
-                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
+                let stripe = try await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await writes.removeValue(forKey: key)
             },
@@ -68,7 +70,8 @@ extension CacheLevel {
     /// - `get`: this level; on any error but `CancellationError`, `other`, and the value found there is
     ///   stored in this level (a failed store is logged and does not fail the get), unless a write of
     ///   the key ran while `other` was read. A write that begins while a back-fill is being stored
-    ///   waits for that store, and lands over it.
+    ///   waits for that store, and lands over it; a set or a removal whose task is cancelled while
+    ///   it waits throws `CancellationError` and writes nothing.
     /// - `set`, `removeValue` and `clear` reach this level only; `onMemoryWarning` reaches both.
     ///
     /// - Parameter other: The level read on a miss.
@@ -93,12 +96,12 @@ extension CacheLevel {
                 return try await self.fill(from: other, key, watching: watch, mappedBy: mapping)
             },
             set: { value, key in
-                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
+                let stripe = try await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await self.set(value, forKey: key)
             },
             removeValue: { key in
-                let stripe = await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
+                let stripe = try await watch.begin(WriteWatch.watched(key, mappedBy: mapping))
                 defer { watch.end(stripe) }
                 try await self.removeValue(forKey: key)
             },
@@ -217,7 +220,9 @@ extension CacheLevel {
 /// The wait cannot deadlock: a write waits only for stores that began before it, and a store waits
 /// for nothing of the watch; a store could wait for that write only if the first level's own `set`
 /// waited for a write of the same composition. No lock is held across a suspension: a write waits
-/// on a continuation, resumed by the last store of its stripe once it has released the lock.
+/// on a continuation, resumed by the last store of its stripe once it has released the lock, or
+/// by the cancellation of its task (a set or a removal then ends as a write that wrote nothing; a
+/// clear, which cannot throw, keeps waiting).
 ///
 /// Keys are spread over stripes by their hash value (a key that is not `Hashable` uses one stripe):
 /// a write counts for every key of its stripe, so a write of another key may cost a back-fill (one
@@ -232,11 +237,17 @@ final class WriteWatch: Sendable {
         var running = 0
         /// The back-fill stores under way.
         var storing = 0
-        /// The writes waiting for `storing` to come down to zero.
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// The writes waiting for `storing` to come down to zero, each with its number (the
+        /// cancellation of a set or a removal takes its own out).
+        var waiters: [Waiter] = []
     }
 
+    /// A write waiting for a stripe's stores, and its number.
+    private typealias Waiter = (number: UInt64, continuation: CheckedContinuation<Void, any Error>)
+
     private let stripes = Locked([Stripe](repeating: Stripe(), count: WriteWatch.stripeCount))
+    /// The number of the next write to wait.
+    private let waiterNumbers = Locked<UInt64>(0)
 
     /// Enough that writes of other keys rarely cost a fill: at 64 writes a second and half-second
     /// reads of the next level, about 3 % of fills.
@@ -258,15 +269,25 @@ final class WriteWatch: Sendable {
 
     /// Notes a write of `key` beginning, and waits for the back-fill stores of its stripe under way;
     /// returns its stripe, for ``end(_:)``.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled while it waits; the write has then
+    ///   ended (no ``end(_:)`` to call) and must write nothing.
     @usableFromInline
-    func begin(_ key: some Sendable) async -> Int {
+    func begin(_ key: some Sendable) async throws -> Int {
         let stripe = Self.stripe(key)
         let isStoring = stripes.withLock {
             $0[stripe].epoch &+= 1
             $0[stripe].running += 1
             return $0[stripe].storing > 0
         }
-        if isStoring { await storesEnded(stripe) }
+        if isStoring {
+            do {
+                try await storesEnded(stripe, isCancellable: true)
+            } catch {
+                end(stripe)
+                throw error
+            }
+        }
         return stripe
     }
 
@@ -291,7 +312,7 @@ final class WriteWatch: Sendable {
             }
             return storing
         }
-        for stripe in storing { await storesEnded(stripe) }
+        for stripe in storing { try? await storesEnded(stripe, isCancellable: false) }
     }
 
     /// Notes the end of a write of every key.
@@ -340,27 +361,45 @@ final class WriteWatch: Sendable {
     /// the last store of the stripe go on.
     @usableFromInline
     func endStore(_ mark: Mark) {
-        let waiters = stripes.withLock { stripes -> [CheckedContinuation<Void, Never>] in
+        let waiters = stripes.withLock { stripes -> [Waiter] in
             stripes[mark.stripe].storing -= 1
             guard stripes[mark.stripe].storing == 0 else { return [] }
             defer { stripes[mark.stripe].waiters = [] }
             return stripes[mark.stripe].waiters
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter.continuation.resume() }
     }
 
     /// Waits until no back-fill store of `stripe` is under way.
     ///
     /// A write of the stripe runs, so no store can begin meanwhile: the wait ends once those under
     /// way have.
-    private func storesEnded(_ stripe: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let hasEnded = stripes.withLock {
-                guard $0[stripe].storing > 0 else { return true }
-                $0[stripe].waiters.append(continuation)
-                return false
+    ///
+    /// - Throws: `CancellationError` when `isCancellable` and the task is cancelled first.
+    private func storesEnded(_ stripe: Int, isCancellable: Bool) async throws {
+        let number = waiterNumbers.withLock { next in
+            defer { next &+= 1 }
+            return next
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                // Checked under the lock that the cancellation handler takes: either the handler
+                // finds this waiter, or the waiter sees the cancellation here.
+                let outcome = stripes.withLock { stripes -> Result<Void, any Error>? in
+                    guard stripes[stripe].storing > 0 else { return .success(()) }
+                    if isCancellable && Task.isCancelled { return .failure(CancellationError()) }
+                    stripes[stripe].waiters.append((number, continuation))
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
             }
-            if hasEnded { continuation.resume() }
+        } onCancel: {
+            guard isCancellable else { return }
+            let waiter = stripes.withLock { stripes -> Waiter? in
+                guard let index = stripes[stripe].waiters.firstIndex(where: { $0.number == number }) else { return nil }
+                return stripes[stripe].waiters.remove(at: index)
+            }
+            waiter?.continuation.resume(throwing: CancellationError())
         }
     }
 

@@ -147,6 +147,46 @@ enum BackFilling: CaseIterable, Sendable {
         #expect(first.memory.cachedValue(forKey: "k") == (write == .set ? 1 : nil))
     }
 
+    /// A set or a removal waiting for a back-fill's store ends when its task is cancelled: it throws
+    /// `CancellationError` without waiting for the store, writes nothing, and leaves the watch as
+    /// it was.
+    @Test(arguments: [RacingWrite.set, .removal], BackFilling.allCases)
+    func aWriteWaitingForTheFillsStoreEndsWhenCancelled(write: RacingWrite, composition: BackFilling) async throws {
+        let first = WaitThenStoreLevel()
+        let watch = WriteWatch()
+        let levels =
+            switch composition {
+            case .compose: first.composed(with: ZeroFetcher(), cachedValue: nil, watch: watch)
+            case .backed: first.backed(by: ZeroFetcher(), watch: watch)
+            }
+        let reading = Task { try await levels.get("k") }
+        try await first.storing.wait()  // the fill read 0 and is storing it
+        let ended = Protected(false)
+        let writing = Task {
+            defer { ended.withLock { $0 = true } }
+            switch write {
+            case .set: try await levels.set(1, forKey: "k")
+            case .removal: try await levels.removeValue(forKey: "k")
+            case .clear: await levels.clear()
+            }
+        }
+        #expect(await waitUntil(seconds: 600) { watch.waitingWrites == 1 })
+        writing.cancel()
+        // The store is still held: only the cancellation can end the write.
+        #expect(await waitUntil(seconds: 600) { ended.withLock { $0 } })
+        #expect(watch.waitingWrites == 0)
+        first.release.open()
+        await #expect(throws: CancellationError.self) { try await writing.value }
+        #expect(try await reading.value == 0)
+        // Nothing was written: the fill's value stays.
+        #expect(first.memory.cachedValue(forKey: "k") == 0)
+        // The stripe counts no write running: a later write lands, and a later fill stores.
+        try await levels.removeValue(forKey: "k")
+        #expect(first.memory.cachedValue(forKey: "k") == nil)
+        #expect(try await levels.get("k") == 0)
+        #expect(first.memory.cachedValue(forKey: "k") == 0)
+    }
+
     @Test func aBackFillDoesNotResurrectAValueRemovedMeanwhile() async throws {
         let gate = Gate()
         let first = MemoryCacheLevel<String, Int>(capacity: 4)
