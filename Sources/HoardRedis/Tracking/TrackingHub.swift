@@ -60,7 +60,14 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
     var pingInterval: Duration { configuration.trackingPingInterval }
     var pingTimeout: Duration { configuration.trackingPingTimeout }
 
-    private init?(key: String, configuration: RedisCacheLevel.Configuration, namespace: String) {
+    /// Makes the hub with its first subscriber in place before its connection starts, so that the
+    /// connection's first answer, however soon it comes, is that subscriber's.
+    private init?(
+        key: String,
+        configuration: RedisCacheLevel.Configuration,
+        namespace: String,
+        first subscriber: Subscriber
+    ) {
         self.key = key
         var tracking = configuration
         tracking.clientName = (configuration.clientName ?? "hoard") + "-tracking"
@@ -73,6 +80,10 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         command.append("PREFIX")
         command.append(prefix)
         trackingCommand = command
+        state.withLock { state in
+            state.nextID = Self.firstID
+            state.subscribers[Self.firstID] = subscriber
+        }
         guard let connection = RedisConnection(tracking, tracking: self) else { return nil }
         self.connection.withLock { $0 = connection }
     }
@@ -101,20 +112,17 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         let key = key(configuration, namespace: namespace)
         let answered = DispatchSemaphoreBox()
         var failure: Int32 = 0
+        let subscriber = Subscriber(handler: handler, answered: answered)
         let found = hubs.withLock { hubs -> (TrackingHub, UInt64)? in
-            let hub: TrackingHub
-            if let existing = hubs[key] {
-                hub = existing
-            } else {
-                guard let made = TrackingHub(key: key, configuration: configuration, namespace: namespace) else {
-                    // The connection's wake-up pipe failed; nothing ran since.
-                    failure = errno
-                    return nil
-                }
-                hubs[key] = made
-                hub = made
+            if let existing = hubs[key] { return (existing, existing.add(subscriber)) }
+            let made = TrackingHub(key: key, configuration: configuration, namespace: namespace, first: subscriber)
+            guard let made else {
+                // The connection's wake-up pipe failed; nothing ran since.
+                failure = errno
+                return nil
             }
-            return (hub, hub.add(Subscriber(handler: handler, answered: answered)))
+            hubs[key] = made
+            return (made, firstID)
         }
         guard let (hub, id) = found else {
             throw CacheError.io(
@@ -144,6 +152,9 @@ final class TrackingHub: TrackingObserver, @unchecked Sendable {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) * 1e-18
     }
+
+    /// The number of the subscriber a hub is made with.
+    private static let firstID: UInt64 = 1
 
     /// Adds a subscriber; wakes the I/O thread to confirm it when tracking is confirmed already.
     private func add(_ subscriber: Subscriber) -> UInt64 {
