@@ -84,7 +84,7 @@ import Testing
             inner.wait()  // would wait for itself on one shared queue
             done.signal()
         }
-        #expect(await signalled(done, within: 120))
+        #expect(await signalled(done, within: 600))
     }
 
     @Test func hitsAwaitedOneAfterAnotherByManyCallersEachArriveOnTheSharedQueue() async throws {

@@ -36,7 +36,7 @@ import Testing
         }
         // Reopened with room for two: the load evicts one entry.
         let cache = try folder.stringBuilder().maxRamCount(1).maxDiskCount(2).evictionPolicy(.lru).build()
-        #expect(await signalled(started, within: 120))
+        #expect(await signalled(started, within: 600))
         #expect(cache["a"] == "A")  // a disk hit before the index has loaded: a is now the most recent
         gate.open()
         #expect(await onPlainThread { cache.diskCount } == 2)  // waits for the load

@@ -52,7 +52,7 @@ import Testing
         do {
             let cache = try Self.builder(folder).build()
             closing = try #require(cache.disk).closing.group
-            #expect(await signalled(started, within: 120))
+            #expect(await signalled(started, within: 600))
             // The load is held: this read is a disk hit made before the index is there.
             #expect(cache["a"] == "A")
             cache["d"] = "D"  // queued behind the load; the disk is full, and b is now the least recent
@@ -83,7 +83,7 @@ import Testing
             let cache = try Self.builder(folder).build()
             closed = cache.disk
             closing = try #require(cache.disk).closing.group
-            #expect(await signalled(started, within: 120))
+            #expect(await signalled(started, within: 600))
             #expect(cache["a"] == "A")
         }
         // The cache is gone before its store loaded the index: the store stays open for the load,
@@ -125,7 +125,7 @@ import Testing
             DiskStore.testHooks.set(nil, at: path)
         }
         let cache = try builder.build()
-        #expect(await signalled(started, within: 120))
+        #expect(await signalled(started, within: 600))
         // More disk hits than the changes that make the writer save the index.
         for _ in 0...DiskStore.changesBetweenIndexSaves { #expect(cache["a"] == "A") }
         gate.open()
@@ -137,7 +137,7 @@ import Testing
             await cache.flush()
             done.signal()
         }
-        #expect(await signalled(done, within: 120), "the writer never ran again after the load")
+        #expect(await signalled(done, within: 600), "the writer never ran again after the load")
         #expect(folder.entryFiles().count == 2)
     }
 }

@@ -116,7 +116,7 @@ struct CacheLeaseTests {
             finished.withLock { $0 = value }
         }
         // Without a limit on the level's calls, the waiter would wait as long as the stall lasts.
-        #expect(await waitUntil(seconds: 60) { finished.withLock { $0 } != nil })
+        #expect(await waitUntil(seconds: 600) { finished.withLock { $0 } != nil })
         #expect(finished.withLock { $0 } == "fetched by the waiter")
         #expect(level.stalledCalls.value >= 1)
         level.stall.withLock { $0 = nil }

@@ -44,7 +44,7 @@ import Testing
         _ = store.enqueueWrite(DiskKey("k"), value: value("second"), observer: nil)
         #expect(results.withLock { $0.isEmpty })
         gate.signal()
-        #expect(await signalled(completed, within: 120))
+        #expect(await signalled(completed, within: 600))
         #expect(results.withLock { $0.count } == 1)
         #expect((try? results.withLock { $0 }.first?.get()) != nil)
         #expect(try payload(folder, "k") == "second")
@@ -58,7 +58,7 @@ import Testing
         let completed = DispatchSemaphore(value: 0)
         _ = store.enqueueWrite(DiskKey("k"), value: value("v"), observer: nil) { _ in completed.signal() }
         store.removeAll()
-        #expect(await signalled(completed, within: 120))
+        #expect(await signalled(completed, within: 600))
         gate.signal()
         await store.flush()
         #expect(try payload(folder, "k") == nil)

@@ -15,7 +15,7 @@ struct DiskStoreOpeningTests {
     init() { TestLog.install() }
 
     /// How long a step may take before it counts as stuck.
-    static let seconds = 120.0
+    static let seconds = 600.0
     static let entryCount = 1_000
     static let options = DiskStore.Options(capacity: 10_000, policy: .lru)
 

@@ -14,7 +14,7 @@ struct DiskStoreWriterTests {
     init() { TestLog.install() }
 
     /// How long a step may take before it counts as stuck.
-    static let seconds = 120.0
+    static let seconds = 600.0
     static let key = DiskKey("k")
 
     /// A value whose serializer signals `serializing`, then waits for `release`.

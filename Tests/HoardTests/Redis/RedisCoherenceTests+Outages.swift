@@ -67,8 +67,7 @@ extension RedisCoherenceTests {
             "b",
             port: port,
             namespace: "n",
-            clientName: "outage-b",
-            commandTimeout: .seconds(1)
+            clientName: "outage-b"
         ) { key in
             fetches.withLock { $0 += 1 }
             return "origin \(key)"

@@ -12,9 +12,9 @@ struct RedisCredentialsTests {
     init() { TestLog.install() }
 
     /// Tries `attempt` until it succeeds (a reconnection after failed logins waits out a backoff),
-    /// at most 120 s.
+    /// at most 600 s.
     private static func eventually(_ attempt: () async throws -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = ContinuousClock.now + .seconds(600)
         while ContinuousClock.now < deadline {
             if (try? await attempt()) == true { return true }
             try? await Task.sleep(for: .milliseconds(20))

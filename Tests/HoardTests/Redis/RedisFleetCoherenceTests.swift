@@ -16,15 +16,26 @@ import Darwin
 /// child's memory dropping the key, measured on the machine's monotonic clock.
 @Suite(.enabled(if: RedisTestServer.isEnabled, RedisTestServer.unavailableReason), .timeLimit(.minutes(10)))
 struct RedisFleetCoherenceTests {
+    /// A level of `namespace` on `url` whose tracking connection a loaded run (ThreadSanitizer on
+    /// two cores) does not count lost: a loss drops the local copies the tests look at, and an
+    /// invalidation sent meanwhile is never heard, so a wait for it would fail.
+    static func level(_ url: String, namespace: String) throws -> RedisCacheLevel {
+        var configuration = try RedisCacheLevel.Configuration(url: url)
+        configuration.commandTimeout = .seconds(10)
+        configuration.trackingPingTimeout = .seconds(600)
+        return try RedisCacheLevel(configuration, namespace: namespace)
+    }
+
     @Test func aWriteInOneProcessDropsTheOtherProcesssCopy() async throws {
         let server = try RedisTestServer.required()
         let folder = TemporaryDirectory()
         let namespace = "fleet-coherent-\(UUID().uuidString)"
         let writer = try folder.stringBuilder("parent")
-            .sharedLevel(try RedisCacheLevel(url: server.url, namespace: namespace, commandTimeout: .seconds(10)))
+            .sharedLevel(try Self.level(server.url, namespace: namespace))
             .coherence(.invalidations)
             .build()
-        let child = try WorkerProcess(["fleet-watch", folder.url.path, "child", server.url, namespace])
+        // The child's tracking connection has ten minutes to answer a ping, as this process's.
+        let child = try WorkerProcess(["fleet-watch", folder.url.path, "child", server.url, namespace, "10", "600"])
         _ = await expectLine(child, "ready")
         var latencies: [UInt64] = []
         for round in 0..<50 {
@@ -92,7 +103,7 @@ struct RedisFleetCoherenceTests {
         // Its read's answer is held while this process saves, which takes minutes in a loaded run:
         // the read waits for it rather than time out (a miss).
         let peer = try WorkerProcess([
-            "fleet-watch", folder.url.path, "shared", "redis://127.0.0.1:\(proxy.port)", namespace, "900",
+            "fleet-watch", folder.url.path, "shared", "redis://127.0.0.1:\(proxy.port)", namespace, "900", "600",
         ])
         _ = await expectLine(peer, "ready")
         // The peer's build emptied the disk; once its fills stay in memory, its local levels are open.
@@ -136,15 +147,13 @@ struct RedisFleetCoherenceTests {
         let server = try RedisTestServer.required()
         let folder = TemporaryDirectory()
         let namespace = "fleet-save-\(UUID().uuidString)"
-        let shared = HeldWritesLevel(
-            try RedisCacheLevel(url: server.url, namespace: namespace, commandTimeout: .seconds(10))
-        )
+        let shared = HeldWritesLevel(try Self.level(server.url, namespace: namespace))
         let cache = try folder.stringBuilder("shared")
             .sharedLevel(shared)
             .coherence(.invalidations(maxLocalAge: .seconds(86_400)))
             .build()
         try await cache.save("ready", forKey: "probe")
-        let peer = try WorkerProcess(["fleet-watch", folder.url.path, "shared", server.url, namespace])
+        let peer = try WorkerProcess(["fleet-watch", folder.url.path, "shared", server.url, namespace, "10", "600"])
         _ = await expectLine(peer, "ready")
         // The peer's build emptied the disk; once its fills stay in memory, its local levels are open.
         var isOpen = false

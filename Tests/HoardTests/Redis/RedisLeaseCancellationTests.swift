@@ -42,7 +42,7 @@ struct RedisLeaseCancellationTests {
         await #expect(throws: CancellationError.self) { try await call.value }
         proxy.release()
         #expect(
-            await waitUntilAsync(seconds: 120) {
+            await waitUntilAsync(seconds: 600) {
                 (try? await RedisLeaseTests.exists(direct.leaseKey("k"), on: direct)) == false
             }
         )

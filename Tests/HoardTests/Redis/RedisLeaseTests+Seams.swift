@@ -148,13 +148,9 @@ extension RedisLeaseTests {
             try await origin.wait()
             return "fetched by the holder"
         }
-        let second = try Self.instance(
-            folder,
-            "b",
-            url: server.url,
-            namespace: namespace,
-            commandTimeout: .seconds(1)
-        ) { _ in "fetched by the waiter" }
+        let second = try Self.instance(folder, "b", url: server.url, namespace: namespace) { _ in
+            "fetched by the waiter"
+        }
         let holder = Task { try await first.getOrFetch(forKey: "k") }
         #expect(await waitUntil { holderFetches.value == 1 })
         let waiter = Task { try await second.getOrFetch(forKey: "k") }

@@ -294,9 +294,9 @@ extension RedisSentinelTests {
     }
 }
 
-/// The result of `body` once it stops throwing, or its last error after two minutes.
+/// The result of `body` once it stops throwing, or its last error after ten minutes.
 func eventually<T>(_ body: () async throws -> T) async throws -> T {
-    let deadline = ContinuousClock.now + .seconds(120)
+    let deadline = ContinuousClock.now + .seconds(600)
     while true {
         do {
             return try await body()
@@ -308,8 +308,8 @@ func eventually<T>(_ body: () async throws -> T) async throws -> T {
 }
 
 /// Suspends until the asynchronous `condition` holds, asking every 20 ms; `false` after `seconds`
-/// (two minutes unless told).
-func waitUntilAsync(seconds: Int = 120, _ condition: () async -> Bool) async -> Bool {
+/// (ten minutes unless told).
+func waitUntilAsync(seconds: Int = 600, _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         if await condition() { return true }

@@ -45,7 +45,7 @@ import Testing
         for _ in 0..<3 {
             let done = DispatchSemaphore(value: 0)
             CallbackQueue.deliver { done.signal() }
-            #expect(await signalled(done, within: 120))
+            #expect(await signalled(done, within: 600))
             // Other suites deliver too; once they pause, the lingering thread gives up.
             #expect(await waitUntil { CallbackQueue.isIdle })
         }

@@ -54,7 +54,9 @@ struct KilledPeerStage {
             .build()
         try await other.save("ready", forKey: "probe")
         try await other.save("before", forKey: "key")
-        survivor = try WorkerProcess(["fleet-watch", folder.url.path, "shared", server.url, namespace])
+        // Ten minutes for a ping's answer: a loaded run must not count the survivor's tracking lost,
+        // or it may never hear the change that `changeTheKey()` waits for.
+        survivor = try WorkerProcess(["fleet-watch", folder.url.path, "shared", server.url, namespace, "10", "600"])
         _ = await expectLine(survivor, "ready")
     }
 

@@ -53,7 +53,7 @@ func onPlainThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T 
 ///
 /// The limit is generous: it only guards against a hang, and a loaded machine running every suite
 /// at once (with sanitizers) can take tens of seconds to schedule a few threads.
-nonisolated(nonsending) func waitUntil(seconds: Int = 120, _ condition: () -> Bool) async -> Bool {
+nonisolated(nonsending) func waitUntil(seconds: Int = 600, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     var checks = 0
     while ContinuousClock.now < deadline {
@@ -70,6 +70,6 @@ nonisolated(nonsending) func waitUntil(seconds: Int = 120, _ condition: () -> Bo
 
 /// Suspends until `store` has closed: its `deinit` (which saves the eviction order) has finished,
 /// not only begun, as a `weak` reference turning `nil` would tell.
-func waitUntilClosed(_ closing: DispatchGroup, seconds: Int = 120) async -> Bool {
+func waitUntilClosed(_ closing: DispatchGroup, seconds: Int = 600) async -> Bool {
     await onPlainThread { closing.wait(timeout: .now() + .seconds(seconds)) == .success }
 }
