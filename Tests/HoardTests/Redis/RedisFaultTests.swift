@@ -41,7 +41,7 @@ struct RedisFaultTests {
             outcome.withLock { $0 = (ContinuousClock.now - start, result) }
             done.signal()
         }
-        #expect(await signalled(done, within: 120), "the level never answered")
+        #expect(await signalled(done, within: 600), "the level never answered")
         guard let (elapsed, result) = outcome.withLock({ $0 }) else { return nil }
         #expect(elapsed < timeout * 2 + .seconds(10), "answered after \(elapsed)")
         guard case .failure(let error) = result, let error = error as? CacheError else {
@@ -59,7 +59,7 @@ struct RedisFaultTests {
     }()
 
     /// Waits on the condition, at most `seconds`: `body` succeeds.
-    private static func recovers(within seconds: Int = 120, _ body: () async throws -> Void) async -> Bool {
+    private static func recovers(within seconds: Int = 600, _ body: () async throws -> Void) async -> Bool {
         let end = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < end {
             if (try? await body()) != nil { return true }
@@ -181,7 +181,7 @@ struct RedisFaultTests {
 
     /// Checks `condition` until it holds, every 10 ms, at most `seconds`: a bound against a hang,
     /// generous for a loaded machine.
-    private static func eventually(within seconds: Int = 120, _ condition: () async throws -> Bool) async -> Bool {
+    private static func eventually(within seconds: Int = 600, _ condition: () async throws -> Bool) async -> Bool {
         let end = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < end {
             if (try? await condition()) == true { return true }
