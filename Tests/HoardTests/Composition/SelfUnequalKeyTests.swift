@@ -6,8 +6,9 @@ import Testing
 /// Keys that are not equal to themselves (`Double.nan`): a batch or a pooled level cannot find their
 /// repeats by `==`, and must still make every set and get of them as a loop of single calls would.
 @Suite struct SelfUnequalKeyTests {
-    /// A level of numbers stored under their description, so that every `Double.nan` is one key, as
-    /// a level that stores keys as strings or bytes makes it. Its set of the value `"first"` waits,
+    /// A level of numbers stored under their description, where every `Double.nan` is one key.
+    ///
+    /// So a level that stores keys as strings or bytes makes it. Its set of the value `"first"` waits,
     /// five seconds at most, for the key to hold a value: made at once with a later set, `"first"`
     /// would land last.
     static func describingLevel(_ stored: Protected<[String: String]>) -> BasicCache<Double, String> {
