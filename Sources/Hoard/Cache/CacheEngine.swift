@@ -155,7 +155,13 @@ struct CacheEngine<Value: Sendable>: Sendable {
             do {
                 data = try serializer.serialize(value)
             } catch {
-                return didFailToSerialize(key: key, ifUnchangedSince: fill, error: error, origin: origin)
+                return didFailToSerialize(
+                    key: key,
+                    ifUnchangedSince: fill,
+                    error: error,
+                    origin: origin,
+                    fromShared: toShared
+                )
             }
         }
         // The local copy lives at most the coherence's maximum local age; the shared level keeps the
@@ -240,12 +246,14 @@ struct CacheEngine<Value: Sendable>: Sendable {
     }
 
     /// A value that cannot be serialized cannot be measured against `maxRamCost`: it is not kept, and
-    /// the older value of its key is removed (it must not be served in place of the newer one).
+    /// the older value of its key is removed (it must not be served in place of the newer one), from
+    /// the shared level too when the value was bound for it (`fromShared`).
     private func didFailToSerialize(
         key: String,
         ifUnchangedSince fill: KeyStripes.FillToken?,
         error: any Error,
-        origin: (any DiskStoreObserver)?
+        origin: (any DiskStoreObserver)?,
+        fromShared: Bool
     ) -> CacheOutcome<Value> {
         let failure = CacheError.serializationFailed(key: key, underlying: error)
         HoardLogger.log(.warning, failure.message + " The value is not cached.")
@@ -254,6 +262,7 @@ struct CacheEngine<Value: Sendable>: Sendable {
         changeKey(key, ifUnchangedSince: fill) {
             if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
             memory?.removeValue(forKey: key)
+            if fromShared { shared?.enqueue(.remove, forKey: key) }
         }
         return outcome
     }

@@ -64,7 +64,8 @@ extension CacheLevel {
     /// A key given more than once (by `==`, so two spellings of one string are one key, or two keys
     /// that this level maps to one key below it, see ``KeyMappingLevel``) keeps its last value: made at
     /// once, its sets could land in any order. Only the last is made; keys that are not `Hashable`
-    /// (or that map to keys that are not) are set one after another instead, in order. A key whose
+    /// (or that map to keys that are not), and keys not equal to themselves (`Double.nan`), are set
+    /// one after another instead, in order. A key whose
     /// mapping throws is its own: its set throws that error.
     ///
     /// - Parameters:
@@ -94,7 +95,8 @@ extension CacheLevel {
     }
 
     /// The positions of the last occurrence of each key in `keys`, in order, by what each is stored
-    /// under; `nil` when a key is not `Hashable`, so that its repeats cannot be found.
+    /// under; `nil` when a key is not `Hashable` or not equal to itself, so that its repeats cannot be
+    /// found.
     private func lastPositionOfEachKey(_ keys: [Key]) async -> [Int]? {
         var hashables: [StoredKey] = []
         hashables.reserveCapacity(keys.count)
@@ -113,6 +115,9 @@ extension CacheLevel {
                 hashables.append(StoredKey(unmappedAt: position))
             }
         }
+        // A key not equal to itself (`Double.nan`) has repeats that no table finds, and the level may
+        // still store them as one.
+        guard hashables.allSatisfy(\.isReflexive) else { return nil }
         // Two keys one in some level of a composite and apart in another: the level that keeps them
         // apart needs each value, and the one that makes them one the later, so neither may be left
         // out nor set at once with the other.

@@ -13,7 +13,7 @@ extension CacheLevel where Key: Hashable {
     ///
     /// Over a level that maps two keys to one (`transformKeys(_:)`, ``Cache/keyed(_:)``), the two are
     /// one key here too: their gets share one get, and a write of either parts both from a get from
-    /// before it.
+    /// before it. A key not equal to itself (`Double.nan`) is no key's twin: its gets are not shared.
     ///
     /// ```swift
     /// let api = networkLevel.pooled()   // 10 views asking for one image make one request
@@ -38,7 +38,8 @@ extension CacheLevel where Key: Hashable {
             sharing: flights,
             by: { key in
                 do {
-                    return try await keyMapping?(key) ?? StoredKey(key)
+                    let stored = try await keyMapping?(key) ?? StoredKey(key)
+                    return stored?.isReflexive == true ? stored : nil
                 } catch {
                     return nil
                 }
@@ -60,7 +61,8 @@ extension CacheLevel where Key: Hashable {
     /// - Parameter flights: The table of gets in flight.
     /// - Returns: The pooling level.
     func pooled(sharing flights: SharedFlights<Key, Value>) -> BasicCache<Key, Value> {
-        pooled(sharing: flights, by: { $0 }, retiring: { flights.retire($0) })
+        // A key not equal to itself (`Double.nan`) has a flight no get or write could find again.
+        pooled(sharing: flights, by: { $0 == $0 ? $0 : nil }, retiring: { flights.retire($0) })
     }
 
     /// The same as ``pooled()``, with the table of gets in flight given, and the key of a get's flight.
@@ -68,7 +70,8 @@ extension CacheLevel where Key: Hashable {
     /// - Parameters:
     ///   - flights: The table of gets in flight.
     ///   - flightKey: The key of the flight a get of a key joins, and that a write of it retires;
-    ///     `nil` for a key that this level cannot map, whose get is its own (and fails as it would).
+    ///     `nil` for a key that this level cannot map, or that is not equal to itself, whose get is its
+    ///     own (and fails as it would).
     ///   - retire: Retires the flights a write of a key with that flight key parts from older gets.
     /// - Returns: The pooling level.
     func pooled<FlightKey>(

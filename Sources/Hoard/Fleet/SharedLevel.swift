@@ -420,6 +420,11 @@ final class SharedLevel: Sendable {
                     bytes = try encode()
                 } catch {
                     if let lease { leases?.release(forKey: levelKey, token: lease) }
+                    // The level holds an older value than the one that failed: it must not be served
+                    // in place of the newer one, here or by the other instances.
+                    if case .failure(let failure) = await perform(.remove, forKey: key) {
+                        HoardLogger.log(.warning, failure.message)
+                    }
                     return .failure(.serializationFailed(key: key, underlying: error))
                 }
                 if let leases {

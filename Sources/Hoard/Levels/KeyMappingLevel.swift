@@ -99,6 +99,11 @@ extension CacheLevel {
     /// What the key is stored under in each level, in order.
     private var levelKeys: [AnyHashable] { parts.isEmpty ? [key] : parts }
 
+    /// Whether the key is equal to itself in every level: not so for `Double.nan` (or a key whose
+    /// `==` is not reflexive), whose repeats no table can find, so that nothing can tell which other
+    /// keys it is one with.
+    package var isReflexive: Bool { levelKeys.allSatisfy { $0 == $0 } }
+
     /// Whether the key is a composite's, joined from the keys of several levels.
     package var isJoined: Bool { !parts.isEmpty }
 
