@@ -45,11 +45,18 @@ package final class RepeatedFailureLog: Sendable {
 
     /// Counts a failure; logs it when it is the first, or when the last line is `interval` old.
     ///
+    /// - Parameter message: What failed; only built when a line is logged.
+    package func failed(_ message: @autoclosure () -> String) {
+        failed(message(), began: nil)
+    }
+
+    /// Counts a failure of an attempt that began at `began`, as ``failed(_:)``.
+    ///
     /// - Parameters:
     ///   - message: What failed; only built when a line is logged.
-    ///   - began: When the failed attempt began (now when omitted); a failure that began before
+    ///   - began: When the failed attempt began (`nil`: now); a failure that began before
     ///     the success that ended the last outage is ignored.
-    package func failed(_ message: @autoclosure () -> String, began: ContinuousClock.Instant? = nil) {
+    package func failed(_ message: @autoclosure () -> String, began: ContinuousClock.Instant?) {
         let now = clock()
         let began = began ?? now
         let line = state.withLock { state -> (first: Bool, count: Int, since: Duration)? in
@@ -82,10 +89,15 @@ package final class RepeatedFailureLog: Sendable {
     }
 
     /// Notes a success; after failures, logs once that things work again.
+    package func succeeded() {
+        succeeded(began: nil)
+    }
+
+    /// Notes a success of an attempt that began at `began`, as ``succeeded()``.
     ///
-    /// - Parameter began: When the attempt that succeeded began (now when omitted); a success that
+    /// - Parameter began: When the attempt that succeeded began (`nil`: now); a success that
     ///   began before the outage's first failure is ignored.
-    package func succeeded(began: ContinuousClock.Instant? = nil) {
+    package func succeeded(began: ContinuousClock.Instant?) {
         let began = began ?? clock()
         let outage = state.withLock { state -> Int? in
             guard state.lastLine != nil else { return nil }
