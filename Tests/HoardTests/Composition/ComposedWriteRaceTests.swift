@@ -117,10 +117,10 @@ enum BackFilling: CaseIterable, Sendable {
 
 /// Where a composition's writes meet a get in flight.
 @Suite struct ComposedWriteRaceTests {
-    /// A write that begins while a back-fill stores into the first level lands after that store, over
-    /// a `Fetcher` as over any level: neither a removed value comes back nor a set value is lost.
-    @Test(arguments: RacingWrite.allCases, BackFilling.allCases)
-    func aWriteDuringTheFillsOwnStoreLandsAfterIt(write: RacingWrite, composition: BackFilling) async throws {
+    /// A first level whose back-fill store waits for its release, composed over a `Fetcher` of 0s.
+    private static func fillOverAFetcher(
+        _ composition: BackFilling
+    ) -> (first: WaitThenStoreLevel, watch: WriteWatch, levels: BasicCache<String, Int>) {
         let first = WaitThenStoreLevel()
         let watch = WriteWatch()
         let levels =
@@ -128,6 +128,14 @@ enum BackFilling: CaseIterable, Sendable {
             case .compose: first.composed(with: ZeroFetcher(), cachedValue: nil, watch: watch)
             case .backed: first.backed(by: ZeroFetcher(), watch: watch)
             }
+        return (first, watch, levels)
+    }
+
+    /// A write that begins while a back-fill stores into the first level lands after that store, over
+    /// a `Fetcher` as over any level: neither a removed value comes back nor a set value is lost.
+    @Test(arguments: RacingWrite.allCases, BackFilling.allCases)
+    func aWriteDuringTheFillsOwnStoreLandsAfterIt(write: RacingWrite, composition: BackFilling) async throws {
+        let (first, watch, levels) = Self.fillOverAFetcher(composition)
         let reading = Task { try await levels.get("k") }
         try await first.storing.wait()  // the fill read 0 and is storing it; nothing is stored yet
         let written = Protected(false)
@@ -152,13 +160,7 @@ enum BackFilling: CaseIterable, Sendable {
     /// it was.
     @Test(arguments: [RacingWrite.set, .removal], BackFilling.allCases)
     func aWriteWaitingForTheFillsStoreEndsWhenCancelled(write: RacingWrite, composition: BackFilling) async throws {
-        let first = WaitThenStoreLevel()
-        let watch = WriteWatch()
-        let levels =
-            switch composition {
-            case .compose: first.composed(with: ZeroFetcher(), cachedValue: nil, watch: watch)
-            case .backed: first.backed(by: ZeroFetcher(), watch: watch)
-            }
+        let (first, watch, levels) = Self.fillOverAFetcher(composition)
         let reading = Task { try await levels.get("k") }
         try await first.storing.wait()  // the fill read 0 and is storing it
         let ended = Protected(false)
