@@ -160,7 +160,9 @@ struct CacheEngine<Value: Sendable>: Sendable {
                     ifUnchangedSince: fill,
                     error: error,
                     origin: origin,
-                    fromShared: toShared
+                    // A fetched value under a lease: the lease was taken on a miss, so the shared
+                    // level holds nothing older (a write of another instance there is newer).
+                    fromShared: toShared && lease == nil
                 )
             }
         }

@@ -419,10 +419,13 @@ final class SharedLevel: Sendable {
                     LockOrder.assertNoneHeld("calling the serializer")
                     bytes = try encode()
                 } catch {
-                    if let lease { leases?.release(forKey: levelKey, token: lease) }
-                    // The level holds an older value than the one that failed: it must not be served
-                    // in place of the newer one, here or by the other instances.
-                    if case .failure(let failure) = await perform(.remove, forKey: key) {
+                    if let lease {
+                        // A fetched value: its lease was taken on a miss, so what the level holds now
+                        // is newer (a write of another instance, which ended the lease) and stays.
+                        leases?.release(forKey: levelKey, token: lease)
+                    } else if case .failure(let failure) = await perform(.remove, forKey: key) {
+                        // The level holds an older value than the one that failed: it must not be
+                        // served in place of the newer one, here or by the other instances.
                         HoardLogger.log(.warning, failure.message)
                     }
                     return .failure(.serializationFailed(key: key, underlying: error))

@@ -7,8 +7,9 @@
 ///
 /// Reports may come late (a thread that finished a handshake before a server died may say so after
 /// another connection found it dead). Each report may say when its attempt began: a success that
-/// began before the outage was found, or a failure that began before the success that ended the
-/// last one, is old news and changes nothing. The one that keeps failing reports again later.
+/// began before the outage was found (its first failure told, whenever that failed attempt began),
+/// or a failure that began before the success that ended the last one, is old news and changes
+/// nothing. The one that keeps failing reports again later.
 package final class RepeatedFailureLog: Sendable {
     private struct State: Sendable {
         /// When the last line was logged; `nil` while things work.
@@ -17,9 +18,10 @@ package final class RepeatedFailureLog: Sendable {
         var unlogged = 0
         /// The failures since things last worked.
         var total = 0
-        /// When the attempt that last changed the state began: the first failure of an outage, or
-        /// the success that ended one; `nil` before either.
-        var changedBy: ContinuousClock.Instant?
+        /// When the outage's first failure was told; `nil` while things work.
+        var found: ContinuousClock.Instant?
+        /// When the attempt whose success ended the last outage began; `nil` before one ended.
+        var recoveredBy: ContinuousClock.Instant?
     }
 
     /// What fails, as a sentence's subject ("The shared level").
@@ -61,10 +63,10 @@ package final class RepeatedFailureLog: Sendable {
         let began = began ?? now
         let line = state.withLock { state -> (first: Bool, count: Int, since: Duration)? in
             guard let last = state.lastLine else {
-                if let changedBy = state.changedBy, began < changedBy { return nil }
+                if let recoveredBy = state.recoveredBy, began < recoveredBy { return nil }
                 state.total = 1
                 state.lastLine = now
-                state.changedBy = began
+                state.found = now
                 return (true, 1, .zero)
             }
             state.total += 1
@@ -96,13 +98,13 @@ package final class RepeatedFailureLog: Sendable {
     /// Notes a success of an attempt that began at `began`, as ``succeeded()``.
     ///
     /// - Parameter began: When the attempt that succeeded began (`nil`: now); a success that
-    ///   began before the outage's first failure is ignored.
+    ///   began before the outage's first failure was told is ignored.
     package func succeeded(began: ContinuousClock.Instant?) {
         let began = began ?? clock()
         let outage = state.withLock { state -> Int? in
             guard state.lastLine != nil else { return nil }
-            if let changedBy = state.changedBy, began < changedBy { return nil }
-            defer { state = State(changedBy: began) }
+            if let found = state.found, began < found { return nil }
+            defer { state = State(recoveredBy: began) }
             return state.total
         }
         guard let outage else { return }

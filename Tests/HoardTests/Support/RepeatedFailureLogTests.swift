@@ -65,6 +65,30 @@ struct RepeatedFailureLogTests {
         #expect(log.isFailing)
     }
 
+    /// A success that began before the outage was found, told late, changes nothing, even when the
+    /// failed attempt that found the outage began before it (a pool's connections reconnecting together).
+    @Test func aLateSuccessBegunAfterTheFailedAttemptBeganButBeforeItFailedChangesNothing() {
+        let subject = "Subject \(UUID().uuidString)"
+        let start = ContinuousClock.now
+        let offset = Protected(Duration.zero)
+        let log = RepeatedFailureLog(subject, interval: .seconds(10)) { start + offset.withLock { $0 } }
+        func lines() -> [String] { TestLog.messages(containing: subject).map(\.message) }
+        // One connection's handshake begins at 0 s, another's at 1 s; the second is answered at 2 s;
+        // the server dies at 3 s, and the first handshake fails then.
+        offset.withLock { $0 = .seconds(3) }
+        log.failed("closed", began: start)
+        // The second connection's success is told at 4 s, after the outage was found.
+        offset.withLock { $0 = .seconds(4) }
+        log.succeeded(began: start + .seconds(1))
+        #expect(lines() == ["\(subject) failed: closed"])
+        #expect(log.isFailing)
+        // An attempt begun after the outage was found ends it.
+        offset.withLock { $0 = .seconds(6) }
+        log.succeeded(began: start + .seconds(5))
+        #expect(lines().last == "\(subject) works again, after 1 failure(s).")
+        #expect(!log.isFailing)
+    }
+
     @Test func aCacheWhoseSharedLevelIsDownLogsAFewLinesNotOneARead() async throws {
         let folder = TemporaryDirectory()
         let level = FakeSharedLevel()
