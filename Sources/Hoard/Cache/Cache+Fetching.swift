@@ -158,6 +158,11 @@ extension Cache {
     /// for ``settleFetch(forKey:_:)``.
     func fetchValue(forKey key: String) async -> Fetched {
         var outcome = CacheOutcome<Value>(key: key)
+        // This cache's own changes of the key still on their way to the shared level (a removal, a
+        // set whose value memory has let go, a clear) are made before it is read: until then it may
+        // hold the value they replace. Before the token, so that their landing does not count as a
+        // change made during this fetch and cost it its fill.
+        await engine.shared?.waitForOwnChanges(of: key)
         // A set or removal made while the shared level or the fetcher answers wins over what they return.
         // Begun before looking again below, so that a set lands either before the look (which sees it)
         // or after the token (which rejects the fill).

@@ -22,7 +22,7 @@ extension SharedLevel {
     /// Whether this cache's own write of `key` is queued or under way; call it under the key's
     /// stripe (see ``setCompletionLock(_:)``).
     func hasOwnWriteUnderWay(of key: String) -> Bool {
-        state.withLock { $0.pending[key] != nil || $0.inFlight.contains(key) }
+        state.withLock { $0.pending[key] != nil || $0.inFlight[key] != nil }
     }
 
     /// Sets the lock a write's completion runs under: the key's stripe, counted as a change of the
@@ -40,7 +40,7 @@ extension SharedLevel {
     /// later one, and dropping the local copy then costs one extra read at most.
     func defersInvalidation(of key: String) -> Bool {
         state.withLock { state in
-            guard state.pending[key] != nil || state.inFlight.contains(key) else { return false }
+            guard state.pending[key] != nil || state.inFlight[key] != nil else { return false }
             state.deferredInvalidations.insert(key)
             return true
         }

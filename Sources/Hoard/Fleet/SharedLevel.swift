@@ -54,7 +54,8 @@ final class SharedLevel: Sendable {
         var pending: [String: Pending] = [:]
         /// Keys whose latest operation waits for a worker, in order.
         var queue: [String] = []
-        var inFlight: Set<String> = []
+        /// The keys whose write is under way, with that write's ticket.
+        var inFlight: [String: UInt64] = [:]
         var workers = 0
         var generation: UInt64 = 0
         /// The clears asked for and not done, in order; writes wait while there is one.
@@ -65,6 +66,8 @@ final class SharedLevel: Sendable {
         var outstanding: Set<UInt64> = []
         /// Each flush, with the generation it waits for.
         var flushes: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Each wait for one key's own changes (see ``waitForOwnChanges(of:)``), with their tickets.
+        var changeWaits: [(tickets: [UInt64], continuation: CheckedContinuation<Void, Never>)] = []
         /// Resumed when no write is under way, for the clear that waits for that.
         var idleWaiter: CheckedContinuation<Void, Never>?
         /// Keys invalidated while one of this cache's own writes of them was queued or under way: told
@@ -175,7 +178,7 @@ final class SharedLevel: Sendable {
                 latest.waiters = replaced.waiters
             } else {
                 state.outstanding.insert(state.generation)
-                if !state.inFlight.contains(key) { state.queue.append(key) }
+                if state.inFlight[key] == nil { state.queue.append(key) }
             }
             if let waiter { latest.waiters.append(waiter) }
             state.pending[key] = latest
@@ -189,7 +192,7 @@ final class SharedLevel: Sendable {
     /// Returns at once; ``flush()`` waits for the clear.
     func clear() {
         let (startsClear, due) = state.withLock { state -> (Bool, [String]) in
-            let due = state.deferredInvalidations.subtracting(state.inFlight)
+            let due = state.deferredInvalidations.subtracting(state.inFlight.keys)
             state.deferredInvalidations.subtract(due)
             state.generation &+= 1
             // The dropped operations are settled by the clear: their tickets stay outstanding, and
@@ -229,6 +232,37 @@ final class SharedLevel: Sendable {
         }
     }
 
+    /// Waits until this cache's own changes of `key` that are queued or under way when it is called
+    /// (its latest write, the one being made, a clear) have been made or have failed; returns at
+    /// once when there are none.
+    ///
+    /// For a read of the level: until then the level may still hold what those changes replace (a
+    /// value this cache has removed, or overwritten with one memory no longer holds), which a read
+    /// must not return. A change queued after the call is not waited for, so the wait ends after
+    /// one write of the key at most besides the one under way, and the clears asked for before.
+    func waitForOwnChanges(of key: String) async {
+        guard let tickets = state.withLock({ Self.ownTickets(of: key, $0) }) else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isDone = state.withLock { state -> Bool in
+                let waiting = tickets.filter(state.outstanding.contains)
+                if waiting.isEmpty { return true }
+                state.changeWaits.append((waiting, continuation))
+                return false
+            }
+            if isDone { continuation.resume() }
+        }
+    }
+
+    /// The tickets of the own changes of `key` not made yet, or `nil` when there are none; called
+    /// holding the lock.
+    private static func ownTickets(of key: String, _ state: State) -> [UInt64]? {
+        guard state.pending[key] != nil || state.inFlight[key] != nil || !state.clears.isEmpty else { return nil }
+        var tickets = state.clears.map(\.generation)
+        if let ticket = state.pending[key]?.generation { tickets.append(ticket) }
+        if let ticket = state.inFlight[key] { tickets.append(ticket) }
+        return tickets
+    }
+
     /// How many workers to start: one per key waiting, up to the limit, none during a clear.
     private static func workersToStart(_ state: inout State) -> Int {
         guard !state.isClearing else { return 0 }
@@ -249,7 +283,7 @@ final class SharedLevel: Sendable {
                 while !state.isClearing, let key = state.queue.first {
                     state.queue.removeFirst()
                     guard let pending = state.pending.removeValue(forKey: key) else { continue }
-                    state.inFlight.insert(key)
+                    state.inFlight[key] = pending.generation
                     return (key, pending)
                 }
                 state.workers -= 1
@@ -290,7 +324,7 @@ final class SharedLevel: Sendable {
         _ applied: Result<Data?, CacheError>,
         _ state: inout State
     ) -> ([CheckedContinuation<Void, Never>], (@Sendable (String) -> Void)?) {
-        state.inFlight.remove(key)
+        state.inFlight[key] = nil
         state.outstanding.remove(pending.generation)
         // Kept before the deferred invalidation is handed back and the saves return, so that the
         // echo of this write finds it. A failed write may have landed or not: its echo, if any,
@@ -382,11 +416,19 @@ final class SharedLevel: Sendable {
         }
     }
 
-    /// The flushes whose writes are all made; called holding the lock.
+    /// The flushes whose writes are all made, and the waits for one key's changes that are over;
+    /// called holding the lock.
     private static func takeDoneFlushes(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
-        guard !state.flushes.isEmpty else { return [] }
-        let oldest = state.outstanding.min() ?? .max
         var done: [CheckedContinuation<Void, Never>] = []
+        if !state.changeWaits.isEmpty {
+            state.changeWaits.removeAll { wait in
+                guard !wait.tickets.contains(where: state.outstanding.contains) else { return false }
+                done.append(wait.continuation)
+                return true
+            }
+        }
+        guard !state.flushes.isEmpty else { return done }
+        let oldest = state.outstanding.min() ?? .max
         state.flushes.removeAll { flush in
             guard flush.generation < oldest else { return false }
             done.append(flush.continuation)

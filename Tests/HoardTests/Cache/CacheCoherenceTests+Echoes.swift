@@ -61,25 +61,28 @@ extension CacheCoherenceTests {
         let held = level.holdNextSet()
         cache.set("mine", forKey: "k")
         #expect(await waitUntil { level.setsStarted == 1 })
-        // Memory drops the value while its write is on its way; a read meets the server's old one.
+        // Memory drops the value while its write is on its way: a read waits for the write rather
+        // than meet the server's old value.
         cache.clearMemory()
-        #expect(try await cache.getOrFetch(forKey: "k") == "old")
-        #expect(cache.entry(forKey: "k") == nil)
+        let waiting = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { cache.flights.waiterCount(forKey: "k") == 1 || level.getsStarted == 1 })
         held.open()
+        #expect(try await waiting.value == "mine")
         await cache.flush()
         level.announce(.keys(["k"]))
         #expect(await waitUntil { cache.echoChecksUnderWay == 0 })
         #expect(try await cache.getOrFetch(forKey: "k") == "mine")
 
-        // A read sent before the next write lands, answered after: not kept either.
-        let heldSet = level.holdNextSet()
-        cache.set("mine again", forKey: "k")
-        #expect(await waitUntil { level.setsStarted == 2 })
+        // A read sent before the next write, answered once it has landed: not kept.
         cache.clearMemory()
         let heldGet = level.holdNextGet()
         let gets = level.getsStarted
         let read = Task { try await cache.getOrFetch(forKey: "k") }
         #expect(await waitUntil { level.getsStarted == gets + 1 })
+        let heldSet = level.holdNextSet()
+        cache.set("mine again", forKey: "k")
+        #expect(await waitUntil { level.setsStarted == 2 })
+        cache.clearMemory()
         heldSet.open()
         await cache.flush()
         heldGet.open()
