@@ -313,15 +313,19 @@ struct CacheEngine<Value: Sendable>: Sendable {
     }
 
     /// Drops from memory what a read made between two clears may have copied back from disk.
+    ///
+    /// Counted as a change of every key, with a memory level or without: a fetch or a shared read
+    /// sent before the clear must not store what it returns (on disk, for a cache without memory).
     func forgetAll() {
-        guard let memory else { return }
-        stripes.changeAll { memory.removeAll() }
+        stripes.changeAll { memory?.removeAll() }
     }
 
     /// Drops `key` from memory: another cache on the container changed it.
+    ///
+    /// Counted as a change of the key, with a memory level or without: a fetch or a shared read
+    /// sent before the change must not store what it returns over it.
     func forget(_ key: String) {
-        guard let memory else { return }
-        stripes.change(key.hashValue) { _ = memory.removeValue(forKey: key) }
+        stripes.change(key.hashValue) { _ = memory?.removeValue(forKey: key) }
     }
 
     /// Removes every value from memory, as evictions for `reason`.
