@@ -7,7 +7,7 @@ import Testing
 /// The wait of a shared read for the own changes of the key on their way there.
 ///
 /// Against the paths around it: leases, coherence with the local copies bypassed, a clear followed
-/// by a set, a write that fails, the blocking form. Each gate is opened before the read is awaited, so that a run that fails
+/// by a set, a write that fails, the blocking form, another cache on the container. Each gate is opened before the read is awaited, so that a run that fails
 /// ends rather than hangs.
 @Suite(.timeLimit(.minutes(10)))
 struct SharedOwnChangeSeamTests {
@@ -236,5 +236,30 @@ private final class GatedLeasingLevel: LeasingCacheLevel, Sendable {
     func removeValueEndingLease(forKey key: String) async throws {
         try await waitIfHeld()
         try await inner.removeValueEndingLease(forKey: key)
+    }
+}
+
+extension SharedOwnChangeSeamTests {
+    /// Two caches of one process on one container and one shared level: a removal by one is a change
+    /// the other sees on disk at once, and on the shared level only once it is made.
+    @Test func aRemovalByAnotherCacheOnTheContainerIsNotUndoneByAReadOfTheSharedLevel() async throws {
+        let folder = TemporaryDirectory()
+        let level = GatedInvalidatingLevel()
+        let first = try folder.stringBuilder("c").sharedLevel(level).fetcher { _ in "fetched" }.build()
+        let second = try folder.stringBuilder("c").sharedLevel(level).fetcher { _ in "fetched" }.build()
+        try await first.save("old", forKey: "k")
+        let gate = level.holdNextRemoval()
+        first.removeValue(forKey: "k")
+        #expect(await waitUntil { level.heldChanges == 1 })
+        let read = Task { try await second.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { second.flights.waiterCount(forKey: "k") == 1 || level.base.getsStarted > 0 })
+        gate.open()
+        let secondSaw = try await read.value
+        await first.flush()
+        await second.flush()
+        let firstSaw = try await first.getOrFetch(forKey: "k")
+        #expect(firstSaw == "fetched", "the cache that removed the key found the removed value again")
+        #expect(secondSaw == "fetched", "the other cache on the container returned the removed value")
+        withExtendedLifetime(folder) {}
     }
 }
