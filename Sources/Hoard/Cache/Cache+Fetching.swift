@@ -163,6 +163,12 @@ extension Cache {
         // hold the value they replace. Before the token, so that their landing does not count as a
         // change made during this fetch and cost it its fill.
         await engine.shared?.waitForOwnChanges(of: key)
+        // And those of the other caches on the container, whose changes this one sees on disk at
+        // once: found on the shared level before they are made, the value they replace would be
+        // filled back into the disk they share, and served to them too.
+        if engine.shared != nil, let disk = engine.disk {
+            for peer in disk.observers(except: self) { await peer.waitForSharedChanges(of: key) }
+        }
         // A set or removal made while the shared level or the fetcher answers wins over what they return.
         // Begun before looking again below, so that a set lands either before the look (which sees it)
         // or after the token (which rejects the fill).

@@ -30,4 +30,9 @@ extension Cache: DiskStoreObserver {
         engine.forgetAll()
         retireReads(of: nil)
     }
+
+    @usableFromInline
+    func waitForSharedChanges(of key: String) async {
+        await engine.shared?.waitForOwnChanges(of: key)
+    }
 }

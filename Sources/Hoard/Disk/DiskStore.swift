@@ -16,6 +16,9 @@ protocol DiskStoreObserver: AnyObject, Sendable {
     func diskStoreDidChange(key: String)
     /// Another cache on the same container removed every value.
     func diskStoreDidClear()
+    /// Returns once the observer's own changes of `key` queued for its shared level when called
+    /// (a removal, a set, a clear) have been made or have failed; at once when it has none.
+    func waitForSharedChanges(of key: String) async
 }
 
 /// A value waiting for the background writer, readable until it lands.

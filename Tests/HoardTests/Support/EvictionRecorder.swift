@@ -10,4 +10,5 @@ final class EvictionRecorder: DiskStoreObserver {
     func diskStore(didFailToStoreKey key: String, error: CacheError) { failed.withLock { $0.append(key) } }
     func diskStoreDidChange(key: String) {}
     func diskStoreDidClear() {}
+    func waitForSharedChanges(of key: String) async {}
 }
