@@ -20,7 +20,7 @@ struct SharedOwnChangeReadTests {
     @Test(arguments: Change.allCases)
     func aReadDuringAnOwnChangeNeverReturnsWhatItReplaces(_ change: Change) async throws {
         let folder = TemporaryDirectory()
-        let shared = HeldChangesLevel()
+        let shared = GatedInvalidatingLevel()
         let cache = try CacheBuilder<String>().containerName("c").directory(folder.url).sharedLevel(shared).build()
         try await cache.save("old", forKey: "k")
         let gate = change == .removal ? shared.holdNextRemoval() : shared.holdNextClear()
@@ -30,10 +30,10 @@ struct SharedOwnChangeReadTests {
         }
         // The change has reached the shared level, which still holds "old".
         #expect(await waitUntil { shared.heldChanges == 1 })
-        #expect(shared.level.values["k"] != nil)
+        #expect(shared.base.store.values["k"] != nil)
         let read = Task { try? await cache.getOrFetch(forKey: "k") }
         // Opened before the read is awaited, so that a failing run ends rather than hangs.
-        #expect(await waitUntil { shared.level.gets > 0 || cache.flights.waiterCount(forKey: "k") > 0 })
+        #expect(await waitUntil { shared.base.getsStarted > 0 || cache.flights.waiterCount(forKey: "k") > 0 })
         gate.open()
         #expect(await read.value == nil, "the read returned the value this cache's own \(change) replaced")
         withExtendedLifetime(folder) {}
@@ -43,7 +43,7 @@ struct SharedOwnChangeReadTests {
     /// change had come during the fetch.
     @Test func aValueFetchedAfterAnOwnRemovalIsKept() async throws {
         let folder = TemporaryDirectory()
-        let shared = HeldChangesLevel()
+        let shared = GatedInvalidatingLevel()
         let cache = try CacheBuilder<String>().containerName("c").directory(folder.url).sharedLevel(shared)
             .fetcher { _ in "fetched" }.build()
         try await cache.save("old", forKey: "k")
@@ -51,59 +51,12 @@ struct SharedOwnChangeReadTests {
         cache.removeValue(forKey: "k")
         #expect(await waitUntil { shared.heldChanges == 1 })
         let read = Task { try await cache.getOrFetch(forKey: "k") }
-        #expect(await waitUntil { shared.level.gets > 0 || cache.flights.waiterCount(forKey: "k") > 0 })
+        #expect(await waitUntil { shared.base.getsStarted > 0 || cache.flights.waiterCount(forKey: "k") > 0 })
         gate.open()
         #expect(try await read.value == "fetched")
         await cache.flush()
         #expect(cache.memory?.peek("k")?.value == "fetched", "the fetched value was not kept in memory")
-        #expect(shared.level.values["k"] != nil, "the fetched value did not reach the shared level")
+        #expect(shared.base.store.values["k"] != nil, "the fetched value did not reach the shared level")
         withExtendedLifetime(folder) {}
-    }
-}
-
-/// A shared level over a ``RecordingLevel`` whose next removal or clear can be held at a gate before
-/// it is made.
-private final class HeldChangesLevel: CacheLevel, Sendable {
-    let level = RecordingLevel<String, Data>()
-    private let state = Protected((removal: Gate?.none, clear: Gate?.none, held: 0))
-
-    func holdNextRemoval() -> Gate {
-        let gate = Gate()
-        state.withLock { $0.removal = gate }
-        return gate
-    }
-
-    func holdNextClear() -> Gate {
-        let gate = Gate()
-        state.withLock { $0.clear = gate }
-        return gate
-    }
-
-    /// How many changes reached a gate.
-    var heldChanges: Int { state.withLock { $0.held } }
-
-    func get(_ key: String) async throws -> Data { try await level.get(key) }
-
-    func set(_ value: Data, forKey key: String) async throws { try await level.set(value, forKey: key) }
-
-    func removeValue(forKey key: String) async throws {
-        try await take(\.removal)?.wait()
-        try await level.removeValue(forKey: key)
-    }
-
-    func clear() async {
-        try? await take(\.clear)?.wait()
-        await level.clear()
-    }
-
-    func onMemoryWarning() {}
-
-    private func take(_ gate: WritableKeyPath<(removal: Gate?, clear: Gate?, held: Int), Gate?>) -> Gate? {
-        state.withLock { state in
-            guard let held = state[keyPath: gate] else { return nil }
-            state[keyPath: gate] = nil
-            state.held += 1
-            return held
-        }
     }
 }
