@@ -55,6 +55,11 @@ enum ScenarioRegistry {
             run: ThreadsMixed.run
         ),
         Scenario(
+            name: "shared-drain",
+            help: "a backlog of 10k and of 100k shared-level writes drained while flush() waits (in-process level)",
+            run: SharedDrain.run
+        ),
+        Scenario(
             name: "disk-set",
             help: "10k sets of 1 KiB Data, then flush; POSIX and Foundation baselines",
             run: DiskSet.run

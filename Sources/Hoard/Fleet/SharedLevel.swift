@@ -53,7 +53,7 @@ final class SharedLevel: Sendable {
     struct State: Sendable {
         var pending: [String: Pending] = [:]
         /// Keys whose latest operation waits for a worker, in order.
-        var queue: [String] = []
+        var queue = FrontQueue<String>()
         /// The keys whose write is under way, with that write's ticket.
         var inFlight: [String: UInt64] = [:]
         var workers = 0
@@ -63,7 +63,7 @@ final class SharedLevel: Sendable {
         var isClearing = false
         /// The tickets of the changes not made yet (queued, under way, or dropped by a clear not made
         /// yet), clears included.
-        var outstanding: Set<UInt64> = []
+        var outstanding = Tickets()
         /// Each flush, with the generation it waits for.
         var flushes: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
         /// Each wait for one key's own changes (see ``waitForOwnChanges(of:)``), with their tickets.
@@ -205,7 +205,7 @@ final class SharedLevel: Sendable {
                 if !pending.waiters.isEmpty { clear.savedKeys.append(key) }
             }
             state.pending = [:]
-            state.queue = []
+            state.queue.removeAll()
             state.clears.append(clear)
             state.outstanding.insert(state.generation)
             defer { state.isClearing = true }
@@ -280,8 +280,7 @@ final class SharedLevel: Sendable {
     private func work() async {
         while true {
             let next = state.withLock { state -> (String, Pending)? in
-                while !state.isClearing, let key = state.queue.first {
-                    state.queue.removeFirst()
+                while !state.isClearing, let key = state.queue.popFirst() {
                     guard let pending = state.pending.removeValue(forKey: key) else { continue }
                     state.inFlight[key] = pending.generation
                     return (key, pending)
@@ -428,7 +427,7 @@ final class SharedLevel: Sendable {
             }
         }
         guard !state.flushes.isEmpty else { return done }
-        let oldest = state.outstanding.min() ?? .max
+        let oldest = state.outstanding.oldest ?? .max
         state.flushes.removeAll { flush in
             guard flush.generation < oldest else { return false }
             done.append(flush.continuation)

@@ -48,7 +48,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
     private var isCancelled = false
     private var stopObserving: (@Sendable () -> Void)?
     /// Events not told yet, oldest first, and whether a thread is telling them.
-    private var pending: [CacheInvalidation] = []
+    private var pending = FrontQueue<CacheInvalidation>()
     private var isTelling = false
     /// Where subscriptions for new primaries are made, one at a time, off the I/O threads.
     private let queue = DispatchQueue(label: "Hoard Redis cluster tracking")
@@ -108,7 +108,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
     func cancel() {
         let (subscriptions, stop) = lock.withLock { () -> ([any InvalidationSubscription], (@Sendable () -> Void)?) in
             isCancelled = true
-            pending = []
+            pending.removeAll()
             defer {
                 nodes = [:]
                 stopObserving = nil
@@ -246,7 +246,7 @@ final class ClusterTracking: InvalidationSubscription, @unchecked Sendable {
                     isTelling = false
                     return nil
                 }
-                return pending.removeFirst()
+                return pending.popFirst()
             }
             guard let next else { return }
             handler(next)

@@ -295,3 +295,68 @@ struct SharedLevelTests {
         }
     }
 }
+
+/// A backlog of writes, longer than the queue's compaction size: every write is made once, and
+/// each flush returns only once the writes queued before it are made.
+extension SharedLevelTests {
+    /// A level whose writes all wait at one gate until it opens.
+    final class BackloggedLevel: CacheLevel, Sendable {
+        typealias Key = String
+        typealias Value = Data
+
+        let gate = Gate()
+        let values = Protected([String: Data]())
+        let writes = Protected(0)
+        let begun = Protected(0)
+
+        func get(_ key: String) async throws -> Data {
+            guard let value = values.withLock({ $0[key] }) else { throw CacheError.notFound(key: key) }
+            return value
+        }
+        func set(_ value: Data, forKey key: String) async throws {
+            begun.withLock { $0 += 1 }
+            try await gate.wait()
+            writes.withLock { $0 += 1 }
+            values.withLock { $0[key] = value }
+        }
+        func removeValue(forKey key: String) async throws { values.withLock { $0[key] = nil } }
+        func clear() async { values.withLock { $0 = [:] } }
+        func onMemoryWarning() {}
+    }
+
+    @Test func aLongBacklogIsWrittenOnceAndEachFlushWaitsForItsPart() async throws {
+        let level = BackloggedLevel()
+        let shared = SharedLevel(level) { _, _ in }
+        let count = 3_000
+        for index in 0..<count { shared.enqueue(Self.set("first \(index)"), forKey: "k\(index)") }
+        // Every worker holds one write at the gate: the first keys, k0 to k7.
+        #expect(await waitUntil { level.begun.withLock { $0 } == SharedLevel.workerLimit })
+        let first = Task {
+            await shared.flush()
+            // Every write queued before this flush is made when it returns.
+            let values = level.values.withLock { $0 }
+            return (0..<count).allSatisfy { values["k\($0)"] != nil }
+        }
+        #expect(await waitUntil { shared.waitingFlushCount == 1 })
+        for index in count..<(2 * count) { shared.enqueue(Self.set("second \(index)"), forKey: "k\(index)") }
+        // Replaced while queued: only the latest is written.
+        for index in stride(from: 0, to: 2 * count, by: 7) {
+            shared.enqueue(Self.set("latest \(index)"), forKey: "k\(index)")
+        }
+        let second = await Self.startFlush(shared)
+        level.gate.open()
+        #expect(await first.value)
+        await second.value
+        let values = level.values.withLock { $0 }
+        #expect(values.count == 2 * count)
+        for index in 0..<(2 * count) {
+            let written = values["k\(index)"].map { String(decoding: $0, as: UTF8.self) }
+            // The writes under way (k0 to k7) when the others were replaced were made with their first
+            // value, then again with the latest.
+            let expected = index % 7 == 0 ? "latest \(index)" : index < count ? "first \(index)" : "second \(index)"
+            #expect(written == expected, "k\(index)")
+        }
+        let replacedUnderWay = (0..<SharedLevel.workerLimit).filter { $0 % 7 == 0 }.count
+        #expect(level.writes.withLock { $0 } == 2 * count + replacedUnderWay)
+    }
+}
