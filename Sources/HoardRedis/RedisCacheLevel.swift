@@ -355,9 +355,21 @@ public final class RedisCacheLevel: ExpiringCacheLevel, Sendable {
                     {
                         // The slot is half migrated: a command of several keys cannot run until it
                         // is done, but each key alone can (the source answers ASK for the moved).
-                        var found: [Data?] = []
-                        for index in indices { found.append(try? await self.get(keys[index])) }
-                        return (indices, .success(found))
+                        // A read that fails fails the slot's keys, as the MGET's failure would: only
+                        // a key not found is a miss.
+                        do {
+                            var found: [Data?] = []
+                            for index in indices {
+                                do {
+                                    found.append(try await self.get(keys[index]))
+                                } catch let error as CacheError where error.code == .notFound {
+                                    found.append(nil)
+                                }
+                            }
+                            return (indices, .success(found))
+                        } catch {
+                            return (indices, .failure(error))
+                        }
                     } catch {
                         return (indices, .failure(error))
                     }

@@ -928,6 +928,80 @@ extension RedisClusterTests {
         try await cluster.finishMigration(migration)
     }
 
+    /// The keys of a half-migrated slot, which the cluster refuses to read in one `MGET` (`TRYAGAIN`),
+    /// are read one by one; one of those reads that fails fails the slot's keys, as a failed `MGET`
+    /// does, rather than count as a miss: a batch get then throws the server's error, not
+    /// `notFound`.
+    @Test func aHalfMigratedSlotsKeysThatCannotBeReadOneByOneAreNotMisses() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "split-read-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace)
+        let slot = ClusterSlot.of(level.storedKey("seed"))
+        var keys: [String] = []
+        var index = 0
+        while keys.count < 20 {
+            if ClusterSlot.of(level.storedKey("k\(index)")) == slot { keys.append("k\(index)") }
+            index += 1
+        }
+        for key in keys { try await level.set(Data(key.utf8), forKey: key) }
+        let source = try await cluster.node(forSlot: slot)
+        let destination = try await cluster.primaries.map { try cluster.server($0) }.first { $0.port != source.port }!
+        let migration = try await cluster.startMigration(slot: slot, from: source, to: destination)
+        #expect(!migration.movedKeys.isEmpty && migration.movedKeys.count < keys.count)
+        // A user who may read many keys at once but not one: every read of a key alone is refused.
+        for node in cluster.liveNodes {
+            _ = try await cluster.send(
+                ["ACL", "SETUSER", "batch-only", "on", ">secret", "~*", "+@all", "-get"],
+                to: node
+            )
+        }
+        var configuration = level.configuration
+        configuration.username = "batch-only"
+        configuration.password = "secret"
+        let reader = try RedisCacheLevel(configuration, namespace: namespace)
+        await #expect(throws: CacheError.self) { try await reader.get(keys[0]) }
+        do {
+            _ = try await reader.allBatch().get(keys)
+            Issue.record("a batch get of a slot whose keys cannot be read returned")
+        } catch let error as CacheError {
+            #expect(error.code == .serverRefused, "\(error)")
+        }
+        try await cluster.finishMigration(migration)
+    }
+
+    /// A clear while a slot is half migrated removes the slot's keys on both sides (those the
+    /// source still holds, and those already on the destination, which only `ASKING` reaches), and
+    /// no key of another namespace.
+    @Test func aClearRemovesBothSidesOfAHalfMigratedSlot() async throws {
+        let cluster = try await RedisTestCluster.start()
+        let namespace = "clear-move-\(UUID().uuidString.prefix(8))"
+        let level = try Self.level(cluster, namespace: namespace)
+        let other = try Self.level(cluster, namespace: "\(namespace)-other")
+        let slot = ClusterSlot.of(level.storedKey("seed"))
+        var keys: [String] = []
+        var index = 0
+        while keys.count < 20 {
+            if ClusterSlot.of(level.storedKey("k\(index)")) == slot { keys.append("k\(index)") }
+            index += 1
+        }
+        for key in keys {
+            try await level.set(Data(key.utf8), forKey: key)
+            try await other.set(Data(key.utf8), forKey: key)
+        }
+        let source = try await cluster.node(forSlot: slot)
+        let destination = try await cluster.primaries.map { try cluster.server($0) }.first { $0.port != source.port }!
+        let migration = try await cluster.startMigration(slot: slot, from: source, to: destination)
+        #expect(!migration.movedKeys.isEmpty && migration.movedKeys.count < keys.count)
+        try await level.removeAll()
+        for node in [source, destination] {
+            let reply = try await cluster.send(["KEYS", "\(namespace):*"], to: node)
+            guard case .array(let found) = reply else { throw TestServerError("KEYS answered \(reply)") }
+            #expect(found.isEmpty, "\(node.port) kept \(found.count) of the namespace's keys")
+        }
+        #expect(try await other.values(forKeys: keys) == keys.map { Data($0.utf8) })
+        try await cluster.finishMigration(migration)
+    }
+
     /// A subscriber may cancel its subscription from its own handler (a cache released while it
     /// hears an event does): nothing waits on itself, and the cluster's tracking goes on for others.
     @Test func aSubscriberMayCancelFromItsHandler() async throws {
