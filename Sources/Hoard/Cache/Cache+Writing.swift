@@ -72,8 +72,10 @@ extension Cache {
     public func removeAll() {
         clearMemory()
         clearDisk()
+        ClearTestHooks.installed.run(.clearedDisk, for: self)
         engine.clearShared()
         retireReads(of: nil)
+        ClearTestHooks.installed.run(.clearedShared, for: self)
         // A read made between the two clears may have copied a disk value back into memory.
         engine.forgetAll()
         reporter.tellPeers(.cleared(for: disk?.observers(except: self) ?? []))
