@@ -32,6 +32,17 @@ extension Cache: DiskStoreObserver {
     }
 
     @usableFromInline
+    func diskStoreWillClear() {
+        engine.beginClear()
+    }
+
+    @usableFromInline
+    func diskStoreDidEndClear() {
+        engine.endClear()
+        retireReads(of: nil)
+    }
+
+    @usableFromInline
     func waitForSharedChanges(of key: String) async {
         await engine.shared?.waitForOwnChanges(of: key)
     }

@@ -67,16 +67,31 @@ extension Cache {
     /// Removes every value from both levels, and from the shared level (in the background); the
     /// delegate hears both clear callbacks first.
     ///
-    /// Other caches on the container forget their values too.
+    /// Other caches on the container forget their values too. A fetch or a shared-level read that
+    /// answers while the clear is under way, in this cache or in those, returns its value to its
+    /// callers but keeps it on no level.
     /// - Complexity: O(n) file removals; waits for a disk write in progress.
     public func removeAll() {
+        // Before anything is removed, here and in the other caches on the container, counted as a
+        // change of every key, and no fill is kept until the end: a fetch or a shared read that
+        // answers during the clear could otherwise write what it returns on a level already
+        // cleared, where it would outlive the clear.
+        let peers = disk?.observers(except: self) ?? []
+        engine.beginClear()
+        for peer in peers { peer.diskStoreWillClear() }
         clearMemory()
         clearDisk()
+        ClearTestHooks.installed.run(.clearedDisk, for: self)
         engine.clearShared()
         retireReads(of: nil)
+        ClearTestHooks.installed.run(.clearedShared, for: self)
         // A read made between the two clears may have copied a disk value back into memory.
-        engine.forgetAll()
-        reporter.tellPeers(.cleared(for: disk?.observers(except: self) ?? []))
+        engine.endClear()
+        for peer in peers { peer.diskStoreDidEndClear() }
+        // A cache opened on the container during the clear hears of it at the end, as before.
+        guard let disk else { return }
+        let told = Set(peers.map(ObjectIdentifier.init))
+        reporter.tellPeers(.cleared(for: disk.observers(except: self).filter { !told.contains(ObjectIdentifier($0)) }))
     }
 
     /// Removes every value from memory; the delegate hears ``CacheDelegate/cacheWillClearMemory(_:)`` first.

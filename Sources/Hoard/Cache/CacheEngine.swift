@@ -312,7 +312,20 @@ struct CacheEngine<Value: Sendable>: Sendable {
         shared?.clear()
     }
 
-    /// Drops from memory what a read made between two clears may have copied back from disk.
+    /// Begins a clear of every level (see `KeyStripes.beginClear()`): counted as a change of every
+    /// key before anything is removed, and no fill is stored until ``endClear()``, so that none can
+    /// write back, on a level already cleared, a value the clear removes.
+    func beginClear() {
+        stripes.beginClear()
+    }
+
+    /// Ends a clear begun with ``beginClear()``: drops from memory what reads copied back into it
+    /// during the clear, and counts another change of every key.
+    func endClear() {
+        stripes.endClear { memory?.removeAll() }
+    }
+
+    /// Empties memory: another cache on the container, or another process, cleared it.
     ///
     /// Counted as a change of every key, with a memory level or without: a fetch or a shared read
     /// sent before the clear must not store what it returns (on disk, for a cache without memory).

@@ -25,8 +25,9 @@
 @usableFromInline
 final class KeyStripes: @unchecked Sendable {
     // Safe because each of `counts` is read and written only under its stripe's lock (count `i`
-    // under lock `i % stripeCount`), each of `fills` likewise (table `i` under lock `i`), and the
-    // pointers themselves never change.
+    // under lock `i % stripeCount`), each of `fills` likewise (table `i` under lock `i`), the
+    // pointers themselves never change, and `clearsUnderWay` is written only holding every lock
+    // (in `changeAll`) and read holding one of them.
 
     /// The fills of one key in flight, and the changes of the key since the first of them began.
     @usableFromInline
@@ -61,6 +62,9 @@ final class KeyStripes: @unchecked Sendable {
     /// What the cache did with its invalidations and fills (see ``CoherenceTally``); taken after the
     /// stripe's lock is released.
     let tally = Locked(CoherenceTally())
+    /// The clears begun with ``beginClear()`` and not ended yet: while there is one, no fill is
+    /// stored.
+    private var clearsUnderWay = 0
 
     @usableFromInline
     init() {
@@ -126,7 +130,7 @@ final class KeyStripes: @unchecked Sendable {
     }
 
     /// Runs `body` under the stripe's lock if neither the fill's key changed nor a clear was made
-    /// since `token` was taken; also says whether a key sharing its finer count changed (a fill
+    /// since `token` was taken, and no clear is under way; also says whether a key sharing its finer count changed (a fill
     /// that the finer count alone would have rejected), for the tally.
     func ifUnchanged<Result>(
         since token: FillToken,
@@ -135,7 +139,8 @@ final class KeyStripes: @unchecked Sendable {
         let stripe = stripe(for: token.hash)
         return locks.withLock(stripe) {
             let sharedCountMoved = count(for: token.hash).pointee != token.sharedCount
-            guard locks.counter(stripe).pointee == token.clears, fills[stripe][token.hash]?.changes == token.changes
+            guard locks.counter(stripe).pointee == token.clears, fills[stripe][token.hash]?.changes == token.changes,
+                clearsUnderWay == 0
             else { return (nil, sharedCountMoved) }
             return (body(), sharedCountMoved)
         }
@@ -177,5 +182,25 @@ final class KeyStripes: @unchecked Sendable {
         defer { for stripe in (0..<Self.stripeCount).reversed() { locks.unlock(stripe) } }
         for stripe in 0..<Self.stripeCount { locks.counter(stripe).pointee &+= 1 }
         return body()
+    }
+
+    /// Begins a clear made in several steps (memory, disk, the shared level): counted as a change of
+    /// every key now, and until ``endClear(_:)`` no fill is stored.
+    ///
+    /// A fill begun before the clear is so rejected however late in the clear it answers, and one
+    /// begun during it (which may have read a level not cleared yet) is rejected too: it answers
+    /// either before the end, or after the end counted another change of every key.
+    func beginClear() {
+        changeAll { clearsUnderWay += 1 }
+    }
+
+    /// Ends a clear begun with ``beginClear()``, counting another change of every key, and runs
+    /// `body` (which drops what reads copied into memory during the clear) holding every lock.
+    @discardableResult
+    func endClear<Result>(_ body: () -> Result) -> Result {
+        changeAll {
+            clearsUnderWay -= 1
+            return body()
+        }
     }
 }

@@ -16,6 +16,11 @@ protocol DiskStoreObserver: AnyObject, Sendable {
     func diskStoreDidChange(key: String)
     /// Another cache on the same container removed every value.
     func diskStoreDidClear()
+    /// Another cache on the same container is about to remove every value, in several steps: until
+    /// ``diskStoreDidEndClear()``, the observer keeps no value it fetched or read from the shared level.
+    func diskStoreWillClear()
+    /// The clear announced by ``diskStoreWillClear()`` is done: as ``diskStoreDidClear()``.
+    func diskStoreDidEndClear()
     /// Returns once the observer's own changes of `key` queued for its shared level when called
     /// (a removal, a set, a clear) have been made or have failed; at once when it has none.
     func waitForSharedChanges(of key: String) async

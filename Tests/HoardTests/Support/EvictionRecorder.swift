@@ -10,5 +10,7 @@ final class EvictionRecorder: DiskStoreObserver {
     func diskStore(didFailToStoreKey key: String, error: CacheError) { failed.withLock { $0.append(key) } }
     func diskStoreDidChange(key: String) {}
     func diskStoreDidClear() {}
+    func diskStoreWillClear() {}
+    func diskStoreDidEndClear() {}
     func waitForSharedChanges(of key: String) async {}
 }

@@ -1,0 +1,27 @@
+/// Code a test runs between the steps of a cache's `removeAll()`, to land a fetch or a read in the
+/// middle of the clear; none is installed outside tests.
+final class ClearTestHooks: Sendable {
+    /// A point between the steps of `removeAll()`.
+    enum Event: Sendable {
+        /// Memory and disk are cleared; the shared level's clear is not asked for yet.
+        case clearedDisk
+        /// The shared level's clear is asked for; memory is not emptied a second time yet.
+        case clearedShared
+    }
+
+    /// The hooks, by the cache (an `ObjectIdentifier`) they are installed for.
+    static let installed = ClearTestHooks()
+
+    private let hooks = Locked<[ObjectIdentifier: @Sendable (Event) -> Void]>([:])
+
+    /// Installs `hook` for `cache`, or removes it when `nil`; a test removes what it installed
+    /// before it releases the cache.
+    func set(_ hook: (@Sendable (Event) -> Void)?, for cache: AnyObject) {
+        hooks.withLock { $0[ObjectIdentifier(cache)] = hook }
+    }
+
+    /// Runs the hook installed for `cache`, if any, holding no lock.
+    func run(_ event: Event, for cache: AnyObject) {
+        hooks.withLock { $0.isEmpty ? nil : $0[ObjectIdentifier(cache)] }?(event)
+    }
+}

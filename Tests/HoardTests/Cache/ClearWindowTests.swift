@@ -1,0 +1,186 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// A fetch or a shared read that answers in the middle of `removeAll()`, between its steps: what
+/// it returns must not outlive the clear on any level (memory, disk, the shared level), with a
+/// memory level or without.
+@Suite(.timeLimit(.minutes(10)), .validatesCacheInvariants)
+struct ClearWindowTests {
+    /// A fetch begun before the clear answers once disk is cleared (`clearedDisk`), or once the
+    /// shared level's clear is asked for too (`clearedShared`).
+    @Test(arguments: [0, 100], [ClearTestHooks.Event.clearedDisk, .clearedShared])
+    func aFetchBegunBeforeTheClearThatAnswersDuringItIsNotKept(
+        _ ramCount: Int,
+        _ event: ClearTestHooks.Event
+    ) async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the clear"
+        }.build()
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let landed = await removeAll(cache, at: event) {
+            gate.open()
+            return caller
+        }
+        #expect(try landed?.get() == "fetched before the clear")
+        await cache.flush()
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)), \(event): the fetch begun before the clear was kept")
+        #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)), \(event): its value is on disk")
+        #expect(level.store.values["k"] == nil, "maxRamCount(\(ramCount)), \(event): its value is on the shared level")
+        #expect(try folder.stringBuilder().build(sharingStore: false)["k"] == nil)
+    }
+
+    /// The same without a disk level: the shared level's write would be queued after its clear.
+    @Test func aFetchAnsweringDuringTheClearOfACacheWithoutDiskLeavesNothingOnTheSharedLevel() async throws {
+        let level = FakeInvalidatingLevel()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try CacheBuilder<String>(serializer: StringSerializer()).maxDiskCount(0).sharedLevel(level)
+            .fetcher { _ in
+                started.increment()
+                try await gate.wait()
+                return "fetched before the clear"
+            }.build()
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let landed = await removeAll(cache, at: .clearedShared) {
+            gate.open()
+            return caller
+        }
+        #expect(try landed?.get() == "fetched before the clear")
+        await cache.flush()
+        #expect(cache["k"] == nil)
+        #expect(level.store.values["k"] == nil, "the fetch begun before the clear is on the shared level")
+    }
+
+    /// Once the clear is done, fills are kept again: in the cache that cleared, in the other caches
+    /// on the container, and after a clear asked for from a delegate callback during another one.
+    @Test(arguments: [0, 100], [false, true])
+    func fillsAreKeptAgainOnceTheClearIsDone(_ ramCount: Int, _ nested: Bool) async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let fetches = Counter()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).delegate(delegate).fetcher { key in
+            "fetched \(key) #\(fetches.increment())"
+        }.build()
+        let peer = try folder.stringBuilder("test").maxRamCount(ramCount).fetcher { key in "peer's \(key)" }.build()
+        if nested {
+            let clears = Counter()
+            delegate.onEvent = { cache, event in
+                if event == .willClearDisk, clears.increment() == 1 { cache.removeAll() }
+            }
+        }
+        cache.removeAll()
+        peer.removeAll()
+        #expect(try await cache.getOrFetch(forKey: "a") == "fetched a #1")
+        #expect(try await peer.getOrFetch(forKey: "b") == "peer's b")
+        await cache.flush()
+        await peer.flush()
+        #expect(folder.entryFiles().count == 2, "maxRamCount(\(ramCount)), nested \(nested)")
+        #expect(cache.engine.stripes.fillsInFlight == 0)
+        // Kept: read again, not fetched again.
+        #expect(try await cache.getOrFetch(forKey: "a") == "fetched a #1")
+        #expect(try await cache.getOrFetch(forKey: "b") == "peer's b")
+    }
+
+    /// A delegate that fetches while the clear is under way gets the value; the clear removes it.
+    @Test func aFetchFromAClearCallbackIsAnsweredButNotKept() async throws {
+        let folder = TemporaryDirectory()
+        let delegate = RecordingDelegate<String>()
+        let answers = Protected<[String]>([])
+        let cache = try folder.stringBuilder().delegate(delegate).fetcher { key in "fetched \(key)" }.build()
+        delegate.onEvent = { cache, event in
+            guard event == .willClearDisk, let value = try? cache.getOrFetchAndWait(forKey: "k") else { return }
+            answers.withLock { $0.append(value) }
+        }
+        await onPlainThread { cache.removeAll() }
+        #expect(answers.withLock { $0 } == ["fetched k"])
+        await cache.flush()
+        #expect(cache["k"] == nil)
+        #expect(folder.entryFiles().isEmpty)
+    }
+
+    /// A read begun in the middle of the clear, once disk is cleared but before the shared level's
+    /// clear is asked for, finds the older value there: it may return it, not keep it.
+    @Test(arguments: [0, 100])
+    func aSharedReadBegunDuringTheClearDoesNotKeepTheValueItClears(_ ramCount: Int) async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let writer = try folder.stringBuilder("writer").sharedLevel(level).build()
+        writer["k"] = "old"
+        await writer.flush()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).build()
+        let landed = await removeAll(cache, at: .clearedDisk) {
+            Task { try await cache.getOrFetch(forKey: "k") }
+        }
+        #expect(try landed?.get() == "old")
+        await cache.flush()
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the value the clear removed came back")
+        #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): the value the clear removed is on disk")
+        #expect(level.store.values["k"] == nil)
+        #expect(try folder.stringBuilder().build(sharingStore: false)["k"] == nil)
+    }
+
+    /// Another cache on the container clears it while this one's fetch, begun before, answers.
+    @Test(arguments: [0, 100])
+    func aPeersClearIsNotUndoneByAFetchThatAnswersDuringIt(_ ramCount: Int) async throws {
+        let folder = TemporaryDirectory()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the clear"
+        }.build()
+        let peer = try folder.stringBuilder().maxRamCount(0).build()
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let landed = await removeAll(peer, at: .clearedShared) {
+            gate.open()
+            return caller
+        }
+        #expect(try landed?.get() == "fetched before the clear")
+        await cache.flush()
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the peer's clear was kept")
+        #expect(peer["k"] == nil)
+        #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): its value is on disk")
+    }
+
+    /// Calls `cache.removeAll()` on a plain thread; at `event`, starts (or lets go) the read that
+    /// `landing` returns and holds the clear there until the read has answered.
+    ///
+    /// - Returns: What the read answered, or `nil` when the clear never reached `event`.
+    private func removeAll(
+        _ cache: Cache<String>,
+        at event: ClearTestHooks.Event,
+        landing: @escaping @Sendable () -> Task<String, any Error>
+    ) async -> Result<String, any Error>? {
+        let landed = Protected<Result<String, any Error>?>(nil)
+        ClearTestHooks.installed.set(
+            { reached in
+                guard reached == event else { return }
+                let read = landing()
+                let answered = DispatchSemaphore(value: 0)
+                Task {
+                    let result = await read.result
+                    landed.withLock { $0 = result }
+                    answered.signal()
+                }
+                _ = answered.wait(timeout: .now() + .seconds(600))
+            },
+            for: cache
+        )
+        defer { ClearTestHooks.installed.set(nil, for: cache) }
+        await onPlainThread { cache.removeAll() }
+        return landed.withLock { $0 }
+    }
+}
