@@ -106,4 +106,12 @@ enum TwoProcess {
         await cache.flush()
         emit("flushed")
     }
+
+    /// Clears the container with `removeAll()`, flushes, and prints `cleared`.
+    static func clear(arguments: [String]) async throws {
+        let cache = try stringCache(folder: argument(arguments, 0), container: argument(arguments, 1))
+        cache.removeAll()
+        await cache.flush()
+        emit("cleared")
+    }
 }

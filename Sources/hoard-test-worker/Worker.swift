@@ -21,6 +21,7 @@ import Musl
 /// hoard-test-worker hold-as-earlier-release <folder> <container>  # locks the whole lock file, prints "ready"
 /// hoard-test-worker try-open <folder> <container> [exclusive]  # prints "opened <value of key parent>" or "inUse"
 /// hoard-test-worker write <folder> <container> <key> <value>|- …  # sets (or removes) each pair, flushes, "flushed"
+/// hoard-test-worker clear <folder> <container>  # removeAll(), flushes, prints "cleared"
 /// hoard-test-worker open-data <folder> <container>     # opens a Cache<Data>: "opened <n>" or "invalid <why>"
 /// hoard-test-worker faults-permissions <folder>        # run as an unprivileged user
 /// hoard-test-worker faults-descriptors <folder>
@@ -44,6 +45,7 @@ enum Worker {
             case "crash": try await CrashWorkload.run(arguments: rest)
             case "shared": try await SharedWorkload.run(arguments: rest)
             case "write": try await TwoProcess.write(arguments: rest)
+            case "clear": try await TwoProcess.clear(arguments: rest)
             case "hold": try await TwoProcess.hold(arguments: rest)
             case "hold-as-earlier-release": try TwoProcess.holdAsEarlierRelease(arguments: rest)
             case "try-open": try await TwoProcess.tryOpen(arguments: rest)

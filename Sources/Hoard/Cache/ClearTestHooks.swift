@@ -1,5 +1,6 @@
-/// Code a test runs between the steps of a cache's `removeAll()`, to land a fetch or a read in the
-/// middle of the clear; none is installed outside tests.
+/// Code a test runs between the steps of a cache's `removeAll()`, or of a coherent cache's drop of
+/// its local copies, to land a fetch or a read in the middle of the clear; none is installed outside
+/// tests.
 final class ClearTestHooks: Sendable {
     /// A point between the steps of `removeAll()`.
     enum Event: Sendable {
@@ -7,6 +8,9 @@ final class ClearTestHooks: Sendable {
         case clearedDisk
         /// The shared level's clear is asked for; memory is not emptied a second time yet.
         case clearedShared
+        /// A coherent cache dropping its local copies (a loss of tracking, or `build()`) cleared its
+        /// disk, on the drop's own thread; the disk level does not serve again yet.
+        case droppedLocalDisk
     }
 
     /// The hooks, by the cache (an `ObjectIdentifier`) they are installed for.

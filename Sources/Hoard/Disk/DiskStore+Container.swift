@@ -243,6 +243,9 @@ extension DiskStore.State {
                 if let key, hadFile || !hasOwnSetPending(digest) { news.append(key) }
             case .clear:
                 index.removeAll()
+                // A fill queued so far read its key before that clear (its news reaches the caches
+                // only now): landing it would put back a value the clear removed.
+                clearedByPeersThrough = generation
                 news.clear()
             }
         }

@@ -126,6 +126,10 @@ extension DiskStore {
         /// the key before that change, or cannot tell, and must not land over it (see
         /// ``isOutdatedFill(_:)``).
         var changedByPeersThrough: [SHA256Digest: UInt64] = [:]
+        /// The generation of the latest operation queued when this store caught up with another
+        /// process's clear: a fill queued up to it read its key before that clear, or cannot tell,
+        /// and must not land after it (see ``isOutdatedFill(_:)``).
+        var clearedByPeersThrough: UInt64 = 0
 
         init(options: Options) {
             self.options = options
@@ -203,8 +207,9 @@ extension DiskStore {
             return nil
         }
 
-        /// Whether `taken` is a fill whose key another process changed, as caught up with since it was
-        /// queued: its bytes must not land over that change.
+        /// Whether `taken` is a fill whose key another process changed, or which another process's
+        /// clear followed, as caught up with since it was queued: its bytes must not land over that
+        /// change.
         ///
         /// A fill read its value from the shared level (or the fetcher) before it was queued; a change
         /// another process made meanwhile is only seen here when the writer catches up, in the section
@@ -212,9 +217,9 @@ extension DiskStore {
         /// save whose shared write came after the read), and a coherent process that would remove it
         /// on the change's invalidation may be dead by then.
         func isOutdatedFill(_ taken: Pending) -> Bool {
-            guard case .write(let value) = taken.operation, value.isFill,
-                let through = changedByPeersThrough[taken.key.digest]
-            else { return false }
+            guard case .write(let value) = taken.operation, value.isFill else { return false }
+            if taken.generation <= clearedByPeersThrough { return true }
+            guard let through = changedByPeersThrough[taken.key.digest] else { return false }
             return taken.generation <= through
         }
 

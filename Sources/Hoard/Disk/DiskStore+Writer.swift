@@ -243,15 +243,16 @@ extension DiskStore {
             }
             return ([], .success(()))
         }
-        // A fill that read its key before another process changed it (caught up with in this
-        // section or an earlier one) would put the older value back over that change. Which of the
+        // A fill that read its key before another process changed it or cleared the container
+        // (caught up with in this section or an earlier one) would put the older value back over
+        // that change. Which of the
         // two is newer cannot be told here (a remove this fill replaced may be what made the other
         // file stale), so the key's file goes: the next read asks the shared level again.
         if withState({ $0.isOutdatedFill(pending) }) {
             log.add(
                 .debug,
                 "Did not write the value read for key \"\(key.string.prefix(100))\": another process "
-                    + "changed the key since it was read; its file is removed."
+                    + "changed the key or cleared the container since it was read; its file is removed."
             )
             removeEntryFile(of: pending, log: &log)
             return ([], .success(()))

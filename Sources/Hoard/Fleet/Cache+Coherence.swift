@@ -209,6 +209,7 @@ extension Cache {
         cleared.enter()
         Thread.detachNewThread { [self] in
             engine.clearDisk()
+            ClearTestHooks.installed.run(.droppedLocalDisk, for: self)
             engine.didClearDisk()
             reporter.tellPeers(.cleared(for: disk.observers(except: self)))
             cleared.leave()
