@@ -19,6 +19,10 @@ extension DiskStore {
         /// Told once the operation has landed (or failed), for `save`: with the operations it
         /// replaced before the writer took them.
         var completions: [Completion] = []
+        /// Whether the operation is a fill that replaced a removal of its key before the writer took
+        /// it (directly, or through the fills that replaced it): the removal is then made by this
+        /// operation or not at all (see ``isOutdatedFill(_:)``).
+        var replacesRemoval = false
     }
 
     /// Told, outside every lock, whether a queued write reached its file.
@@ -154,6 +158,13 @@ extension DiskStore {
             if let waiting = pending[key.digest], waiting.isQueued {
                 // Replaced before the writer took it: its waiters are answered when this one lands.
                 latest.completions = waiting.completions + latest.completions
+                if case .write(let value) = operation, value.isFill {
+                    if case .remove = waiting.operation {
+                        latest.replacesRemoval = true
+                    } else {
+                        latest.replacesRemoval = waiting.replacesRemoval
+                    }
+                }
             }
             let replaced = pending.updateValue(latest, forKey: key.digest)
             return Enqueued(startsWriter: startWriter(), peers: observers(except: observer), replaced: replaced)
@@ -236,6 +247,11 @@ extension DiskStore {
         // MARK: Recording what landed (holding `ioLock`)
 
         /// Records that the key of `applied` has no file any more (removed, not kept, or failed).
+        /// Records that `applied`, an outdated fill, was dropped without changing any file.
+        mutating func didDrop(_ applied: Pending) {
+            finish(applied)
+        }
+
         mutating func didRemoveFile(of applied: Pending) {
             index.removeValue(forKey: applied.key.digest)
             changesSinceSave += 1

@@ -245,16 +245,23 @@ extension DiskStore {
         }
         // A fill that read its key before another process changed it or cleared the container
         // (caught up with in this section or an earlier one) would put the older value back over
-        // that change. Which of the
-        // two is newer cannot be told here (a remove this fill replaced may be what made the other
-        // file stale), so the key's file goes: the next read asks the shared level again.
+        // that change: it does not land. The file that process left (its confirmed save, say)
+        // stays, unless the fill replaced a removal of this process's that was never made (an
+        // invalidation that made that file stale, say): the removal is made then. A missing file
+        // is never wrong: the next read asks the shared level or the fetcher again.
         if withState({ $0.isOutdatedFill(pending) }) {
+            let removes = pending.replacesRemoval
             log.add(
                 .debug,
                 "Did not write the value read for key \"\(key.string.prefix(100))\": another process "
-                    + "changed the key or cleared the container since it was read; its file is removed."
+                    + "changed the key or cleared the container since it was read"
+                    + (removes ? "; its file is removed, as a removal the value replaced." : ".")
             )
-            removeEntryFile(of: pending, log: &log)
+            if removes {
+                removeEntryFile(of: pending, log: &log)
+            } else {
+                withState { $0.didDrop(pending) }
+            }
             return ([], .success(()))
         }
         switch prepared {

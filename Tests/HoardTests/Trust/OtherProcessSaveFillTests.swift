@@ -1,0 +1,66 @@
+import Foundation
+import HoardTestSupport
+import Testing
+
+@testable import Hoard
+
+/// Another process saves a key while this one's fill of it (a fetched value) waits to land on the
+/// container they share: the fill does not land, and the file the save wrote stays, unless the
+/// fill stands for a removal this process made of the key and never landed.
+///
+/// The other process is a second store on the container (`sharingStore: false`), as another process
+/// has; this one's writer is held in the serializer of an earlier write, so that its fill is still
+/// queued when the other store's save lands.
+@Suite(.timeLimit(.minutes(10)))
+struct OtherProcessSaveFillTests {
+    /// A builder on the container with the serializer its first cache uses (the container records
+    /// it), not held.
+    func builder(_ folder: TemporaryDirectory) -> CacheBuilder<String> {
+        let serializer = BlockingSerializer()
+        serializer.gate.open()
+        return CacheBuilder<String>(serializer: serializer).containerName("test").directory(folder.url)
+    }
+
+    @Test func aFillOvertakenByAnotherProcesssSaveLeavesTheSavedFile() async throws {
+        let folder = TemporaryDirectory()
+        let blocking = BlockingSerializer()
+        let cache = try CacheBuilder<String>(serializer: blocking).containerName("test").directory(folder.url)
+            .fetcher { _ in "fetched" }
+            .build()
+        cache["held"] = "holds the writer"
+        #expect(await waitUntil { blocking.started.value == 1 })
+        #expect(try await cache.getOrFetch(forKey: "k") == "fetched")
+        let other = try builder(folder).build(sharingStore: false)
+        try await other.save("saved", forKey: "k")
+        blocking.gate.open()
+        await cache.flush()
+        // The confirmed save is on disk: read by a store that opens the container afresh.
+        let reopened = try builder(folder).maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == "saved", "another process's confirmed save was removed by an older fill")
+        #expect(cache["k"] == "saved")
+        withExtendedLifetime(other) {}
+    }
+
+    @Test func aFillThatReplacedAnUnmadeRemovalStillRemovesTheFile() async throws {
+        let folder = TemporaryDirectory()
+        let blocking = BlockingSerializer()
+        let cache = try CacheBuilder<String>(serializer: blocking).containerName("test").directory(folder.url)
+            .fetcher { _ in "fetched" }
+            .build()
+        cache["held"] = "holds the writer"
+        #expect(await waitUntil { blocking.started.value == 1 })
+        // This process removes the key, then fetches it: the fill replaces the removal, not made yet.
+        cache.removeValue(forKey: "k")
+        #expect(try await cache.getOrFetch(forKey: "k") == "fetched")
+        let other = try builder(folder).build(sharingStore: false)
+        try await other.save("saved", forKey: "k")
+        blocking.gate.open()
+        await cache.flush()
+        // Which of the removal and the save is newer cannot be told: the removal is made, and the
+        // next read asks the fetcher, never serving a value either process replaced.
+        let reopened = try builder(folder).maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == nil)
+        #expect(try await cache.getOrFetch(forKey: "k") == "fetched")
+        withExtendedLifetime(other) {}
+    }
+}
