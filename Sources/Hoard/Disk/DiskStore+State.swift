@@ -246,12 +246,12 @@ extension DiskStore {
 
         // MARK: Recording what landed (holding `ioLock`)
 
-        /// Records that the key of `applied` has no file any more (removed, not kept, or failed).
         /// Records that `applied`, an outdated fill, was dropped without changing any file.
         mutating func didDrop(_ applied: Pending) {
             finish(applied)
         }
 
+        /// Records that the key of `applied` has no file any more (removed, not kept, or failed).
         mutating func didRemoveFile(of applied: Pending) {
             index.removeValue(forKey: applied.key.digest)
             changesSinceSave += 1
