@@ -312,8 +312,14 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Complexity: O(n) file removals, on the calling thread.
     public func clear() async {
+        clearOnThisThread()
+    }
+
+    /// The body of ``clear()``, which waits for nothing.
+    func clearOnThisThread() {
         guard case .success(let store) = store else { return }
         store.removeAll()
+        ClearTestHooks.installed.run(.clearedDisk, for: self)
         PeerNews.cleared(for: store.observers(except: nil)).deliver()
     }
 

@@ -190,6 +190,48 @@ struct ClearWindowTests {
         #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): its value is on disk")
     }
 
+    /// A `DiskCacheLevel` on the container clears it while a cache's fetch, begun before, answers
+    /// once the files are gone, before the cache hears of the clear.
+    @Test(arguments: [0, 100])
+    func aDiskLevelsClearIsNotUndoneByAFetchThatAnswersDuringIt(_ ramCount: Int) async throws {
+        let folder = TemporaryDirectory()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the clear"
+        }.build()
+        let level = DiskCacheLevel<String, String>(
+            directory: folder.container(),
+            capacity: 1_000,
+            serializer: StringSerializer()
+        )
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let landed = Protected<Result<String, any Error>?>(nil)
+        ClearTestHooks.installed.set(
+            { reached in
+                guard reached == .clearedDisk else { return }
+                gate.open()
+                let answered = DispatchSemaphore(value: 0)
+                Task {
+                    let result = await caller.result
+                    landed.withLock { $0 = result }
+                    answered.signal()
+                }
+                _ = answered.wait(timeout: .now() + .seconds(600))
+            },
+            for: level
+        )
+        defer { ClearTestHooks.installed.set(nil, for: level) }
+        await onPlainThread { level.clearOnThisThread() }
+        #expect(try landed.withLock { $0 }?.get() == "fetched before the clear")
+        await cache.flush()
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the level's clear was kept")
+        #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): its value is on disk")
+    }
+
     /// Calls `cache.removeAll()` on a plain thread; at `event`, starts (or lets go) the read that
     /// `landing` returns and holds the clear there until the read has answered.
     ///
