@@ -230,12 +230,12 @@ extension DiskStore {
         }
     }
 
-    /// Begins a clear of every value by `origin`, in several steps.
+    /// Begins a clear of every value by `origin` (`nil` for a `DiskCacheLevel`), in several steps.
     ///
     /// - Returns: The clear, for ``endClear(_:)``, and the other caches on the store, to tell
     ///   `diskStoreWillClear()` now; a cache registered before the end joins it (see
     ///   ``addObserver(_:)``).
-    func beginClear(by origin: any DiskStoreObserver) -> (clear: UInt64, peers: [any DiskStoreObserver]) {
+    func beginClear(by origin: (any DiskStoreObserver)?) -> (clear: UInt64, peers: [any DiskStoreObserver]) {
         withState { state in
             state.lastClear &+= 1
             let peers = state.observers(except: origin)

@@ -316,11 +316,17 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     }
 
     /// The body of ``clear()``, which waits for nothing.
+    ///
+    /// The caches on the container keep no fill from before the files are removed until they hear
+    /// of the clear, as for a cache's own clear: a fetch that answered in between would write its
+    /// value back.
     func clearOnThisThread() {
         guard case .success(let store) = store else { return }
+        let (clear, caches) = store.beginClear(by: nil)
+        for cache in caches { cache.diskStoreWillClear() }
         store.removeAll()
         ClearTestHooks.installed.run(.clearedDisk, for: self)
-        PeerNews.cleared(for: store.observers(except: nil)).deliver()
+        for cache in store.endClear(clear) { cache.diskStoreDidEndClear() }
     }
 
     /// Does nothing: the disk level keeps no values in memory.
