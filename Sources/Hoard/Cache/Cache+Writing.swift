@@ -76,7 +76,8 @@ extension Cache {
         // change of every key, and no fill is kept until the end: a fetch or a shared read that
         // answers during the clear could otherwise write what it returns on a level already
         // cleared, where it would outlive the clear.
-        let peers = disk?.observers(except: self) ?? []
+        // A cache opened on the container before the end joins the clear (see `DiskStore.addObserver`).
+        let (clear, peers) = disk?.beginClear(by: self) ?? (0, [])
         engine.beginClear()
         for peer in peers { peer.diskStoreWillClear() }
         clearMemory()
@@ -87,11 +88,7 @@ extension Cache {
         ClearTestHooks.installed.run(.clearedShared, for: self)
         // A read made between the two clears may have copied a disk value back into memory.
         engine.endClear()
-        for peer in peers { peer.diskStoreDidEndClear() }
-        // A cache opened on the container during the clear hears of it at the end, as before.
-        guard let disk else { return }
-        let told = Set(peers.map(ObjectIdentifier.init))
-        reporter.tellPeers(.cleared(for: disk.observers(except: self).filter { !told.contains(ObjectIdentifier($0)) }))
+        for peer in disk?.endClear(clear) ?? [] { peer.diskStoreDidEndClear() }
     }
 
     /// Removes every value from memory; the delegate hears ``CacheDelegate/cacheWillClearMemory(_:)`` first.

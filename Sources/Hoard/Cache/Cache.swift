@@ -69,7 +69,10 @@ public final class Cache<Value: Sendable>: Sendable {
         fetcher = configuration.fetcher
         retryBackoff = configuration.retryBackoff
         retryCount = Locked(configuration.maxRetryCount)
-        disk?.addObserver(self)
+        // A clear of the container under way (by another cache) is this cache's too: a read it
+        // makes before the clear ends must not keep what a level not cleared yet returns. No fill
+        // can be made before the cache is returned; a clear that ends in between only ends sooner.
+        for _ in 0..<(disk?.addObserver(self) ?? 0) { engine.beginClear() }
         shared?.setInvalidationHandler { [weak self] key in self?.invalidate(key) }
         shared?.setLandedHandler { [weak self] key in self?.retireReads(of: key) }
         shared?.setCompletionLock { [stripes = engine.stripes] key, body in stripes.change(key.hashValue, body) }

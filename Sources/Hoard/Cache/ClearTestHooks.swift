@@ -1,10 +1,11 @@
-/// Code a test runs between the steps of a cache's `removeAll()`, or of a coherent cache's drop of
-/// its local copies, to land a fetch or a read in the middle of the clear; none is installed outside
-/// tests.
+/// Code a test runs between the steps of a cache's `removeAll()` (or of a `DiskCacheLevel`'s
+/// `clear()`, or of a coherent cache's drop of its local copies), to land a fetch or a read in the
+/// middle of the clear; none is installed outside tests.
 final class ClearTestHooks: Sendable {
     /// A point between the steps of `removeAll()`.
     enum Event: Sendable {
-        /// Memory and disk are cleared; the shared level's clear is not asked for yet.
+        /// Memory and disk are cleared; the shared level's clear is not asked for yet (for a
+        /// `DiskCacheLevel`: the files are removed; the caches on the container are not told yet).
         case clearedDisk
         /// The shared level's clear is asked for; memory is not emptied a second time yet.
         case clearedShared

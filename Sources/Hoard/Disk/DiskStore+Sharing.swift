@@ -217,8 +217,39 @@ extension DiskStore {
     }
 
     /// Registers a cache to hear of changes that other caches make to this container.
-    func addObserver(_ observer: any DiskStoreObserver) {
-        withState { $0.observers[ObjectIdentifier(observer)] = WeakObserver(observer: observer) }
+    ///
+    /// - Returns: How many clears of the container (``beginClear(by:)``) are under way: the cache
+    ///   joins them, and hears `diskStoreDidEndClear()` at the end of each, as if it had heard
+    ///   `diskStoreWillClear()` at its start.
+    @discardableResult
+    func addObserver(_ observer: any DiskStoreObserver) -> Int {
+        withState { state in
+            state.observers[ObjectIdentifier(observer)] = WeakObserver(observer: observer)
+            for id in state.clearsUnderWay.keys { state.clearsUnderWay[id]?.append(WeakObserver(observer: observer)) }
+            return state.clearsUnderWay.count
+        }
+    }
+
+    /// Begins a clear of every value by `origin` (`nil` for a `DiskCacheLevel`), in several steps.
+    ///
+    /// - Returns: The clear, for ``endClear(_:)``, and the other caches on the store, to tell
+    ///   `diskStoreWillClear()` now; a cache registered before the end joins it (see
+    ///   ``addObserver(_:)``).
+    func beginClear(by origin: (any DiskStoreObserver)?) -> (clear: UInt64, peers: [any DiskStoreObserver]) {
+        withState { state in
+            state.lastClear &+= 1
+            let peers = state.observers(except: origin)
+            state.clearsUnderWay[state.lastClear] = peers.map { WeakObserver(observer: $0) }
+            return (state.lastClear, peers)
+        }
+    }
+
+    /// Ends a clear begun with ``beginClear(by:)``.
+    ///
+    /// - Returns: The caches to tell `diskStoreDidEndClear()`: those told it began, and those
+    ///   registered since.
+    func endClear(_ clear: UInt64) -> [any DiskStoreObserver] {
+        withState { state in (state.clearsUnderWay.removeValue(forKey: clear) ?? []).compactMap(\.observer) }
     }
 
     /// Stops telling a cache of changes.

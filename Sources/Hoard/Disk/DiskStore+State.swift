@@ -103,6 +103,10 @@ extension DiskStore {
         /// does not hold them.
         var accessesSinceSave = 0
         var observers: [ObjectIdentifier: WeakObserver] = [:]
+        /// The clears of every value under way by caches on the store (see `DiskStore.beginClear`),
+        /// each with the caches it told it began, those registered since included.
+        var clearsUnderWay: [UInt64: [WeakObserver]] = [:]
+        var lastClear: UInt64 = 0
         /// The disk cache levels that use the store (caches are its observers).
         var levelUsers = 0
         /// The index file and how far its journal has been applied; changed holding `ioLock`.

@@ -16,8 +16,10 @@ protocol DiskStoreObserver: AnyObject, Sendable {
     func diskStoreDidChange(key: String)
     /// Another cache on the same container removed every value.
     func diskStoreDidClear()
-    /// Another cache on the same container is about to remove every value, in several steps: until
-    /// ``diskStoreDidEndClear()``, the observer keeps no value it fetched or read from the shared level.
+    /// Another cache (or a `DiskCacheLevel`) on the same container is about to remove every value, in
+    /// several steps: until ``diskStoreDidEndClear()``, the observer keeps no value it fetched or read
+    /// from the shared level. An observer registered during the clear hears only its end (see
+    /// `DiskStore.addObserver(_:)`).
     func diskStoreWillClear()
     /// The clear announced by ``diskStoreWillClear()`` is done: as ``diskStoreDidClear()``.
     func diskStoreDidEndClear()

@@ -312,9 +312,21 @@ public final class DiskCacheLevel<Key: Sendable, Value: Sendable>: CacheLevel, S
     ///
     /// - Complexity: O(n) file removals, on the calling thread.
     public func clear() async {
+        clearOnThisThread()
+    }
+
+    /// The body of ``clear()``, which waits for nothing.
+    ///
+    /// The caches on the container keep no fill from before the files are removed until they hear
+    /// of the clear, as for a cache's own clear: a fetch that answered in between would write its
+    /// value back.
+    func clearOnThisThread() {
         guard case .success(let store) = store else { return }
+        let (clear, caches) = store.beginClear(by: nil)
+        for cache in caches { cache.diskStoreWillClear() }
         store.removeAll()
-        PeerNews.cleared(for: store.observers(except: nil)).deliver()
+        ClearTestHooks.installed.run(.clearedDisk, for: self)
+        for cache in store.endClear(clear) { cache.diskStoreDidEndClear() }
     }
 
     /// Does nothing: the disk level keeps no values in memory.

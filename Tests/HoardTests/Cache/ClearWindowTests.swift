@@ -130,6 +130,41 @@ struct ClearWindowTests {
         #expect(try folder.stringBuilder().build(sharingStore: false)["k"] == nil)
     }
 
+    /// A cache opened on the container in the middle of another one's clear, whose read finds the
+    /// older value on the shared level (its clear not asked for yet): it may return it, not keep it.
+    @Test(arguments: [0, 100])
+    func aCacheOpenedDuringAPeersClearDoesNotKeepTheValueItClears(_ ramCount: Int) async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let writer = try folder.stringBuilder("writer").sharedLevel(level).build()
+        writer["k"] = "old"
+        await writer.flush()
+        let cache = try folder.stringBuilder().sharedLevel(level).build()
+        let opened = Protected<Cache<String>?>(nil)
+        let landed = await removeAll(cache, at: .clearedDisk) {
+            Task {
+                let peer = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).build()
+                opened.withLock { $0 = peer }
+                return try await peer.getOrFetch(forKey: "k")
+            }
+        }
+        #expect(try landed?.get() == "old")
+        let peer = try #require(opened.withLock { $0 })
+        await peer.flush()
+        await cache.flush()
+        #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): the value the clear removed is on disk")
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the value the clear removed came back")
+        #expect(peer["k"] == nil, "maxRamCount(\(ramCount)): the cache opened during the clear kept it")
+        #expect(try folder.stringBuilder().build(sharingStore: false)["k"] == nil)
+        // Once the clear is done, the cache opened during it keeps its fills again.
+        writer["j"] = "new"
+        await writer.flush()
+        #expect(try await peer.getOrFetch(forKey: "j") == "new")
+        await peer.flush()
+        #expect(folder.entryFiles().count == 1, "maxRamCount(\(ramCount)): a fill after the clear was not kept")
+        #expect(peer.engine.stripes.fillsInFlight == 0)
+    }
+
     /// Another cache on the container clears it while this one's fetch, begun before, answers.
     @Test(arguments: [0, 100])
     func aPeersClearIsNotUndoneByAFetchThatAnswersDuringIt(_ ramCount: Int) async throws {
@@ -152,6 +187,48 @@ struct ClearWindowTests {
         await cache.flush()
         #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the peer's clear was kept")
         #expect(peer["k"] == nil)
+        #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): its value is on disk")
+    }
+
+    /// A `DiskCacheLevel` on the container clears it while a cache's fetch, begun before, answers
+    /// once the files are gone, before the cache hears of the clear.
+    @Test(arguments: [0, 100])
+    func aDiskLevelsClearIsNotUndoneByAFetchThatAnswersDuringIt(_ ramCount: Int) async throws {
+        let folder = TemporaryDirectory()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the clear"
+        }.build()
+        let level = DiskCacheLevel<String, String>(
+            directory: folder.container(),
+            capacity: 1_000,
+            serializer: StringSerializer()
+        )
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let landed = Protected<Result<String, any Error>?>(nil)
+        ClearTestHooks.installed.set(
+            { reached in
+                guard reached == .clearedDisk else { return }
+                gate.open()
+                let answered = DispatchSemaphore(value: 0)
+                Task {
+                    let result = await caller.result
+                    landed.withLock { $0 = result }
+                    answered.signal()
+                }
+                _ = answered.wait(timeout: .now() + .seconds(600))
+            },
+            for: level
+        )
+        defer { ClearTestHooks.installed.set(nil, for: level) }
+        await onPlainThread { level.clearOnThisThread() }
+        #expect(try landed.withLock { $0 }?.get() == "fetched before the clear")
+        await cache.flush()
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the level's clear was kept")
         #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): its value is on disk")
     }
 
