@@ -19,11 +19,20 @@ extension SharedLevel {
         /// The oldest ticket held, or `nil` when none is.
         var oldest: UInt64? { order.first }
 
+        /// How many tickets `order` lists, gone ones included: what the tickets cost in memory.
+        var listedCount: Int { order.count }
+
         /// Holds `ticket`, the newest generation handed out.
         mutating func insert(_ ticket: UInt64) {
             assert(order.first.map { ticket > $0 } ?? true, "a ticket older than one held")
             held.insert(ticket)
             order.append(ticket)
+            // A ticket stuck at the front (a write whose level never answers) keeps every later one
+            // listed, gone or not: rebuilt from those held once most are gone, in O(1) amortised.
+            if order.count > 2 * held.count + 1_024 {
+                order = FrontQueue()
+                for kept in held.sorted() { order.append(kept) }
+            }
         }
 
         mutating func remove(_ ticket: UInt64) {

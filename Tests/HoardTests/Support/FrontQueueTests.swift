@@ -65,4 +65,18 @@ import Testing
         }
         for ticket in model { #expect(tickets.contains(ticket)) }
     }
+
+    @Test func aTicketHeldForLongDoesNotKeepEveryLaterOneListed() {
+        var tickets = SharedLevel.Tickets()
+        // A write whose level never answers, then many that come and go.
+        tickets.insert(1)
+        for ticket in UInt64(2)...100_000 {
+            tickets.insert(ticket)
+            tickets.remove(ticket)
+            #expect(tickets.listedCount <= 1_100)
+        }
+        #expect(tickets.oldest == 1)
+        tickets.remove(1)
+        #expect(tickets.oldest == nil && tickets.isEmpty)
+    }
 }
