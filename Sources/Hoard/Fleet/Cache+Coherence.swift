@@ -122,17 +122,16 @@ extension Cache {
                 checks.readers -= 1
                 return nil
             }
-            var count = 0
+            var batch: [EchoChecks.Check] = []
             var bytes = 0
-            for check in checks.waiting {
-                if count == EchoChecks.requestLimits.keys { break }
-                if count > 0 && bytes + check.written.count > EchoChecks.requestLimits.bytes { break }
-                count += 1
+            while let check = checks.waiting.first, batch.count < EchoChecks.requestLimits.keys {
+                if !batch.isEmpty && bytes + check.written.count > EchoChecks.requestLimits.bytes { break }
+                batch.append(check)
                 bytes += check.written.count
+                _ = checks.waiting.popFirst()
             }
             checks.waitingBytes -= bytes
-            defer { checks.waiting.removeFirst(count) }
-            return Array(checks.waiting.prefix(count))
+            return batch
         }
     }
 
@@ -232,8 +231,9 @@ struct EchoChecks {
     /// One key to read back, with the bytes this cache wrote, numbered in the order the checks came.
     typealias Check = (key: String, written: Data, id: UInt64)
 
-    /// The checks waiting for the next read-back.
-    var waiting: [Check] = []
+    /// The checks waiting for the next read-back, oldest first (a backlog is taken batch by batch
+    /// without moving what stays).
+    var waiting = FrontQueue<Check>()
     /// The number of the latest check.
     var lastID: UInt64 = 0
     /// For each key with checks waiting or being read: the number of its newest check, and how many

@@ -122,31 +122,4 @@ struct LeaseClearTests {
         }
         #expect(try await peer.getOrFetch(forKey: "k") == Self.after, "\(context): the clearing instance got it")
     }
-
-    /// Runs `cache.removeAll()` and, when it reaches `event`, starts the fetch `landing` lets answer
-    /// and holds the clear there until it has answered.
-    private func removeAll(
-        _ cache: Cache<String>,
-        at event: ClearTestHooks.Event,
-        landing: @escaping @Sendable () -> Task<String, any Error>
-    ) async -> Result<String, any Error>? {
-        let landed = Protected<Result<String, any Error>?>(nil)
-        ClearTestHooks.installed.set(
-            { reached in
-                guard reached == event else { return }
-                let read = landing()
-                let answered = DispatchSemaphore(value: 0)
-                Task {
-                    let result = await read.result
-                    landed.withLock { $0 = result }
-                    answered.signal()
-                }
-                _ = answered.wait(timeout: .now() + .seconds(600))
-            },
-            for: cache
-        )
-        defer { ClearTestHooks.installed.set(nil, for: cache) }
-        await onPlainThread { cache.removeAll() }
-        return landed.withLock { $0 }
-    }
 }
