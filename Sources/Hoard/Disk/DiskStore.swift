@@ -378,12 +378,12 @@ final class DiskStore: Sendable {
             var digests: [SHA256Digest] = []
             digests.reserveCapacity(state.index.count)
             for entry in state.index.entriesInEvictionOrder
-            where state.pending[entry.key] == nil && isLive(entry.payload.expiresAt) {
+            where state.operationForReading(entry.key) == nil && isLive(entry.payload.expiresAt) {
                 digests.append(entry.key)
             }
             var pendingKeys: [String] = []
             for pending in state.pending.values {
-                if case .write(let value) = pending.operation, isLive(value.expiresAt) {
+                if case .write(let value) = state.operationForReading(pending.key.digest), isLive(value.expiresAt) {
                     pendingKeys.append(pending.key.string)
                 }
             }

@@ -41,11 +41,12 @@ struct OtherProcessPendingFillTests {
     /// Makes the fill of `k` wait on this process's writer, runs `change` (another store's), lets the
     /// writer catch up with it, and reads `k` while the fill, outdated, still waits.
     ///
-    /// - Returns: What the read found then, and once the writer is done.
+    /// - Returns: What the read found then (and whether `allKeys` listed `k` just before), and once
+    ///   the writer is done.
     func readWhileAnOutdatedFillWaits(
         ramCount: Int,
         _ change: @escaping @Sendable (TemporaryDirectory) async throws -> AnyObject
-    ) async throws -> (during: String?, after: String?) {
+    ) async throws -> (during: String?, listed: Bool, after: String?) {
         let folder = TemporaryDirectory()
         let serializer = HoldingSerializer(holding: ["holds the writer", "fetched"])
         let cache = try CacheBuilder<String>(serializer: serializer).containerName("test").directory(folder.url)
@@ -62,31 +63,34 @@ struct OtherProcessPendingFillTests {
         // then takes the fill and waits in its serializer.
         serializer.gates["holds the writer"]?.open()
         #expect(await waitUntil { serializer.started["fetched"]?.value == 1 })
+        let listed = cache.allKeys.contains("k")
         let during = cache["k"]
         serializer.gates["fetched"]?.open()
         await cache.flush()
-        return (during, cache["k"])
+        return (during, listed, cache["k"])
     }
 
     @Test(arguments: [0, 100])
     func aPendingFillOutdatedByAnotherStoresClearIsNotServed(_ ramCount: Int) async throws {
-        let (during, after) = try await readWhileAnOutdatedFillWaits(ramCount: ramCount) { folder in
+        let (during, listed, after) = try await readWhileAnOutdatedFillWaits(ramCount: ramCount) { folder in
             let other = try builder(folder).build(sharingStore: false)
             other.removeAll()
             await other.flush()
             return other
         }
+        #expect(!listed, "maxRamCount(\(ramCount)): a fill the other store's clear removed was listed")
         #expect(during == nil, "maxRamCount(\(ramCount)): a fill the other store's clear removed was served")
         #expect(after == nil, "maxRamCount(\(ramCount)): a fill the other store's clear removed was kept")
     }
 
     @Test(arguments: [0, 100])
     func aPendingFillOutdatedByAnotherStoresSaveIsNotServed(_ ramCount: Int) async throws {
-        let (during, after) = try await readWhileAnOutdatedFillWaits(ramCount: ramCount) { folder in
+        let (during, listed, after) = try await readWhileAnOutdatedFillWaits(ramCount: ramCount) { folder in
             let other = try builder(folder).build(sharingStore: false)
             try await other.save("saved", forKey: "k")
             return other
         }
+        #expect(listed)
         #expect(during == "saved", "maxRamCount(\(ramCount)): an older fill was served over the other store's save")
         #expect(after == "saved", "maxRamCount(\(ramCount)): an older fill was kept over the other store's save")
     }
