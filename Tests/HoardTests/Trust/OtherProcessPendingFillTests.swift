@@ -4,6 +4,8 @@ import Testing
 
 @testable import Hoard
 
+/// An outdated fill waiting on this process's writer is not served.
+///
 /// A fill (a fetched value) of this process that another process's clear or save overtook waits on
 /// this process's writer after the catch-up that made it outdated: the news of that change reached
 /// the caches (their memory copy went), and the writer will not land the fill. Until it drops it,
