@@ -19,11 +19,11 @@ extension DiskStore {
     @usableFromInline
     func lookup(_ key: DiskKey, countsAccess: Bool = true) -> DiskLookup {
         let found = withState { state -> DiskLookup? in
-            guard let pending = state.pending[key.digest] else {
+            guard let operation = state.operationForReading(key.digest) else {
                 // A file this store failed to remove holds a value that was replaced or removed.
                 return state.unremovable.contains(key.digest) ? .miss : nil
             }
-            if case .write(let value) = pending.operation { return .pending(value) }
+            if case .write(let value) = operation { return .pending(value) }
             return .miss
         }
         if let found { return found }

@@ -238,6 +238,18 @@ extension DiskStore {
             return taken.generation <= through
         }
 
+        /// The operation a read of `digest` takes as the key's latest: the one pending, except an
+        /// outdated fill (``isOutdatedFill(_:)``), which reads as what the writer will make of it:
+        /// the removal it replaced, or nothing pending (the file, another process's, is read).
+        ///
+        /// The catch-up that outdated the fill has told the caches (their copies went) before the
+        /// writer drops it: served until then, it would be copied back into memory and outlive the drop.
+        func operationForReading(_ digest: SHA256Digest) -> Operation? {
+            guard let taken = pending[digest] else { return nil }
+            guard isOutdatedFill(taken) else { return taken.operation }
+            return taken.replacesRemoval ? .remove : nil
+        }
+
         /// Whether a clear dropped `taken` after the writer took it: its bytes must not land.
         ///
         /// Checked holding `ioLock`, right before the operation changes files. A newer operation on

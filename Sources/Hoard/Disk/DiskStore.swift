@@ -346,8 +346,8 @@ final class DiskStore: Sendable {
     func containsIfLoaded(_ key: DiskKey, isLive: (Expiry) -> Bool) -> Bool? {
         withState { state in
             guard state.isLoaded else { return nil }
-            if let pending = state.pending[key.digest] {
-                if case .write(let value) = pending.operation { return isLive(value.expiresAt) }
+            if let operation = state.operationForReading(key.digest) {
+                if case .write(let value) = operation { return isLive(value.expiresAt) }
                 return false
             }
             return state.index.peek(key.digest).map { isLive($0.expiresAt) } ?? false
@@ -356,8 +356,8 @@ final class DiskStore: Sendable {
 
     func contains(_ key: DiskKey, isLive: (Expiry) -> Bool = { _ in true }) -> Bool {
         withLoadedState { state in
-            if let pending = state.pending[key.digest] {
-                if case .write(let value) = pending.operation { return isLive(value.expiresAt) }
+            if let operation = state.operationForReading(key.digest) {
+                if case .write(let value) = operation { return isLive(value.expiresAt) }
                 return false
             }
             return state.index.peek(key.digest).map { isLive($0.expiresAt) } ?? false
@@ -378,12 +378,12 @@ final class DiskStore: Sendable {
             var digests: [SHA256Digest] = []
             digests.reserveCapacity(state.index.count)
             for entry in state.index.entriesInEvictionOrder
-            where state.pending[entry.key] == nil && isLive(entry.payload.expiresAt) {
+            where state.operationForReading(entry.key) == nil && isLive(entry.payload.expiresAt) {
                 digests.append(entry.key)
             }
             var pendingKeys: [String] = []
             for pending in state.pending.values {
-                if case .write(let value) = pending.operation, isLive(value.expiresAt) {
+                if case .write(let value) = state.operationForReading(pending.key.digest), isLive(value.expiresAt) {
                     pendingKeys.append(pending.key.string)
                 }
             }
