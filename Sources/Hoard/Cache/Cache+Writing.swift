@@ -69,7 +69,8 @@ extension Cache {
     ///
     /// Other caches on the container forget their values too. A fetch or a shared-level read that
     /// answers while the clear is under way, in this cache or in those, returns its value to its
-    /// callers but keeps it on no level.
+    /// callers but keeps it on no level. A set made while the clear is under way reaches the shared
+    /// level after its clear (a local level may lack it, and read it back from there).
     /// - Complexity: O(n) file removals; waits for a disk write in progress.
     public func removeAll() {
         // Before anything is removed, here and in the other caches on the container, counted as a
@@ -80,12 +81,17 @@ extension Cache {
         let (clear, peers) = disk?.beginClear(by: self) ?? (0, [])
         engine.beginClear()
         for peer in peers { peer.diskStoreWillClear() }
-        clearMemory()
-        clearDisk()
-        ClearTestHooks.installed.run(.clearedDisk, for: self)
+        // The shared level's clear is queued first: a set made during the clear then reaches the
+        // shared level after it, wherever it falls between the local clears, and is found there
+        // even when a local clear removed it (queued last, it would leave a set made after the disk
+        // clear on disk alone, and lose it for the other instances). A read begun from here on
+        // waits for it (see `SharedLevel.waitForOwnChanges(of:)`).
         engine.clearShared()
         retireReads(of: nil)
         ClearTestHooks.installed.run(.clearedShared, for: self)
+        clearMemory()
+        clearDisk()
+        ClearTestHooks.installed.run(.clearedDisk, for: self)
         // A read made between the two clears may have copied a disk value back into memory.
         engine.endClear()
         for peer in disk?.endClear(clear) ?? [] { peer.diskStoreDidEndClear() }

@@ -4,10 +4,11 @@
 final class ClearTestHooks: Sendable {
     /// A point between the steps of `removeAll()`.
     enum Event: Sendable {
-        /// Memory and disk are cleared; the shared level's clear is not asked for yet (for a
-        /// `DiskCacheLevel`: the files are removed; the caches on the container are not told yet).
+        /// Memory and disk are cleared (the shared level's clear was asked for before them); memory
+        /// is not emptied a second time yet (for a `DiskCacheLevel`: the files are removed; the
+        /// caches on the container are not told yet).
         case clearedDisk
-        /// The shared level's clear is asked for; memory is not emptied a second time yet.
+        /// The shared level's clear is asked for; memory and disk are not cleared yet.
         case clearedShared
         /// A coherent cache dropping its local copies (a loss of tracking, or `build()`) cleared its
         /// disk, on the drop's own thread; the disk level does not serve again yet.

@@ -109,20 +109,23 @@ struct ClearWindowTests {
         #expect(folder.entryFiles().isEmpty)
     }
 
-    /// A read begun in the middle of the clear, once disk is cleared but before the shared level's
-    /// clear is asked for, finds the older value there: it may return it, not keep it.
+    /// A read begun in the middle of the clear, once disk is cleared, never finds the older value
+    /// on the shared level (whose clear was asked for first, and is waited for); what it fetches
+    /// instead is returned, not kept.
     @Test(arguments: [0, 100])
-    func aSharedReadBegunDuringTheClearDoesNotKeepTheValueItClears(_ ramCount: Int) async throws {
+    func aSharedReadBegunDuringTheClearDoesNotFindTheValueItClears(_ ramCount: Int) async throws {
         let folder = TemporaryDirectory()
         let level = FakeInvalidatingLevel()
         let writer = try folder.stringBuilder("writer").sharedLevel(level).build()
         writer["k"] = "old"
         await writer.flush()
-        let cache = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).build()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).fetcher { _ in
+            "fetched during the clear"
+        }.build()
         let landed = await removeAll(cache, at: .clearedDisk) {
             Task { try await cache.getOrFetch(forKey: "k") }
         }
-        #expect(try landed?.get() == "old")
+        #expect(try landed?.get() == "fetched during the clear")
         await cache.flush()
         #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the value the clear removed came back")
         #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): the value the clear removed is on disk")
@@ -130,10 +133,11 @@ struct ClearWindowTests {
         #expect(try folder.stringBuilder().build(sharingStore: false)["k"] == nil)
     }
 
-    /// A cache opened on the container in the middle of another one's clear, whose read finds the
-    /// older value on the shared level (its clear not asked for yet): it may return it, not keep it.
+    /// A cache opened on the container in the middle of another one's clear joins it: its read
+    /// does not find the older value on the shared level (it waits for the other cache's clear
+    /// there), and what it fetches instead is returned, not kept, until the clear is done.
     @Test(arguments: [0, 100])
-    func aCacheOpenedDuringAPeersClearDoesNotKeepTheValueItClears(_ ramCount: Int) async throws {
+    func aCacheOpenedDuringAPeersClearKeepsNoFillUntilItIsDone(_ ramCount: Int) async throws {
         let folder = TemporaryDirectory()
         let level = FakeInvalidatingLevel()
         let writer = try folder.stringBuilder("writer").sharedLevel(level).build()
@@ -143,12 +147,14 @@ struct ClearWindowTests {
         let opened = Protected<Cache<String>?>(nil)
         let landed = await removeAll(cache, at: .clearedDisk) {
             Task {
-                let peer = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).build()
+                let peer = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).fetcher { _ in
+                    "fetched during the clear"
+                }.build()
                 opened.withLock { $0 = peer }
                 return try await peer.getOrFetch(forKey: "k")
             }
         }
-        #expect(try landed?.get() == "old")
+        #expect(try landed?.get() == "fetched during the clear")
         let peer = try #require(opened.withLock { $0 })
         await peer.flush()
         await cache.flush()
@@ -230,5 +236,30 @@ struct ClearWindowTests {
         await cache.flush()
         #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the level's clear was kept")
         #expect(folder.entryFiles().isEmpty, "maxRamCount(\(ramCount)): its value is on disk")
+    }
+
+    /// A set made between the steps of `removeAll()` ends on the shared level.
+    ///
+    /// As a set made after the clear would: the other instances and a restarted cache find it; a
+    /// local level may lack it (a miss there, read from the shared level). Before the shared clear
+    /// was queued first, a set made once disk was cleared stayed on disk and was cleared from the
+    /// shared level.
+    @Test(arguments: [0, 100], [ClearTestHooks.Event.clearedShared, .clearedDisk])
+    func aSetMadeDuringTheClearEndsOnTheSharedLevel(_ ramCount: Int, _ event: ClearTestHooks.Event) async throws {
+        let folder = TemporaryDirectory()
+        let level = FakeInvalidatingLevel()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).sharedLevel(level).build()
+        cache["k"] = "old"
+        await cache.flush()
+        _ = await removeAll(cache, at: event) {
+            cache["k"] = "set during the clear"
+            return Task { "set" }
+        }
+        await cache.flush()
+        let context = "maxRamCount(\(ramCount)), \(event)"
+        #expect(level.store.values["k"] != nil, "\(context): not on the shared level")
+        #expect(try await cache.getOrFetch(forKey: "k") == "set during the clear", "\(context): the cache lost it")
+        let other = try folder.stringBuilder("other").sharedLevel(level).build()
+        #expect(try await other.getOrFetch(forKey: "k") == "set during the clear", "\(context): another instance")
     }
 }
