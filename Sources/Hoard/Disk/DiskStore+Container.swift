@@ -55,6 +55,21 @@ extension DiskStore {
         }
     }
 
+    /// Records that `news`, which catching up gathered, was told to every cache of this process (or
+    /// that none is left to tell): a clear by another process it holds no longer keeps fills off
+    /// the disk, except those queued until now.
+    ///
+    /// A cache stores a fill only if it did not hear of a clear since the fill's read began, and
+    /// queues its disk write under the same stripe lock: a fill queued from now on read its key
+    /// after this process caught up with the clear.
+    func didTell(_ news: PeerNews) {
+        guard news.holdsPeerClear else { return }
+        withState { state in
+            state.peerClearsUntold -= 1
+            state.clearedByPeersThrough = state.generation
+        }
+    }
+
     /// Like ``withContainer(log:news:_:)``, then logs and tells this process's caches what other
     /// processes changed.
     ///
@@ -244,9 +259,10 @@ extension DiskStore.State {
             case .clear:
                 index.removeAll()
                 // A fill queued so far read its key before that clear (its news reaches the caches
-                // only now): landing it would put back a value the clear removed.
+                // only now): landing it would put back a value the clear removed. So may one queued
+                // until every cache has heard of it (see `peerClearsUntold`).
                 clearedByPeersThrough = generation
-                news.clear()
+                if news.clearByPeer() { peerClearsUntold += 1 }
             }
         }
     }

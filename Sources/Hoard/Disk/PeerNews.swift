@@ -18,6 +18,9 @@ struct PeerNews: Sendable {
     private(set) var isCleared = false
     /// The keys that changed, in order.
     private(set) var changedKeys: [String] = []
+    /// Whether the news holds another process's clear, which the store counts as not told yet
+    /// until it is delivered (see ``DiskStore/State/peerClearsUntold``).
+    private(set) var holdsPeerClear = false
 
     /// News that `key` changed, for `peers`; no news (and no allocation) when there are none.
     static func changed(_ key: String, for peers: [any DiskStoreObserver]) -> PeerNews {
@@ -46,6 +49,16 @@ struct PeerNews: Sendable {
         changedKeys.removeAll()
     }
 
+    /// Notes that another process cleared the container, as ``clear()``.
+    ///
+    /// - Returns: Whether the news held no other process's clear before: the store then counts one
+    ///   more clear its caches are not told of yet.
+    mutating func clearByPeer() -> Bool {
+        clear()
+        defer { holdsPeerClear = true }
+        return !holdsPeerClear
+    }
+
     /// Tells each of the peers, in order: that every key went, then each key that changed.
     ///
     /// Call it holding no lock: a cache takes its key stripes to drop what it heard of.
@@ -64,8 +77,10 @@ struct PeerNews: Sendable {
     /// it holding no lock.
     func deliver(toEveryCacheOf store: DiskStore) {
         guard isCleared || !changedKeys.isEmpty else { return }
+        if holdsPeerClear { ClearTestHooks.installed.run(.caughtUpWithPeerClear, for: store) }
         var news = self
         news.peers = store.observers(except: nil)
         news.deliver()
+        store.didTell(self)
     }
 }
