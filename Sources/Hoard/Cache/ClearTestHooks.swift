@@ -15,6 +15,9 @@ final class ClearTestHooks: Sendable {
         /// A disk store caught up with another process's clear (a journaled `clear`); its caches
         /// are not told yet. Run for the store, on the thread that caught up.
         case caughtUpWithPeerClear
+        /// A disk store caught up with other processes' changes of keys (no clear); its caches are
+        /// not told yet. Run for the store, on the thread that caught up.
+        case caughtUpWithPeerChanges
     }
 
     /// The hooks, by the cache (an `ObjectIdentifier`) they are installed for.

@@ -21,6 +21,9 @@ struct PeerNews: Sendable {
     /// Whether the news holds another process's clear, which the store counts as not told yet
     /// until it is delivered (see ``DiskStore/State/peerClearsUntold``).
     private(set) var holdsPeerClear = false
+    /// The keys (by digest) other processes put or removed, once per change, which the store counts
+    /// as not told yet until the news is delivered (see ``DiskStore/State/peerChangesUntold``).
+    private(set) var untoldChanges: [SHA256Digest] = []
 
     /// News that `key` changed, for `peers`; no news (and no allocation) when there are none.
     static func changed(_ key: String, for peers: [any DiskStoreObserver]) -> PeerNews {
@@ -47,6 +50,12 @@ struct PeerNews: Sendable {
     mutating func clear() {
         isCleared = true
         changedKeys.removeAll()
+    }
+
+    /// Notes that another process put or removed the key of `digest`, which the store counts as not
+    /// told yet.
+    mutating func changedByPeer(_ digest: SHA256Digest) {
+        untoldChanges.append(digest)
     }
 
     /// Notes that another process cleared the container, as ``clear()``.
@@ -76,11 +85,16 @@ struct PeerNews: Sendable {
     /// Every cache of this process must hear it; they are looked up only when there is news. Call
     /// it holding no lock.
     func deliver(toEveryCacheOf store: DiskStore) {
+        // Also when no key is named (a removal of a damaged file, or one an own set overtakes).
+        defer { store.didTell(self) }
         guard isCleared || !changedKeys.isEmpty else { return }
-        if holdsPeerClear { ClearTestHooks.installed.run(.caughtUpWithPeerClear, for: store) }
+        if holdsPeerClear {
+            ClearTestHooks.installed.run(.caughtUpWithPeerClear, for: store)
+        } else {
+            ClearTestHooks.installed.run(.caughtUpWithPeerChanges, for: store)
+        }
         var news = self
         news.peers = store.observers(except: nil)
         news.deliver()
-        store.didTell(self)
     }
 }
