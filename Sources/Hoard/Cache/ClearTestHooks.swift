@@ -13,6 +13,12 @@ final class ClearTestHooks: Sendable {
         /// A coherent cache dropping its local copies (a loss of tracking, or `build()`) cleared its
         /// disk, on the drop's own thread; the disk level does not serve again yet.
         case droppedLocalDisk
+        /// A disk store caught up with another process's clear (a journaled `clear`); its caches
+        /// are not told yet. Run for the store, on the thread that caught up.
+        case caughtUpWithPeerClear
+        /// A disk store caught up with other processes' changes of keys (no clear); its caches are
+        /// not told yet. Run for the store, on the thread that caught up.
+        case caughtUpWithPeerChanges
     }
 
     /// The hooks, by the cache (an `ObjectIdentifier`) they are installed for.

@@ -55,6 +55,34 @@ extension DiskStore {
         }
     }
 
+    /// Records that `news`, which catching up gathered, was told to every cache of this process (or
+    /// that none is left to tell): a clear by another process it holds no longer keeps fills off
+    /// the disk, except those queued until now.
+    ///
+    /// A cache stores a fill only if it did not hear of a clear since the fill's read began, and
+    /// queues its disk write under the same stripe lock: a fill queued from now on read its key
+    /// after this process caught up with the clear.
+    ///
+    /// The same for each key another process put or removed: a fill of it queued until now does not
+    /// land (see ``State/isOutdatedFill(_:)``).
+    func didTell(_ news: PeerNews) {
+        guard news.holdsPeerClear || !news.untoldChanges.isEmpty else { return }
+        withState { state in
+            if news.holdsPeerClear {
+                state.peerClearsUntold -= 1
+                state.clearedByPeersThrough = state.generation
+            }
+            for digest in news.untoldChanges {
+                if let count = state.peerChangesUntold[digest], count > 1 {
+                    state.peerChangesUntold[digest] = count - 1
+                } else {
+                    state.peerChangesUntold[digest] = nil
+                }
+                if state.pending[digest] != nil { state.changedByPeersThrough[digest] = state.generation }
+            }
+        }
+    }
+
     /// Like ``withContainer(log:news:_:)``, then logs and tells this process's caches what other
     /// processes changed.
     ///
@@ -227,10 +255,10 @@ extension DiskStore.State {
                 index.upsert(info, forKey: digest)
                 // Another process wrote the file: it holds that process's value, which may be served.
                 unremovable.remove(digest)
-                noteChangedByPeer(digest)
+                noteChangedByPeer(digest, news: &news)
                 news.append(key)
             case .remove(let digest, let key):
-                noteChangedByPeer(digest)
+                noteChangedByPeer(digest, news: &news)
                 let hadFile = index.removeValue(forKey: digest) != nil
                 // Told even when no file was counted: another process removes a key it holds no file
                 // of when it hears the key changed on the shared level, and a read of it this process
@@ -244,9 +272,10 @@ extension DiskStore.State {
             case .clear:
                 index.removeAll()
                 // A fill queued so far read its key before that clear (its news reaches the caches
-                // only now): landing it would put back a value the clear removed.
+                // only now): landing it would put back a value the clear removed. So may one queued
+                // until every cache has heard of it (see `peerClearsUntold`).
                 clearedByPeersThrough = generation
-                news.clear()
+                if news.clearByPeer() { peerClearsUntold += 1 }
             }
         }
     }
@@ -259,7 +288,10 @@ extension DiskStore.State {
 
     /// Notes that another process changed the key of `digest`: the fills of it queued so far must
     /// not land over that change (see ``isOutdatedFill(_:)``).
-    private mutating func noteChangedByPeer(_ digest: SHA256Digest) {
+    private mutating func noteChangedByPeer(_ digest: SHA256Digest, news: inout PeerNews) {
         if pending[digest] != nil { changedByPeersThrough[digest] = generation }
+        // A fill queued from now until the caches hear of the change does not land either.
+        peerChangesUntold[digest, default: 0] += 1
+        news.changedByPeer(digest)
     }
 }

@@ -27,6 +27,8 @@ extension DiskStore {
     @discardableResult
     func openIndex(log: inout DeferredLog) throws -> Bool {
         var news = PeerNews()
+        // No cache is registered yet: none has a fill to keep off the disk.
+        defer { didTell(news) }
         return try withContainer(log: &log, news: &news) { log, isCurrent in
             guard isCurrent else { throw notCurrentError("Cannot open the container \(directory.path).") }
             sweepTemporaryFiles(log: &log)

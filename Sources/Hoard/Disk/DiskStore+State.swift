@@ -138,6 +138,17 @@ extension DiskStore {
         /// process's clear: a fill queued up to it read its key before that clear, or cannot tell,
         /// and must not land after it (see ``isOutdatedFill(_:)``).
         var clearedByPeersThrough: UInt64 = 0
+        /// How many clears by other processes this store caught up with and has not told all its
+        /// caches of yet (see `DiskStore.didTell(_:)`).
+        ///
+        /// Until a cache hears of the clear, a fill it began before the clear is still stored, and
+        /// its disk write queued: while any is untold, no fill lands (a miss later, never a value
+        /// the clear removed).
+        var peerClearsUntold = 0
+        /// For each key another process put or removed, how many such changes this store caught up
+        /// with and has not told all its caches of yet: no fill of the key lands meanwhile, as for
+        /// ``peerClearsUntold``.
+        var peerChangesUntold: [SHA256Digest: Int] = [:]
 
         init(options: Options) {
             self.options = options
@@ -230,10 +241,13 @@ extension DiskStore {
         /// another process made meanwhile is only seen here when the writer catches up, in the section
         /// that would land the fill. Landing it anyway could put back what that process replaced (a
         /// save whose shared write came after the read), and a coherent process that would remove it
-        /// on the change's invalidation may be dead by then.
+        /// on the change's invalidation may be dead by then. While a clear by another process (or a
+        /// change of the fill's key) is not told to every cache yet, the fill does not land: one
+        /// queued since the catch-up may have read its key before.
         func isOutdatedFill(_ taken: Pending) -> Bool {
             guard case .write(let value) = taken.operation, value.isFill else { return false }
-            if taken.generation <= clearedByPeersThrough { return true }
+            if taken.generation <= clearedByPeersThrough || peerClearsUntold > 0 { return true }
+            if peerChangesUntold[taken.key.digest] != nil { return true }
             guard let through = changedByPeersThrough[taken.key.digest] else { return false }
             return taken.generation <= through
         }

@@ -18,6 +18,12 @@ struct PeerNews: Sendable {
     private(set) var isCleared = false
     /// The keys that changed, in order.
     private(set) var changedKeys: [String] = []
+    /// Whether the news holds another process's clear, which the store counts as not told yet
+    /// until it is delivered (see ``DiskStore/State/peerClearsUntold``).
+    private(set) var holdsPeerClear = false
+    /// The keys (by digest) other processes put or removed, once per change, which the store counts
+    /// as not told yet until the news is delivered (see ``DiskStore/State/peerChangesUntold``).
+    private(set) var untoldChanges: [SHA256Digest] = []
 
     /// News that `key` changed, for `peers`; no news (and no allocation) when there are none.
     static func changed(_ key: String, for peers: [any DiskStoreObserver]) -> PeerNews {
@@ -46,6 +52,22 @@ struct PeerNews: Sendable {
         changedKeys.removeAll()
     }
 
+    /// Notes that another process put or removed the key of `digest`, which the store counts as not
+    /// told yet.
+    mutating func changedByPeer(_ digest: SHA256Digest) {
+        untoldChanges.append(digest)
+    }
+
+    /// Notes that another process cleared the container, as ``clear()``.
+    ///
+    /// - Returns: Whether the news held no other process's clear before: the store then counts one
+    ///   more clear its caches are not told of yet.
+    mutating func clearByPeer() -> Bool {
+        clear()
+        defer { holdsPeerClear = true }
+        return !holdsPeerClear
+    }
+
     /// Tells each of the peers, in order: that every key went, then each key that changed.
     ///
     /// Call it holding no lock: a cache takes its key stripes to drop what it heard of.
@@ -63,7 +85,14 @@ struct PeerNews: Sendable {
     /// Every cache of this process must hear it; they are looked up only when there is news. Call
     /// it holding no lock.
     func deliver(toEveryCacheOf store: DiskStore) {
+        // Also when no key is named (a removal of a damaged file, or one an own set overtakes).
+        defer { store.didTell(self) }
         guard isCleared || !changedKeys.isEmpty else { return }
+        if holdsPeerClear {
+            ClearTestHooks.installed.run(.caughtUpWithPeerClear, for: store)
+        } else {
+            ClearTestHooks.installed.run(.caughtUpWithPeerChanges, for: store)
+        }
         var news = self
         news.peers = store.observers(except: nil)
         news.deliver()

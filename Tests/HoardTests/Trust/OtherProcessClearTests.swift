@@ -77,4 +77,95 @@ struct OtherProcessClearTests {
         #expect(try folder.stringBuilder().build(sharingStore: false)["k"] == "fetched k")
         withExtendedLifetime(other) {}
     }
+
+    /// A fill stored after this process caught up with the clear but before its caches heard of it:
+    /// the fetch began before the clear, so its value must not land on the cleared disk.
+    @Test(arguments: [0, 100])
+    func aFetchAnsweringBeforeTheCachesHearOfAnotherStoresClearIsNotWritten(_ ramCount: Int) async throws {
+        let folder = TemporaryDirectory()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the clear"
+        }.build()
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let other = try folder.stringBuilder().build(sharingStore: false)
+        other.removeAll()
+        await other.flush()
+        let store = try #require(cache.engine.disk)
+        let landed = Protected<Result<String, any Error>?>(nil)
+        ClearTestHooks.installed.set(
+            { reached in
+                guard reached == .caughtUpWithPeerClear else { return }
+                gate.open()
+                let answered = DispatchSemaphore(value: 0)
+                Task {
+                    let result = await caller.result
+                    landed.withLock { $0 = result }
+                    answered.signal()
+                }
+                _ = answered.wait(timeout: .now() + .seconds(600))
+            },
+            for: store
+        )
+        defer { ClearTestHooks.installed.set(nil, for: store) }
+        // The writer catches up with the clear in the section that lands this write.
+        cache["other"] = "set after the clear"
+        await cache.flush()
+        #expect(try landed.withLock { $0 }?.get() == "fetched before the clear")
+        await cache.flush()
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the clear is served")
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the clear is on disk")
+        #expect(reopened["other"] == "set after the clear")
+        withExtendedLifetime(other) {}
+    }
+
+    /// The same when a caller's thread catches up with the clear (`removeExpired()`): the writer,
+    /// which did not, must not land the fill before the caches hear of the clear.
+    @Test(arguments: [0, 100])
+    func aFillLandingBeforeTheCachesHearOfAnotherStoresClearIsNotWritten(_ ramCount: Int) async throws {
+        let folder = TemporaryDirectory()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try folder.stringBuilder().maxRamCount(ramCount).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the clear"
+        }.build()
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let other = try folder.stringBuilder().build(sharingStore: false)
+        other.removeAll()
+        await other.flush()
+        let store = try #require(cache.engine.disk)
+        let landed = Protected<Result<String, any Error>?>(nil)
+        ClearTestHooks.installed.set(
+            { reached in
+                guard reached == .caughtUpWithPeerClear else { return }
+                gate.open()
+                let flushed = DispatchSemaphore(value: 0)
+                Task {
+                    let result = await caller.result
+                    landed.withLock { $0 = result }
+                    // The writer lands what it may while the caches have not heard of the clear.
+                    await cache.flush()
+                    flushed.signal()
+                }
+                _ = flushed.wait(timeout: .now() + .seconds(600))
+            },
+            for: store
+        )
+        defer { ClearTestHooks.installed.set(nil, for: store) }
+        await onPlainThread { cache.removeExpired() }
+        #expect(try landed.withLock { $0 }?.get() == "fetched before the clear")
+        await cache.flush()
+        #expect(cache["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the clear is served")
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == nil, "maxRamCount(\(ramCount)): the fetch begun before the clear is on disk")
+        withExtendedLifetime(other) {}
+    }
 }

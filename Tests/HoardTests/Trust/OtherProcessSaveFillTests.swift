@@ -63,4 +63,89 @@ struct OtherProcessSaveFillTests {
         #expect(try await cache.getOrFetch(forKey: "k") == "fetched")
         withExtendedLifetime(other) {}
     }
+
+    /// Another process saves the key while this one's fetch of it is under way; this process catches
+    /// up with the save on a caller's thread (`removeExpired()`), and the fetch answers before the
+    /// caches hear of it: its older value must not land over the saved file.
+    @Test func aFillLandingBeforeTheCachesHearOfAnotherProcesssSaveLeavesTheSavedFile() async throws {
+        let folder = TemporaryDirectory()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try builder(folder).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the save"
+        }.build()
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let other = try builder(folder).build(sharingStore: false)
+        try await other.save("saved", forKey: "k")
+        let store = try #require(cache.engine.disk)
+        let landed = Protected<Result<String, any Error>?>(nil)
+        ClearTestHooks.installed.set(
+            { reached in
+                guard reached == .caughtUpWithPeerChanges, landed.withLock({ $0 }) == nil else { return }
+                gate.open()
+                let flushed = DispatchSemaphore(value: 0)
+                Task {
+                    let result = await caller.result
+                    landed.withLock { $0 = result }
+                    await cache.flush()
+                    flushed.signal()
+                }
+                _ = flushed.wait(timeout: .now() + .seconds(600))
+            },
+            for: store
+        )
+        defer { ClearTestHooks.installed.set(nil, for: store) }
+        await onPlainThread { cache.removeExpired() }
+        #expect(try landed.withLock { $0 }?.get() == "fetched before the save")
+        await cache.flush()
+        let reopened = try builder(folder).maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == "saved", "another process's confirmed save was replaced by an older fill")
+        #expect(cache["k"] == "saved")
+        withExtendedLifetime(other) {}
+    }
+
+    /// The same when the writer catches up with the save, in the section that lands another write:
+    /// the fill is queued before the caches hear of the save, and lands after.
+    @Test func aFillStoredBeforeTheCachesHearOfAnotherProcesssSaveLeavesTheSavedFile() async throws {
+        let folder = TemporaryDirectory()
+        let started = Counter()
+        let gate = Gate()
+        let cache = try builder(folder).fetcher { _ in
+            started.increment()
+            try await gate.wait()
+            return "fetched before the save"
+        }.build()
+        let caller = Task { try await cache.getOrFetch(forKey: "k") }
+        #expect(await waitUntil { started.value == 1 })
+        let other = try builder(folder).build(sharingStore: false)
+        try await other.save("saved", forKey: "k")
+        let store = try #require(cache.engine.disk)
+        let landed = Protected<Result<String, any Error>?>(nil)
+        ClearTestHooks.installed.set(
+            { reached in
+                guard reached == .caughtUpWithPeerChanges, landed.withLock({ $0 }) == nil else { return }
+                gate.open()
+                let answered = DispatchSemaphore(value: 0)
+                Task {
+                    let result = await caller.result
+                    landed.withLock { $0 = result }
+                    answered.signal()
+                }
+                _ = answered.wait(timeout: .now() + .seconds(600))
+            },
+            for: store
+        )
+        defer { ClearTestHooks.installed.set(nil, for: store) }
+        cache["other"] = "set after the save"
+        await cache.flush()
+        #expect(try landed.withLock { $0 }?.get() == "fetched before the save")
+        await cache.flush()
+        let reopened = try builder(folder).maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == "saved", "another process's confirmed save was replaced by an older fill")
+        #expect(cache["k"] == "saved")
+        withExtendedLifetime(other) {}
+    }
 }
