@@ -40,8 +40,13 @@ public struct CacheEntry<Value: Sendable>: Sendable {
     /// The value.
     public var value: Value
     /// When the value expires; `nil` when it never does.
+    ///
+    /// For a local copy in a cache with coherence (``CacheCoherence``), the copy's own limit: the
+    /// value's expiry or its storing plus `maxLocalAge`, whichever comes first. The shared level
+    /// keeps the value's own expiry.
     public var expiresAt: Date?
-    /// Whether the entry was expired when it was read.
+    /// Whether the entry was expired when it was read (for a local copy with coherence, past that
+    /// limit).
     public var isExpired: Bool
     /// The level that holds it.
     public var level: StorageLevel
