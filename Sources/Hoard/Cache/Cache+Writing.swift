@@ -81,6 +81,9 @@ extension Cache {
         engine.beginClear()
         for peer in peers { peer.diskStoreWillClear() }
         clearMemory()
+        // Journaled with the disk's clear: the shared level's clear is queued below, and until it is
+        // made, other processes on the container must not fill what they read there.
+        if engine.shared != nil { disk?.noteSharedChangePending(of: nil) }
         clearDisk()
         ClearTestHooks.installed.run(.clearedDisk, for: self)
         engine.clearShared()

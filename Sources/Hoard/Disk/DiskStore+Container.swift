@@ -50,6 +50,7 @@ extension DiskStore {
                     log.add(.info, "Process \(interrupted) died in a section on \(directory.path): sweeping its files.")
                     sweepTemporaryFiles(log: &log)
                 }
+                if isCurrent { journalSharedMarks(log: &log) }
                 return try body(&log, isCurrent)
             }
         }
@@ -195,6 +196,7 @@ extension DiskStore {
             container.commit(&cursor, log: &log)
             return container.writeSnapshot(records, cursor: &cursor, log: &log)
         }
+        if isWritten { journalLiveSharedMarks(log: &log) }
         // The journal stays the record: the changes it holds are not in a snapshot yet.
         if !isWritten { withState { $0.changesSinceSave += 1 } }
     }
@@ -247,6 +249,10 @@ extension DiskStore.State {
                 // only now): landing it would put back a value the clear removed.
                 clearedByPeersThrough = generation
                 news.clear()
+            case .sharedPending(let key?, let until):
+                peerSharedMarks[key] = max(peerSharedMarks[key] ?? -.infinity, until)
+            case .sharedPending(nil, let until):
+                peerSharedClearUntil = max(peerSharedClearUntil, until)
             }
         }
     }

@@ -138,6 +138,17 @@ extension DiskStore {
         /// process's clear: a fill queued up to it read its key before that clear, or cannot tell,
         /// and must not land after it (see ``isOutdatedFill(_:)``).
         var clearedByPeersThrough: UInt64 = 0
+        /// The shared-level changes this store's caches queued, for the next section to journal
+        /// before the removals or the clear they go with (see ``DiskJournal/Record/sharedPending(key:until:)``).
+        var sharedMarksToJournal: [SharedChangeMark] = []
+        /// The keys whose change on the shared level another process said is pending, with its
+        /// deadline: reads do not ask the shared level for them until then.
+        var peerSharedMarks: [String: Double] = [:]
+        /// The deadline of a clear of the shared level another process said is pending.
+        var peerSharedClearUntil = -Double.infinity
+        /// The marks this store journaled whose deadline may not have passed: journaled again after
+        /// a snapshot, which drops the journal that held them.
+        var ownSharedMarks: [String?: Double] = [:]
 
         init(options: Options) {
             self.options = options
