@@ -177,7 +177,8 @@ struct CacheEngine<Value: Sendable>: Sendable {
                     value: value,
                     serialize: { [data] in try data ?? serializer.serialize(value) },
                     expiresAt: local.expiresAt,
-                    isFill: fill != nil
+                    isFill: fill != nil,
+                    isBoundForShared: toShared && shared != nil
                 )
             )
         }

@@ -12,6 +12,8 @@ extension DiskStore {
     /// made (each is bounded by the level's command timeout), short enough that a process killed with
     /// its change queued does not keep the others from the shared level for long.
     static let sharedChangeHorizon: TimeInterval = 30
+    /// The most marks journaled again one by one after a snapshot.
+    static let carriedMarkLimit = 64
 
     /// Notes that a cache on this store is about to queue a change of `key` (of every key when `nil`)
     /// on its shared level, whose removal from the container (or clear) it queues or makes next: the
@@ -34,6 +36,14 @@ extension DiskStore {
             state.peerSharedMarks[key] = nil
             return false
         }
+    }
+
+    /// A mark of a change of `key` on the shared level queued now, noted among this store's own (for
+    /// the next snapshot to carry); called inside a section, for the caller to journal.
+    func sharedMark(of key: String) -> DiskJournal.Record {
+        let until = Date().timeIntervalSince1970 + Self.sharedChangeHorizon
+        withState { $0.ownSharedMarks[key] = max($0.ownSharedMarks[key] ?? -.infinity, until) }
+        return .sharedPending(key: key, until: until)
     }
 
     /// Journals the marks noted since the last section; called inside a section, once caught up,
@@ -61,6 +71,15 @@ extension DiskStore {
             for (key, until) in state.peerSharedMarks { records.append(.sharedPending(key: key, until: until)) }
             if state.peerSharedClearUntil > now {
                 records.append(.sharedPending(key: nil, until: state.peerSharedClearUntil))
+            }
+            // Many marks (a burst of removals) are carried as one of every key, with the latest
+            // deadline: the next snapshot's journal stays short, and no read misses a mark.
+            if records.count > Self.carriedMarkLimit {
+                let until = records.reduce(-Double.infinity) { latest, record in
+                    guard case .sharedPending(_, let until) = record else { return latest }
+                    return max(latest, until)
+                }
+                records = [.sharedPending(key: nil, until: until)]
             }
             return records
         }

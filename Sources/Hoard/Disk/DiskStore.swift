@@ -41,6 +41,10 @@ struct PendingValue: Sendable {
     /// changed the key before it landed, it is not written, and the key's file is removed (see
     /// `DiskStore.State.isOutdatedFill(_:)`).
     @usableFromInline var isFill = false
+    /// Whether the value is on its way to the shared level too: when the disk refuses it, the file
+    /// of the older value goes with a mark that the shared level may still hold that value (see
+    /// ``DiskStore/noteSharedChangePending(of:)``).
+    @usableFromInline var isBoundForShared = false
 }
 
 /// A group entered while its owner lives and left once the owner is gone: the owner's `deinit` has
