@@ -145,9 +145,11 @@ struct SharedPendingMarkSeamTests {
     }
 }
 
-/// A set whose value the disk refuses (larger than the container's byte limit): its file of the
-/// older value goes and the removal is journaled, while its write of the new value to the shared
-/// level is still on its way. Another process that reads the key then must not fill the older value.
+/// A set whose value the disk refuses, read by another process before its shared write is made.
+///
+/// The value is larger than the container's byte limit: its file of the older value goes and the
+/// removal is journaled, while its write of the new value to the shared level is still on its way.
+/// Another process that reads the key then must not fill the older value.
 @Suite(.timeLimit(.minutes(10)))
 struct OtherProcessRefusedSetTests {
     init() { TestLog.install() }
