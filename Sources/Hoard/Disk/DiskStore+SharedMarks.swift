@@ -12,7 +12,8 @@ extension DiskStore {
     /// made (each is bounded by the level's command timeout), short enough that a process killed with
     /// its change queued does not keep the others from the shared level for long.
     static let sharedChangeHorizon: TimeInterval = 30
-    /// The most marks journaled again one by one after a snapshot.
+    /// The most marks journaled again one by one after a snapshot (fewer when their bytes would take
+    /// more than a quarter of the journal a byte limit allows).
     static let carriedMarkLimit = 64
 
     /// Notes that a cache on this store is about to queue a change of `key` (of every key when `nil`)
@@ -72,9 +73,16 @@ extension DiskStore {
             if state.peerSharedClearUntil > now {
                 records.append(.sharedPending(key: nil, until: state.peerSharedClearUntil))
             }
-            // Many marks (a burst of removals) are carried as one of every key, with the latest
-            // deadline: the next snapshot's journal stays short, and no read misses a mark.
-            if records.count > Self.carriedMarkLimit {
+            // Many marks (a burst of removals), or more bytes of them than a quarter of the journal
+            // the byte limit allows, are carried as one of every key, with the latest deadline: the
+            // new journal stays short (within the byte limit), and no read misses a mark.
+            var isTooLarge = records.count > Self.carriedMarkLimit
+            if !isTooLarge, let byteLimit = state.options.byteLimit, state.options.limitsOwnFiles {
+                isTooLarge =
+                    DiskJournal.encode([.begin] + records + [.commit]).count
+                    > State.journalAllowance(for: byteLimit) / 4
+            }
+            if isTooLarge, records.count > 1 {
                 let until = records.reduce(-Double.infinity) { latest, record in
                     guard case .sharedPending(_, let until) = record else { return latest }
                     return max(latest, until)

@@ -177,3 +177,30 @@ struct OtherProcessRefusedSetTests {
         withExtendedLifetime((setter, reader)) {}
     }
 }
+
+/// The marks count toward the byte budget like every journal record: removals by a cache with a
+/// shared level, and the marks a snapshot carries after it, still fit when `flush()` returns.
+@Suite(.timeLimit(.minutes(10)))
+struct SharedPendingMarkBudgetTests {
+    @Test(arguments: [16 << 10, 64 << 10])
+    func removalsWithMarksAfterAFullBudgetStillFitWhenFlushReturns(_ budget: Int) async throws {
+        let folder = TemporaryDirectory()
+        let shared = GatedInvalidatingLevel()
+        let cache = try folder.dataBuilder().sharedLevel(shared).maxRamCount(0).maxDiskCount(10_000)
+            .maxDiskBytes(budget).build()
+        for index in 0..<200 { cache["\(index)"] = Data(count: budget / 100 + index % 7) }
+        await cache.flush()
+        let long = String(repeating: "k", count: 200)
+        // As many as a snapshot may carry one by one, and more.
+        for index in 0..<(DiskStore.carriedMarkLimit - 4) { cache.removeValue(forKey: "\(long) \(index)") }
+        await cache.flush()
+        #expect(CacheContainerBytesTests.bytesOnDisk(folder.container()) <= budget)
+        for index in 0..<400 { cache.removeValue(forKey: "\(long) \(index)") }
+        await cache.flush()
+        #expect(CacheContainerBytesTests.bytesOnDisk(folder.container()) <= budget)
+        cache.removeValue(forKey: "199")
+        await cache.flush()
+        #expect(CacheContainerBytesTests.bytesOnDisk(folder.container()) <= budget)
+        #expect(cache["198"]?.count == budget / 100 + 198 % 7)
+    }
+}
