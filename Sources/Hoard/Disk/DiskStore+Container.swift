@@ -249,10 +249,21 @@ extension DiskStore.State {
                 // only now): landing it would put back a value the clear removed.
                 clearedByPeersThrough = generation
                 news.clear()
+            // A mark this store did not know of counts as a change of its key (every key): it goes
+            // with a removal (a clear), already counted, except when a snapshot carried it and this
+            // store opened the container only then. A read it made before it loaded the index may
+            // have found the value removed on the shared level: neither memory nor the disk keeps it.
+            // A mark it knew of (carried again) changes nothing.
             case .sharedPending(let key?, let until):
-                peerSharedMarks[key] = max(peerSharedMarks[key] ?? -.infinity, until)
+                guard until > peerSharedMarks[key] ?? -.infinity else { break }
+                peerSharedMarks[key] = until
+                noteChangedByPeer(DiskKey(key).digest)
+                news.append(key)
             case .sharedPending(nil, let until):
-                peerSharedClearUntil = max(peerSharedClearUntil, until)
+                guard until > peerSharedClearUntil else { break }
+                peerSharedClearUntil = until
+                clearedByPeersThrough = generation
+                news.clear()
             }
         }
     }
