@@ -128,6 +128,7 @@ extension DiskStore {
         var changes = caughtUp.takeChanges()
         withState { state in
             state.journal = cursor
+            state.newMarkNews = PeerNews()
             state.apply(&changes, news: &news)
         }
         if caughtUp.resolvedUncommitted { resolvedUncommitted = true }
@@ -259,11 +260,13 @@ extension DiskStore.State {
                 peerSharedMarks[key] = until
                 noteChangedByPeer(DiskKey(key).digest)
                 news.append(key)
+                newMarkNews.append(key)
             case .sharedPending(nil, let until):
                 guard until > peerSharedClearUntil else { break }
                 peerSharedClearUntil = until
                 clearedByPeersThrough = generation
                 news.clear()
+                newMarkNews.clear()
             }
         }
     }

@@ -149,6 +149,10 @@ extension DiskStore {
         /// The marks this store journaled whose deadline may not have passed: journaled again after
         /// a snapshot, which drops the journal that held them.
         var ownSharedMarks: [String?: Double] = [:]
+        /// The keys of the marks the last catch-up learned of (every key when cleared): the news the
+        /// opening's load, which tells no cache of what it read, delivers (see
+        /// `DiskStore.finishOpening()`).
+        var newMarkNews = PeerNews()
 
         init(options: Options) {
             self.options = options

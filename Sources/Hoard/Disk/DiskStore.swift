@@ -246,6 +246,13 @@ final class DiskStore: Sendable {
         }
         if startsWriter || accessesStartWriter { startWriter() }
         loaded.leave()
+        // The marks of shared changes on their way that the load learned of: a read this store's
+        // caches made before it may have found a value such a change removes, which they must not
+        // keep (the rest of what the load read is the container as it is, and needs no telling).
+        withState { state in
+            defer { state.newMarkNews = PeerNews() }
+            return state.newMarkNews
+        }.deliver(toEveryCacheOf: self)
     }
 
     /// Runs `body` on the state once the index has loaded (see ``finishOpening()``), waiting for it.
