@@ -90,6 +90,9 @@ extension Cache {
         retireReads(of: nil)
         ClearTestHooks.installed.run(.clearedShared, for: self)
         clearMemory()
+        // Journaled with the disk's clear: until the shared level's clear is made, other processes
+        // on the container must not fill what they read there.
+        if engine.shared != nil { disk?.noteSharedChangePending(of: nil) }
         clearDisk()
         ClearTestHooks.installed.run(.clearedDisk, for: self)
         // A read made between the two clears may have copied a disk value back into memory.

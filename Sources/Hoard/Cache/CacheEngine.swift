@@ -177,7 +177,8 @@ struct CacheEngine<Value: Sendable>: Sendable {
                     value: value,
                     serialize: { [data] in try data ?? serializer.serialize(value) },
                     expiresAt: local.expiresAt,
-                    isFill: fill != nil
+                    isFill: fill != nil,
+                    isBoundForShared: toShared && shared != nil
                 )
             )
         }
@@ -262,6 +263,9 @@ struct CacheEngine<Value: Sendable>: Sendable {
         var outcome = CacheOutcome<Value>(key: key)
         outcome.storeFailure = failure
         changeKey(key, ifUnchangedSince: fill) {
+            // The container hears of the shared removal as pending with the disk's (see
+            // `DiskStore.noteSharedChangePending(of:)`).
+            if fromShared, shared != nil { disk?.noteSharedChangePending(of: key) }
             if let disk { outcome.tell(disk.enqueueRemove(DiskKey(key), observer: origin)) }
             memory?.removeValue(forKey: key)
             if fromShared { shared?.enqueue(.remove, forKey: key) }
@@ -287,6 +291,11 @@ struct CacheEngine<Value: Sendable>: Sendable {
         outcome.isRemoval = true
         let diskKey = disk.map { _ in DiskKey(key) }
         stripes.change(key.hashValue) {
+            // Other processes on the container hear of the removal with a mark that the shared
+            // level's removal is still on its way: until it is made, a read of theirs finds the
+            // value removed there, which must not fill the container (see
+            // `DiskStore.noteSharedChangePending(of:)`).
+            if shared != nil { disk?.noteSharedChangePending(of: key) }
             if let diskKey, let disk { outcome.tell(disk.enqueueRemove(diskKey, observer: origin)) }
             memory?.removeValue(forKey: key)
             shared?.enqueue(.remove, forKey: key)

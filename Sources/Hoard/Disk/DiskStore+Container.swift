@@ -50,6 +50,7 @@ extension DiskStore {
                     log.add(.info, "Process \(interrupted) died in a section on \(directory.path): sweeping its files.")
                     sweepTemporaryFiles(log: &log)
                 }
+                if isCurrent { journalSharedMarks(log: &log) }
                 return try body(&log, isCurrent)
             }
         }
@@ -155,6 +156,7 @@ extension DiskStore {
         var changes = caughtUp.takeChanges()
         withState { state in
             state.journal = cursor
+            state.newMarkNews = PeerNews()
             state.apply(&changes, news: &news)
         }
         if caughtUp.resolvedUncommitted { resolvedUncommitted = true }
@@ -223,6 +225,7 @@ extension DiskStore {
             container.commit(&cursor, log: &log)
             return container.writeSnapshot(records, cursor: &cursor, log: &log)
         }
+        if isWritten { journalLiveSharedMarks(log: &log) }
         // The journal stays the record: the changes it holds are not in a snapshot yet.
         if !isWritten { withState { $0.changesSinceSave += 1 } }
     }
@@ -276,6 +279,23 @@ extension DiskStore.State {
                 // until every cache has heard of it (see `peerClearsUntold`).
                 clearedByPeersThrough = generation
                 if news.clearByPeer() { peerClearsUntold += 1 }
+            // A mark this store did not know of counts as a change of its key (every key): it goes
+            // with a removal (a clear), already counted, except when a snapshot carried it and this
+            // store opened the container only then. A read it made before it loaded the index may
+            // have found the value removed on the shared level: neither memory nor the disk keeps it.
+            // A mark it knew of (carried again) changes nothing.
+            case .sharedPending(let key?, let until):
+                guard until > peerSharedMarks[key] ?? -.infinity else { break }
+                peerSharedMarks[key] = until
+                noteChangedByPeer(DiskKey(key).digest, news: &news)
+                news.append(key)
+                newMarkNews.append(key)
+            case .sharedPending(nil, let until):
+                guard until > peerSharedClearUntil else { break }
+                peerSharedClearUntil = until
+                clearedByPeersThrough = generation
+                if news.clearByPeer() { peerClearsUntold += 1 }
+                newMarkNews.clear()
             }
         }
     }

@@ -149,6 +149,21 @@ extension DiskStore {
         /// with and has not told all its caches of yet: no fill of the key lands meanwhile, as for
         /// ``peerClearsUntold``.
         var peerChangesUntold: [SHA256Digest: Int] = [:]
+        /// The shared-level changes this store's caches queued, for the next section to journal
+        /// before the removals or the clear they go with (see ``DiskJournal/Record/sharedPending(key:until:)``).
+        var sharedMarksToJournal: [SharedChangeMark] = []
+        /// The keys whose change on the shared level another process said is pending, with its
+        /// deadline: reads do not ask the shared level for them until then.
+        var peerSharedMarks: [String: Double] = [:]
+        /// The deadline of a clear of the shared level another process said is pending.
+        var peerSharedClearUntil = -Double.infinity
+        /// The marks this store journaled whose deadline may not have passed: journaled again after
+        /// a snapshot, which drops the journal that held them.
+        var ownSharedMarks: [String?: Double] = [:]
+        /// The keys of the marks the last catch-up learned of (every key when cleared): the news the
+        /// opening's load, which tells no cache of what it read, delivers (see
+        /// `DiskStore.finishOpening()`).
+        var newMarkNews = PeerNews()
 
         init(options: Options) {
             self.options = options

@@ -330,7 +330,13 @@ extension DiskStore {
         // Journaled first, unconditionally (another process may count the key even if this one has
         // not heard of it): a kill before the unlink leaves an uncommitted section, checked by the
         // next reader against the files.
-        journal([.remove(digest: pending.key.digest, key: pending.key.string)], log: &log)
+        var records: [DiskJournal.Record] = [.remove(digest: pending.key.digest, key: pending.key.string)]
+        // A value refused here that goes to the shared level: until its write there is made, the
+        // level holds the value this removal makes stale, which other processes must not fill.
+        if case .write(let value) = pending.operation, value.isBoundForShared {
+            records.insert(sharedMark(of: pending.key.string), at: 0)
+        }
+        journal(records, log: &log)
         removeFile(pending.key.fileName, log: &log)
         withState { $0.didRemoveFile(of: pending) }
     }

@@ -41,6 +41,10 @@ struct PendingValue: Sendable {
     /// changed the key before it landed, it is not written, and the key's file is removed (see
     /// `DiskStore.State.isOutdatedFill(_:)`).
     @usableFromInline var isFill = false
+    /// Whether the value is on its way to the shared level too: when the disk refuses it, the file
+    /// of the older value goes with a mark that the shared level may still hold that value (see
+    /// ``DiskStore/noteSharedChangePending(of:)``).
+    @usableFromInline var isBoundForShared = false
 }
 
 /// A group entered while its owner lives and left once the owner is gone: the owner's `deinit` has
@@ -242,6 +246,13 @@ final class DiskStore: Sendable {
         }
         if startsWriter || accessesStartWriter { startWriter() }
         loaded.leave()
+        // The marks of shared changes on their way that the load learned of: a read this store's
+        // caches made before it may have found a value such a change removes, which they must not
+        // keep (the rest of what the load read is the container as it is, and needs no telling).
+        withState { state in
+            defer { state.newMarkNews = PeerNews() }
+            return state.newMarkNews
+        }.deliver(toEveryCacheOf: self)
     }
 
     /// Runs `body` on the state once the index has loaded (see ``finishOpening()``), waiting for it.

@@ -64,6 +64,11 @@ extension CacheEngine {
     /// served).
     func readShared(_ key: String) async -> SharedRead {
         guard let shared else { return .miss }
+        // Another process removed the key (or cleared) on the container, and its change of the
+        // shared level may not have been made yet: what the level holds may be the value removed,
+        // which would outlive the removal on the container once filled there. A miss: the fetcher's
+        // value, read after the removal, is the key's latest.
+        if let disk, disk.isSharedChangePending(of: key) { return .miss }
         let bytes: Data
         switch await shared.read(key) {
         case .failure(let error): return .failed(error)

@@ -14,6 +14,8 @@ import Testing
         .remove(digest: DiskKey("caf\u{E9}").digest, key: "caf\u{E9}"),
         .commit,
         .begin, .clear, .commit,
+        .begin, .sharedPending(key: "caf\u{E9}", until: 1_800_000_000.25), .sharedPending(key: "", until: 0),
+        .sharedPending(key: nil, until: 1_800_000_030), .commit,
     ]
 
     @Test func recordsRoundTripAndEveryCutOrFlipIsCaught() {

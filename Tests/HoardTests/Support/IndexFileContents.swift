@@ -16,7 +16,7 @@ extension DiskIndexFile {
                 case .put(let digest, _, _, _): digests.insert(digest)
                 case .remove(let digest, _): digests.remove(digest)
                 case .clear: digests.removeAll()
-                case .begin, .commit: break
+                case .begin, .commit, .sharedPending: break
                 }
             }
             return digests.count

@@ -11,7 +11,15 @@ import Foundation
 ///     3 (clear)
 ///     4 (begin):  nothing; the records up to the next commit are one section's
 ///     5 (commit): nothing; the section's file changes are all done
+///     6 (shared pending): deadline f64, then key length u32 | key, or nothing for every key (a clear)
 /// ```
+/// A `shared pending` record says that the process that journaled it has queued a change of the key
+/// (a removal; every key for a clear) on the shared level that may not have been made before the
+/// deadline (seconds since 1970): until then, another process does not read the key from the shared
+/// level, which may still hold the value the change replaces (a fill of it would outlive the change on
+/// the container). It comes before the removal (or clear) it goes with, in the same section; a
+/// process that writes a snapshot journals the deadlines not passed yet again after it. A journal
+/// written before this record existed has none, and reads as before.
 /// All numbers are little-endian. Records are appended, each with one `write(2)`, by whoever holds
 /// the container's section lock (see ``ContainerLock``), so one section's records are never
 /// interleaved with another's: a section begins with `begin`, journals each change before it makes
@@ -41,6 +49,9 @@ enum DiskJournal {
         case begin
         /// The section's file changes are done.
         case commit
+        /// A change of `key` (of every key when `nil`) on the shared level is queued by the process
+        /// that journaled it, and may not be made until `until` (seconds since 1970).
+        case sharedPending(key: String?, until: Double)
     }
 
     /// How a journal read ended.
@@ -58,6 +69,7 @@ enum DiskJournal {
     private static let clearKind: UInt8 = 3
     private static let beginKind: UInt8 = 4
     private static let commitKind: UInt8 = 5
+    private static let sharedPendingKind: UInt8 = 6
     /// The largest body a record may claim; a longer one is damage, not a huge allocation.
     static let maximumBodySize = 1 << 26
 
@@ -93,6 +105,13 @@ enum DiskJournal {
             bytes.append(beginKind)
         case .commit:
             bytes.append(commitKind)
+        case .sharedPending(let key, let until):
+            bytes.append(sharedPendingKind)
+            bytes.appendLittleEndian(until.bitPattern)
+            if let key {
+                bytes.appendLittleEndian(UInt32(truncatingIfNeeded: key.utf8.count))
+                bytes.append(contentsOf: key.utf8)
+            }
         }
         let length = UInt32(truncatingIfNeeded: bytes.count - start - 4)
         withUnsafeBytes(of: length.littleEndian) { bytes.replaceSubrange(start..<start + 4, with: $0) }
@@ -148,6 +167,7 @@ enum DiskJournal {
                 case putKind: length >= 53
                 case removeKind: length == 33 || length >= 37
                 case clearKind, beginKind, commitKind: length == 1
+                case sharedPendingKind: length == 9 || length >= 13
                 default: false
                 }
             guard plausible else { continue }
@@ -192,6 +212,17 @@ enum DiskJournal {
             return body.count == 1 ? .begin : nil
         case commitKind:
             return body.count == 1 ? .commit : nil
+        case sharedPendingKind:
+            guard body.count >= 9 else { return nil }
+            let until = Double(bitPattern: body.loadLittleEndian(at: 1))
+            guard !until.isNaN else { return nil }
+            if body.count == 9 { return .sharedPending(key: nil, until: until) }
+            guard body.count >= 13,
+                let keyLength = Int(exactly: body.loadLittleEndian(at: 9) as UInt32), keyLength == body.count - 13
+            else { return nil }
+            let key = String(decoding: body[13...], as: UTF8.self)
+            guard key.utf8.elementsEqual(body[13...]) else { return nil }
+            return .sharedPending(key: key, until: until)
         default:
             return nil
         }

@@ -217,6 +217,9 @@ extension SharedContainer {
         var expiries: [SHA256Digest: Expiry?] = [:]
         var names: [SHA256Digest: String] = [:]
         var order: [SHA256Digest] = []
+        // A killed process's marks still hold until their deadline: its queued shared changes may
+        // still be made by a connection that outlives it, or not; the deadline bounds the wait.
+        var changes: [Change] = []
         for record in section.records {
             switch record {
             case .put(let digest, _, let expiresAt, let key):
@@ -231,11 +234,12 @@ extension SharedContainer {
                 if let key { names[digest] = key }
             case .clear:
                 return nil
+            case .sharedPending(let key, let until):
+                changes.append(.sharedPending(key: key, until: until))
             case .begin, .commit:
                 break
             }
         }
-        var changes: [Change] = []
         for digest in order {
             // The expiry of a put the section journaled, whose rename may not have happened.
             let journaled = expiries[digest] ?? nil

@@ -11,6 +11,9 @@ extension SharedContainer {
         case remove(SHA256Digest, key: String?)
         /// Every entry file is gone.
         case clear
+        /// Another process queued a change of the key (of every key when `nil`) on the shared level,
+        /// which may not be made until the deadline (seconds since 1970).
+        case sharedPending(key: String?, until: Double)
 
         /// The change a journal record describes; `nil` for the records that only mark sections.
         init?(_ record: DiskJournal.Record) {
@@ -21,6 +24,8 @@ extension SharedContainer {
                 self = .remove(digest, key: key)
             case .clear:
                 self = .clear
+            case .sharedPending(let key, let until):
+                self = .sharedPending(key: key, until: until)
             case .begin, .commit:
                 return nil
             }
@@ -80,6 +85,8 @@ extension SharedContainer {
             case .clear:
                 isCleared = true
                 expiries = [:]
+            case .sharedPending:
+                break
             }
         }
 
