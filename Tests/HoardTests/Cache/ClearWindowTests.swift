@@ -215,21 +215,10 @@ struct ClearWindowTests {
         )
         let caller = Task { try await cache.getOrFetch(forKey: "k") }
         #expect(await waitUntil { started.value == 1 })
-        let landed = Protected<Result<String, any Error>?>(nil)
-        ClearTestHooks.installed.set(
-            { reached in
-                guard reached == .clearedDisk else { return }
-                gate.open()
-                let answered = DispatchSemaphore(value: 0)
-                Task {
-                    let result = await caller.result
-                    landed.withLock { $0 = result }
-                    answered.signal()
-                }
-                _ = answered.wait(timeout: .now() + .seconds(600))
-            },
-            for: level
-        )
+        let landed = holdOnce(level, at: .clearedDisk) {
+            gate.open()
+            return await caller.result
+        }
         defer { ClearTestHooks.installed.set(nil, for: level) }
         await onPlainThread { level.clearOnThisThread() }
         #expect(try landed.withLock { $0 }?.get() == "fetched before the clear")

@@ -96,21 +96,10 @@ struct OtherProcessClearTests {
         other.removeAll()
         await other.flush()
         let store = try #require(cache.engine.disk)
-        let landed = Protected<Result<String, any Error>?>(nil)
-        ClearTestHooks.installed.set(
-            { reached in
-                guard reached == .caughtUpWithPeerClear else { return }
-                gate.open()
-                let answered = DispatchSemaphore(value: 0)
-                Task {
-                    let result = await caller.result
-                    landed.withLock { $0 = result }
-                    answered.signal()
-                }
-                _ = answered.wait(timeout: .now() + .seconds(600))
-            },
-            for: store
-        )
+        let landed = holdOnce(store, at: .caughtUpWithPeerClear) {
+            gate.open()
+            return await caller.result
+        }
         defer { ClearTestHooks.installed.set(nil, for: store) }
         // The writer catches up with the clear in the section that lands this write.
         cache["other"] = "set after the clear"
@@ -142,23 +131,13 @@ struct OtherProcessClearTests {
         other.removeAll()
         await other.flush()
         let store = try #require(cache.engine.disk)
-        let landed = Protected<Result<String, any Error>?>(nil)
-        ClearTestHooks.installed.set(
-            { reached in
-                guard reached == .caughtUpWithPeerClear else { return }
-                gate.open()
-                let flushed = DispatchSemaphore(value: 0)
-                Task {
-                    let result = await caller.result
-                    landed.withLock { $0 = result }
-                    // The writer lands what it may while the caches have not heard of the clear.
-                    await cache.flush()
-                    flushed.signal()
-                }
-                _ = flushed.wait(timeout: .now() + .seconds(600))
-            },
-            for: store
-        )
+        let landed = holdOnce(store, at: .caughtUpWithPeerClear) {
+            gate.open()
+            let result = await caller.result
+            // The writer lands what it may while the caches have not heard of the clear.
+            await cache.flush()
+            return result
+        }
         defer { ClearTestHooks.installed.set(nil, for: store) }
         await onPlainThread { cache.removeExpired() }
         #expect(try landed.withLock { $0 }?.get() == "fetched before the clear")

@@ -81,22 +81,12 @@ struct OtherProcessSaveFillTests {
         let other = try builder(folder).build(sharingStore: false)
         try await other.save("saved", forKey: "k")
         let store = try #require(cache.engine.disk)
-        let landed = Protected<Result<String, any Error>?>(nil)
-        ClearTestHooks.installed.set(
-            { reached in
-                guard reached == .caughtUpWithPeerChanges, landed.withLock({ $0 }) == nil else { return }
-                gate.open()
-                let flushed = DispatchSemaphore(value: 0)
-                Task {
-                    let result = await caller.result
-                    landed.withLock { $0 = result }
-                    await cache.flush()
-                    flushed.signal()
-                }
-                _ = flushed.wait(timeout: .now() + .seconds(600))
-            },
-            for: store
-        )
+        let landed = holdOnce(store, at: .caughtUpWithPeerChanges) {
+            gate.open()
+            let result = await caller.result
+            await cache.flush()
+            return result
+        }
         defer { ClearTestHooks.installed.set(nil, for: store) }
         await onPlainThread { cache.removeExpired() }
         #expect(try landed.withLock { $0 }?.get() == "fetched before the save")
@@ -123,21 +113,10 @@ struct OtherProcessSaveFillTests {
         let other = try builder(folder).build(sharingStore: false)
         try await other.save("saved", forKey: "k")
         let store = try #require(cache.engine.disk)
-        let landed = Protected<Result<String, any Error>?>(nil)
-        ClearTestHooks.installed.set(
-            { reached in
-                guard reached == .caughtUpWithPeerChanges, landed.withLock({ $0 }) == nil else { return }
-                gate.open()
-                let answered = DispatchSemaphore(value: 0)
-                Task {
-                    let result = await caller.result
-                    landed.withLock { $0 = result }
-                    answered.signal()
-                }
-                _ = answered.wait(timeout: .now() + .seconds(600))
-            },
-            for: store
-        )
+        let landed = holdOnce(store, at: .caughtUpWithPeerChanges) {
+            gate.open()
+            return await caller.result
+        }
         defer { ClearTestHooks.installed.set(nil, for: store) }
         cache["other"] = "set after the save"
         await cache.flush()
