@@ -22,14 +22,14 @@ extension DiskStore {
     ///   be listed.
     /// - Complexity: O(n) in the snapshot and journal, plus one listing that copies only temporary
     ///   files' names; with no intact index, one listing and one read per entry file.
+    /// - Parameter news: What other processes changed, as the load learned of it: the caller tells
+    ///   the store (``didTell(_:)``) once the caches heard of the marks it learned of (see
+    ///   ``finishOpening()``); until then, no fill of those keys lands.
     /// - Returns: Whether the writer must be started (to save the index), once the locks are
     ///   released: the reads made before the load, applied to the order before it evicts, called for it.
     @discardableResult
-    func openIndex(log: inout DeferredLog) throws -> Bool {
-        var news = PeerNews()
-        // No cache is registered yet: none has a fill to keep off the disk.
-        defer { didTell(news) }
-        return try withContainer(log: &log, news: &news) { log, isCurrent in
+    func openIndex(log: inout DeferredLog, news: inout PeerNews) throws -> Bool {
+        try withContainer(log: &log, news: &news) { log, isCurrent in
             guard isCurrent else { throw notCurrentError("Cannot open the container \(directory.path).") }
             sweepTemporaryFiles(log: &log)
             var victims: [DiskEntryIndex.Victim] = []

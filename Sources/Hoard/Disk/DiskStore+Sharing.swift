@@ -270,6 +270,9 @@ final class OpeningTestHooks: Sendable {
         case waitingForAnotherOpening
         /// On the writer, before the index loads in the background (after the opening returned).
         case loadingInBackground
+        /// On the writer, once the index loaded in the background, before the caches hear of the
+        /// marks of other processes' shared changes it learned of.
+        case loadedBeforeTelling
     }
 
     private let hooks = Locked<[String: @Sendable (Event) -> Void]>([:])

@@ -210,7 +210,10 @@ final class DiskStore: Sendable {
         // the limits, or a short index: load now, so that build() returns with the container
         // settled, as a caller that lists its files right after expects.
         if container.writerInSection != nil {
-            try openIndex(log: &log)
+            // No cache is registered yet: none has a fill to keep off the disk.
+            var news = PeerNews()
+            defer { didTell(news) }
+            try openIndex(log: &log, news: &news)
             withState { $0.isLoaded = true }
             return
         }
@@ -233,8 +236,9 @@ final class DiskStore: Sendable {
         Self.testHooks.run(.loadingInBackground, at: directory.path)
         var messages = DeferredLog()
         var accessesStartWriter = false
+        var news = PeerNews()
         do {
-            accessesStartWriter = try openIndex(log: &messages)
+            accessesStartWriter = try openIndex(log: &messages, news: &news)
         } catch {
             messages.add(.error, "Cannot load the index of \(directory.path): \(error)")
         }
@@ -246,6 +250,7 @@ final class DiskStore: Sendable {
         }
         if startsWriter || accessesStartWriter { startWriter() }
         loaded.leave()
+        Self.testHooks.run(.loadedBeforeTelling, at: directory.path)
         // The marks of shared changes on their way that the load learned of: a read this store's
         // caches made before it may have found a value such a change removes, which they must not
         // keep (the rest of what the load read is the container as it is, and needs no telling).
@@ -253,6 +258,10 @@ final class DiskStore: Sendable {
             defer { state.newMarkNews = PeerNews() }
             return state.newMarkNews
         }.deliver(toEveryCacheOf: self)
+        // Only now: a fill such a read stored before its cache heard of the mark is queued by now,
+        // and must not land (told earlier, the fill queued after would have been taken for one
+        // that read the key after the change).
+        didTell(news)
     }
 
     /// Runs `body` on the state once the index has loaded (see ``finishOpening()``), waiting for it.

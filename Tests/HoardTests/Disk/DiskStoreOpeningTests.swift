@@ -134,7 +134,7 @@ struct DiskStoreOpeningTests {
                     rebuilds.increment()
                     rebuilding.signal()
                     gate.wait()
-                case .waitingForAnotherOpening, .loadingInBackground:
+                case .waitingForAnotherOpening, .loadingInBackground, .loadedBeforeTelling:
                     break
                 }
             },

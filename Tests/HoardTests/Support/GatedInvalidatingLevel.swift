@@ -3,13 +3,23 @@ import HoardTestSupport
 
 @testable import Hoard
 
-/// A ``FakeInvalidatingLevel`` whose next removal or clear can be held at a gate before it is
-/// made; a held removal can fail once its gate opens.
+/// A ``FakeInvalidatingLevel`` whose next removal, clear or read can be held at a gate before it
+/// is made; a held removal can fail once its gate opens.
 final class GatedInvalidatingLevel: InvalidatingCacheLevel, ExpiringCacheLevel, Sendable {
     let base = FakeInvalidatingLevel()
     private let state = Protected(
-        (removal: Gate?.none, failsRemoval: false, clear: Gate?.none, held: 0)
+        (removal: Gate?.none, failsRemoval: false, clear: Gate?.none, held: 0, read: Gate?.none, heldReads: 0)
     )
+
+    /// Holds the next read until the returned gate opens; it then reads what the level holds then.
+    func holdNextRead() -> Gate {
+        let gate = Gate()
+        state.withLock { $0.read = gate }
+        return gate
+    }
+
+    /// How many reads reached a gate.
+    var heldReads: Int { state.withLock { $0.heldReads } }
 
     func holdNextRemoval(failing: Bool = false) -> Gate {
         let gate = Gate()
@@ -34,7 +44,15 @@ final class GatedInvalidatingLevel: InvalidatingCacheLevel, ExpiringCacheLevel, 
         try base.subscribeToInvalidations(handler)
     }
 
-    func get(_ key: String) async throws -> Data { try await base.get(key) }
+    func get(_ key: String) async throws -> Data {
+        let gate = state.withLock { state -> Gate? in
+            defer { state.read = nil }
+            if state.read != nil { state.heldReads += 1 }
+            return state.read
+        }
+        try await gate?.wait()
+        return try await base.get(key)
+    }
     func set(_ value: Data, forKey key: String) async throws { try await base.set(value, forKey: key) }
 
     func set(_ value: Data, forKey key: String, expiresAt: Date?) async throws {

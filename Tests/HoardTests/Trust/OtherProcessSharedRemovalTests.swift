@@ -212,3 +212,70 @@ struct SharedPendingMarkBudgetTests {
         #expect(cache["198"]?.count == budget / 100 + 198 % 7)
     }
 }
+
+/// A cache opened on the container while another process's removal is on its way to the shared
+/// level reads the key before its index has loaded: it cannot know of the mark yet, and finds the
+/// removed value on the shared level. Its fill, stored after the load learned of the mark but
+/// before the caches heard of it, must not land on the container.
+@Suite(.timeLimit(.minutes(10)))
+struct SharedPendingMarkOpeningTests {
+    init() { TestLog.install() }
+
+    @Test func aFillStoredWhileTheLoadTellsOfAMarkDoesNotLand() async throws {
+        let folder = TemporaryDirectory()
+        let shared = GatedInvalidatingLevel()
+        let remover = try folder.stringBuilder().sharedLevel(shared).build()
+        try await remover.save("old", forKey: "k")
+        await remover.flush()
+        let removal = shared.holdNextRemoval()
+        remover.removeValue(forKey: "k")
+        #expect(await waitUntil { shared.heldChanges == 1 })
+        await remover.disk?.flush()
+        #expect(folder.entryFiles().isEmpty)
+
+        // The reader's load is held until its read waits on the shared level; once the load has
+        // learned of the mark, the read answers and its fill is stored before the caches are told.
+        let path = try Directory.create(at: folder.container())
+        let loadGate = ThreadGate()
+        let loadStarted = DispatchSemaphore(value: 0)
+        let read = shared.holdNextRead()
+        let answered = DispatchSemaphore(value: 0)
+        DiskStore.testHooks.set(
+            { event in
+                switch event {
+                case .loadingInBackground:
+                    loadStarted.signal()
+                    loadGate.wait()
+                case .loadedBeforeTelling:
+                    read.open()
+                    _ = answered.wait(timeout: .now() + .seconds(600))
+                default: break
+                }
+            },
+            at: path
+        )
+        defer {
+            loadGate.open()
+            DiskStore.testHooks.set(nil, at: path)
+        }
+        let reader = try folder.stringBuilder().sharedLevel(shared).fetcher { _ in "fetched" }
+            .build(sharingStore: false)
+        #expect(await signalled(loadStarted, within: 600))
+        let caller = Task {
+            defer { answered.signal() }
+            return try await reader.getOrFetch(forKey: "k")
+        }
+        #expect(await waitUntil { shared.heldReads == 1 })
+        loadGate.open()
+        // Read before the reader knew of the removal: it may return the old value, not keep it.
+        #expect(try await caller.value == "old")
+        await reader.flush()
+        removal.open()
+        await remover.flush()
+        #expect(shared.base.store.values["k"] == nil)
+        #expect(folder.entryFiles().isEmpty, "the removed value is on the container")
+        let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
+        #expect(reopened["k"] == nil, "a fresh cache reads the removed value from the container")
+        #expect(try await reader.getOrFetch(forKey: "k") == "fetched", "the reader keeps the removed value")
+    }
+}
