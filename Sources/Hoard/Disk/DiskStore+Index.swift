@@ -22,9 +22,11 @@ extension DiskStore {
     ///   be listed.
     /// - Complexity: O(n) in the snapshot and journal, plus one listing that copies only temporary
     ///   files' names; with no intact index, one listing and one read per entry file.
-    /// - Parameter news: What other processes changed, as the load learned of it: the caller tells
-    ///   the store (``didTell(_:)``) once the caches heard of the marks it learned of (see
-    ///   ``finishOpening()``); until then, no fill of those keys lands.
+    /// - Parameters:
+    ///   - log: Where to log.
+    ///   - news: What other processes changed, as the load learned of it: the caller tells the
+    ///     store (``didTell(_:)``) once the caches heard of the marks it learned of (see
+    ///     ``finishOpening()``); until then, no fill of those keys lands.
     /// - Returns: Whether the writer must be started (to save the index), once the locks are
     ///   released: the reads made before the load, applied to the order before it evicts, called for it.
     @discardableResult

@@ -213,9 +213,9 @@ struct SharedPendingMarkBudgetTests {
     }
 }
 
-/// A cache opened on the container while another process's removal is on its way to the shared
-/// level reads the key before its index has loaded: it cannot know of the mark yet, and finds the
-/// removed value on the shared level. Its fill, stored after the load learned of the mark but
+/// A cache opened while another process's removal is on its way reads the key before its load.
+///
+/// It cannot know of the mark yet, and finds the removed value on the shared level. Its fill, stored after the load learned of the mark but
 /// before the caches heard of it, must not land on the container.
 @Suite(.timeLimit(.minutes(10)))
 struct SharedPendingMarkOpeningTests {
