@@ -26,7 +26,7 @@ extension DiskStore {
     ///   - log: Where to log.
     ///   - news: What other processes changed, as the load learned of it: the caller tells the
     ///     store (``didTell(_:)``) once the caches heard of the marks it learned of (see
-    ///     ``finishOpening()``); until then, no fill of those keys lands.
+    ///     `finishOpening()`); until then, no fill of those keys lands.
     /// - Returns: Whether the writer must be started (to save the index), once the locks are
     ///   released: the reads made before the load, applied to the order before it evicts, called for it.
     @discardableResult
