@@ -283,7 +283,10 @@ extension DiskStore.State {
             // with a removal (a clear), already counted, except when a snapshot carried it and this
             // store opened the container only then. A read it made before it loaded the index may
             // have found the value removed on the shared level: neither memory nor the disk keeps it.
-            // A mark it knew of (carried again) changes nothing.
+            // A mark it knew of (carried again) changes nothing, nor does one of its own that another
+            // process carried after its snapshot: its caches wait for their own changes (0037).
+            case .sharedPending(let key, let until) where ownSharedMarks[key] == until:
+                break
             case .sharedPending(let key?, let until):
                 guard until > peerSharedMarks[key] ?? -.infinity else { break }
                 peerSharedMarks[key] = until

@@ -87,7 +87,9 @@ extension DiskStore {
                     guard case .sharedPending(_, let until) = record else { return latest }
                     return max(latest, until)
                 }
-                records = [.sharedPending(key: nil, until: until)]
+                // One step later than the latest: the folded mark holds other processes' marks, and
+                // must not read as the mark of the process that journaled the latest (which ignores its own).
+                records = [.sharedPending(key: nil, until: until.nextUp)]
             }
             return records
         }
