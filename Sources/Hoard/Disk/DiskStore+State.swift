@@ -150,8 +150,9 @@ extension DiskStore {
         /// ``peerClearsUntold``.
         var peerChangesUntold: [SHA256Digest: Int] = [:]
         /// The shared-level changes this store's caches queued, for the next section to journal
-        /// before the removals or the clear they go with (see ``DiskJournal/Record/sharedPending(key:until:)``).
-        var sharedMarksToJournal: [SharedChangeMark] = []
+        /// before the removals or the clear they go with (see ``DiskJournal/Record/sharedPending(key:until:)``):
+        /// the latest deadline of each key (`nil`: every key), one mark however often it changed.
+        var sharedMarksToJournal: [String?: Double] = [:]
         /// The keys whose change on the shared level another process said is pending, with its
         /// deadline: reads do not ask the shared level for them until then.
         var peerSharedMarks: [String: Double] = [:]

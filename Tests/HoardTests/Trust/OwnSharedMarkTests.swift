@@ -50,4 +50,35 @@ struct OwnSharedMarkTests {
         #expect(read == "fresh", "\(change): the remover took its own carried mark for another process's")
         withExtendedLifetime((elsewhere, other, elsewhereFolder)) {}
     }
+
+    /// A key removed again and again while the writer is busy: one removal is pending, and one mark
+    /// of it waits for the section, not one per call (which the section would journal each).
+    @Test func repeatedRemovalsOfAKeyWaitAsOneMark() async throws {
+        let folder = TemporaryDirectory()
+        let gate = DispatchSemaphore(value: 0)
+        // A cache on the same store holds the writer: it serializes "block" there.
+        let serializer = HoldingSerializer(gate: gate)
+        let blocker = try folder.stringBuilder().serializer(serializer).build()
+        let remover = try folder.stringBuilder().serializer(serializer).sharedLevel(GatedInvalidatingLevel()).build()
+        await remover.flush()
+        blocker["blocker"] = "block"
+        for _ in 0..<1000 { remover.removeValue(forKey: "k") }
+        let waiting = try #require(remover.disk).withState { $0.sharedMarksToJournal.count }
+        gate.signal()
+        await remover.flush()
+        #expect(waiting <= 1, "\(waiting) marks wait to be journaled for one key")
+        withExtendedLifetime(blocker) {}
+    }
+}
+
+/// A string serializer that waits for a gate before encoding "block": holds the writer.
+private struct HoldingSerializer: CacheSerializer {
+    let gate: DispatchSemaphore
+
+    func serialize(_ value: String) throws -> Data {
+        if value == "block" { gate.wait() }
+        return Data(value.utf8)
+    }
+
+    func deserialize(_ data: Data) throws -> String { String(decoding: data, as: UTF8.self) }
 }
