@@ -91,3 +91,17 @@ extension DiskStore {
         withJournalCursor { container.commit(&$0, log: &log) }
     }
 }
+
+extension DiskStore.State {
+    /// Drops the marks whose deadline has passed, once there are twice as many as were left the last
+    /// time (at least 64).
+    ///
+    /// A process that writes no snapshot (which drops them too) would otherwise keep every key
+    /// removed on the container for ever. Amortized O(1) per mark.
+    mutating func dropPassedSharedMarks(now: Double) {
+        guard peerSharedMarks.count + ownSharedMarks.count >= sharedMarksDroppedAt else { return }
+        peerSharedMarks = peerSharedMarks.filter { $0.value > now }
+        ownSharedMarks = ownSharedMarks.filter { $0.value > now }
+        sharedMarksDroppedAt = max(DiskStore.carriedMarkLimit, 2 * (peerSharedMarks.count + ownSharedMarks.count))
+    }
+}

@@ -161,6 +161,9 @@ extension DiskStore {
         /// The marks this store journaled whose deadline may not have passed: journaled again after
         /// a snapshot, which drops the journal that held them.
         var ownSharedMarks: [String?: Double] = [:]
+        /// How many marks (``peerSharedMarks`` and ``ownSharedMarks``) the next catch-up drops the
+        /// passed ones at.
+        var sharedMarksDroppedAt = DiskStore.carriedMarkLimit
         /// The keys of the marks the last catch-up learned of (every key when cleared): the news the
         /// opening's load, which tells no cache of what it read, delivers (see
         /// `DiskStore.finishOpening()`).

@@ -69,6 +69,51 @@ struct OwnSharedMarkTests {
         #expect(waiting <= 1, "\(waiting) marks wait to be journaled for one key")
         withExtendedLifetime(blocker) {}
     }
+
+    /// Marks past their deadline, read from the journal (a process that catches up long after them,
+    /// or opens the container then), hold nothing and are not kept: a process that writes no snapshot
+    /// of its own would keep them for ever.
+    @Test func marksPastTheirDeadlineAreNotKept() async throws {
+        let folder = TemporaryDirectory()
+        let writer = try folder.stringBuilder().build()
+        writer["a"] = "a"
+        await writer.flush()
+        let until = Date().timeIntervalSince1970 - 1
+        let marks = (0..<100).map { DiskJournal.Record.sharedPending(key: "key \($0)", until: until) }
+        let path = folder.container().appendingPathComponent(ContainerFile.index).path
+        try RawFiles.write(try RawFiles.read(path) + DiskJournal.encode([.begin] + marks + [.commit]), to: path)
+        let reader = try folder.stringBuilder().sharedLevel(GatedInvalidatingLevel()).build(sharingStore: false)
+        await reader.flush()
+        let kept = try #require(reader.disk).withState { $0.peerSharedMarks.count }
+        #expect(kept == 0, "\(kept) marks past their deadline kept")
+        withExtendedLifetime(writer) {}
+    }
+
+    /// Live marks of many keys, learned by a process that writes no snapshot: once their deadline has
+    /// passed, a later catch-up drops them.
+    @Test func marksLearnedLiveAreDroppedOnceTheirDeadlinePassed() async throws {
+        let folder = TemporaryDirectory()
+        let writer = try folder.stringBuilder().build()
+        writer["a"] = "a"
+        await writer.flush()
+        let until = Date().timeIntervalSince1970 + 0.5
+        let marks = (0..<100).map { DiskJournal.Record.sharedPending(key: "key \($0)", until: until) }
+        let path = folder.container().appendingPathComponent(ContainerFile.index).path
+        try RawFiles.write(try RawFiles.read(path) + DiskJournal.encode([.begin] + marks + [.commit]), to: path)
+        let reader = try folder.stringBuilder().sharedLevel(GatedInvalidatingLevel()).build(sharingStore: false)
+        await reader.flush()
+        let disk = try #require(reader.disk)
+        #expect(disk.withState { $0.peerSharedMarks.count } == 100)
+        #expect(await waitUntil { Date().timeIntervalSince1970 > until })
+        // As many live marks of other keys, which the reader catches up with.
+        let later = Date().timeIntervalSince1970 + 600
+        let more = (0..<100).map { DiskJournal.Record.sharedPending(key: "other \($0)", until: later) }
+        try RawFiles.write(try RawFiles.read(path) + DiskJournal.encode([.begin] + more + [.commit]), to: path)
+        await reader.flush()
+        let kept = disk.withState { $0.peerSharedMarks.count }
+        #expect(kept == 100, "\(kept) marks kept: those past their deadline were not dropped")
+        withExtendedLifetime(writer) {}
+    }
 }
 
 /// A string serializer that waits for a gate before encoding "block": holds the writer.
