@@ -154,10 +154,12 @@ extension DiskStore {
         var cursor = withState { $0.journal }
         var caughtUp = container.catchUp(&cursor, lookup: lookup, log: &log)
         var changes = caughtUp.takeChanges()
+        let now = Date().timeIntervalSince1970
         withState { state in
             state.journal = cursor
             state.newMarkNews = PeerNews()
-            state.apply(&changes, news: &news)
+            state.apply(&changes, news: &news, now: now)
+            state.dropPassedSharedMarks(now: now)
         }
         if caughtUp.resolvedUncommitted { resolvedUncommitted = true }
         switch caughtUp.ending {
@@ -246,7 +248,7 @@ extension DiskStore.State {
     /// changed to `news`; empties `changes`.
     ///
     /// - Complexity: O(c) in the number of changes: a snapshot's index is moved in, not copied.
-    mutating func apply(_ changes: inout [SharedContainer.Change], news: inout PeerNews) {
+    mutating func apply(_ changes: inout [SharedContainer.Change], news: inout PeerNews, now: Double) {
         // Taken out of the array one by one, so that a snapshot's index, once in the state, has no
         // other owner, and the changes after it update it in place.
         changes.reverse()
@@ -283,7 +285,11 @@ extension DiskStore.State {
             // with a removal (a clear), already counted, except when a snapshot carried it and this
             // store opened the container only then. A read it made before it loaded the index may
             // have found the value removed on the shared level: neither memory nor the disk keeps it.
-            // A mark it knew of (carried again) changes nothing.
+            // A mark it knew of (carried again) changes nothing, nor does one of its own that another
+            // process carried after its snapshot: its caches wait for their own changes (0037).
+            // A mark past its deadline holds nothing: the removal (the clear) it went with counts.
+            case .sharedPending(let key, let until) where until <= now || ownSharedMarks[key] == until:
+                break
             case .sharedPending(let key?, let until):
                 guard until > peerSharedMarks[key] ?? -.infinity else { break }
                 peerSharedMarks[key] = until

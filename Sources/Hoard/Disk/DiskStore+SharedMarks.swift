@@ -1,12 +1,5 @@
 import Foundation
 
-/// A change of a key (of every key when `key` is `nil`: a clear) that a cache queued on its shared
-/// level, and until when it may not have been made (seconds since 1970).
-struct SharedChangeMark: Sendable, Equatable {
-    var key: String?
-    var until: Double
-}
-
 extension DiskStore {
     /// How long a mark of a queued shared-level change holds: long enough for a queued write to be
     /// made (each is bounded by the level's command timeout), short enough that a process killed with
@@ -22,7 +15,7 @@ extension DiskStore {
     /// the removal without learning that the shared level may still hold the value it removed.
     func noteSharedChangePending(of key: String?) {
         let until = Date().timeIntervalSince1970 + Self.sharedChangeHorizon
-        withState { $0.sharedMarksToJournal.append(SharedChangeMark(key: key, until: until)) }
+        withState { $0.sharedMarksToJournal[key] = max($0.sharedMarksToJournal[key] ?? -.infinity, until) }
     }
 
     /// Whether another process said that its change of `key` on the shared level (or its clear of
@@ -50,14 +43,14 @@ extension DiskStore {
     /// Journals the marks noted since the last section; called inside a section, once caught up,
     /// before anything else is journaled.
     func journalSharedMarks(log: inout DeferredLog) {
-        let marks = withState { state -> [SharedChangeMark] in
+        let marks = withState { state -> [String?: Double] in
             defer { state.sharedMarksToJournal.removeAll() }
-            for mark in state.sharedMarksToJournal {
-                state.ownSharedMarks[mark.key] = max(state.ownSharedMarks[mark.key] ?? -.infinity, mark.until)
+            for (key, until) in state.sharedMarksToJournal {
+                state.ownSharedMarks[key] = max(state.ownSharedMarks[key] ?? -.infinity, until)
             }
             return state.sharedMarksToJournal
         }
-        journal(marks.map { .sharedPending(key: $0.key, until: $0.until) }, log: &log)
+        journal(marks.map { .sharedPending(key: $0.key, until: $0.value) }, log: &log)
     }
 
     /// Journals again, after a new snapshot, every mark whose deadline has not passed (this store's
@@ -87,12 +80,28 @@ extension DiskStore {
                     guard case .sharedPending(_, let until) = record else { return latest }
                     return max(latest, until)
                 }
-                records = [.sharedPending(key: nil, until: until)]
+                // One step later than the latest: the folded mark holds other processes' marks, and
+                // must not read as the mark of the process that journaled the latest (which ignores its own).
+                records = [.sharedPending(key: nil, until: until.nextUp)]
             }
             return records
         }
         guard !records.isEmpty else { return }
         journal(records, log: &log)
         withJournalCursor { container.commit(&$0, log: &log) }
+    }
+}
+
+extension DiskStore.State {
+    /// Drops the marks whose deadline has passed, once there are twice as many as were left the last
+    /// time (at least 64).
+    ///
+    /// A process that writes no snapshot (which drops them too) would otherwise keep every key
+    /// removed on the container for ever. Amortized O(1) per mark.
+    mutating func dropPassedSharedMarks(now: Double) {
+        guard peerSharedMarks.count + ownSharedMarks.count >= sharedMarksDroppedAt else { return }
+        peerSharedMarks = peerSharedMarks.filter { $0.value > now }
+        ownSharedMarks = ownSharedMarks.filter { $0.value > now }
+        sharedMarksDroppedAt = max(DiskStore.carriedMarkLimit, 2 * (peerSharedMarks.count + ownSharedMarks.count))
     }
 }

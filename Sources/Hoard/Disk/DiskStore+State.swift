@@ -150,8 +150,9 @@ extension DiskStore {
         /// ``peerClearsUntold``.
         var peerChangesUntold: [SHA256Digest: Int] = [:]
         /// The shared-level changes this store's caches queued, for the next section to journal
-        /// before the removals or the clear they go with (see ``DiskJournal/Record/sharedPending(key:until:)``).
-        var sharedMarksToJournal: [SharedChangeMark] = []
+        /// before the removals or the clear they go with (see ``DiskJournal/Record/sharedPending(key:until:)``):
+        /// the latest deadline of each key (`nil`: every key), one mark however often it changed.
+        var sharedMarksToJournal: [String?: Double] = [:]
         /// The keys whose change on the shared level another process said is pending, with its
         /// deadline: reads do not ask the shared level for them until then.
         var peerSharedMarks: [String: Double] = [:]
@@ -160,6 +161,9 @@ extension DiskStore {
         /// The marks this store journaled whose deadline may not have passed: journaled again after
         /// a snapshot, which drops the journal that held them.
         var ownSharedMarks: [String?: Double] = [:]
+        /// How many marks (``peerSharedMarks`` and ``ownSharedMarks``) the next catch-up drops the
+        /// passed ones at.
+        var sharedMarksDroppedAt = DiskStore.carriedMarkLimit
         /// The keys of the marks the last catch-up learned of (every key when cleared): the news the
         /// opening's load, which tells no cache of what it read, delivers (see
         /// `DiskStore.finishOpening()`).
