@@ -157,7 +157,6 @@ extension DiskStore {
         let now = Date().timeIntervalSince1970
         withState { state in
             state.journal = cursor
-            state.newMarkNews = PeerNews()
             state.apply(&changes, news: &news, now: now)
             state.dropPassedSharedMarks(now: now)
         }
@@ -295,13 +294,13 @@ extension DiskStore.State {
                 peerSharedMarks[key] = until
                 noteChangedByPeer(DiskKey(key).digest, news: &news)
                 news.append(key)
-                newMarkNews.append(key)
+                if !isLoaded { newMarkNews.append(key) }
             case .sharedPending(nil, let until):
                 guard until > peerSharedClearUntil else { break }
                 peerSharedClearUntil = until
                 clearedByPeersThrough = generation
                 if news.clearByPeer() { peerClearsUntold += 1 }
-                newMarkNews.clear()
+                if !isLoaded { newMarkNews.clear() }
             }
         }
     }

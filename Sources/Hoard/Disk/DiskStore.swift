@@ -214,7 +214,10 @@ final class DiskStore: Sendable {
             var news = PeerNews()
             defer { didTell(news) }
             try openIndex(log: &log, news: &news)
-            withState { $0.isLoaded = true }
+            withState { state in
+                state.isLoaded = true
+                state.newMarkNews = PeerNews()
+            }
             return
         }
         // Nothing throws from here on: `deinit` balances the group if the load never runs.
@@ -244,20 +247,20 @@ final class DiskStore: Sendable {
         }
         // Logged before anyone waiting hears the index is loaded: what the load found is told first.
         messages.flush()
-        let startsWriter = withState { state in
+        // The marks of shared changes on their way that the opening learned of (the load, or a
+        // caller's section before it ended): a read this store's caches made before it may have
+        // found a value such a change removes, which they must not keep (the rest of what the load
+        // read is the container as it is, and needs no telling). Taken with the end of the
+        // opening: a section after it tells its own news.
+        let (startsWriter, markNews) = withState { state in
             state.isLoaded = true
-            return state.applyEarlyAccesses()
+            defer { state.newMarkNews = PeerNews() }
+            return (state.applyEarlyAccesses(), state.newMarkNews)
         }
         if startsWriter || accessesStartWriter { startWriter() }
         loaded.leave()
         Self.testHooks.run(.loadedBeforeTelling, at: directory.path)
-        // The marks of shared changes on their way that the load learned of: a read this store's
-        // caches made before it may have found a value such a change removes, which they must not
-        // keep (the rest of what the load read is the container as it is, and needs no telling).
-        withState { state in
-            defer { state.newMarkNews = PeerNews() }
-            return state.newMarkNews
-        }.deliver(toEveryCacheOf: self)
+        markNews.deliver(toEveryCacheOf: self)
         // Only now: a fill such a read stored before its cache heard of the mark is queued by now,
         // and must not land (told earlier, the fill queued after would have been taken for one
         // that read the key after the change).

@@ -221,7 +221,10 @@ struct SharedPendingMarkBudgetTests {
 struct SharedPendingMarkOpeningTests {
     init() { TestLog.install() }
 
-    @Test func aFillStoredWhileTheLoadTellsOfAMarkDoesNotLand() async throws {
+    /// With `catchesUp`, a caller's section catches up with the journal too once the index has
+    /// loaded, before the load tells the caches of the marks it learned of.
+    @Test(arguments: [false, true])
+    func aFillStoredWhileTheLoadTellsOfAMarkDoesNotLand(_ catchesUp: Bool) async throws {
         let folder = TemporaryDirectory()
         let shared = GatedInvalidatingLevel()
         let remover = try folder.stringBuilder().sharedLevel(shared).build()
@@ -240,6 +243,7 @@ struct SharedPendingMarkOpeningTests {
         let loadStarted = DispatchSemaphore(value: 0)
         let read = shared.holdNextRead()
         let answered = DispatchSemaphore(value: 0)
+        let opened = Protected<Cache<String>?>(nil)
         DiskStore.testHooks.set(
             { event in
                 switch event {
@@ -249,6 +253,7 @@ struct SharedPendingMarkOpeningTests {
                 case .loadedBeforeTelling:
                     read.open()
                     _ = answered.wait(timeout: .now() + .seconds(600))
+                    if catchesUp, let reader = opened.withLock({ $0 }) { reader.removeExpired() }
                 default: break
                 }
             },
@@ -260,6 +265,7 @@ struct SharedPendingMarkOpeningTests {
         }
         let reader = try folder.stringBuilder().sharedLevel(shared).fetcher { _ in "fetched" }
             .build(sharingStore: false)
+        opened.withLock { $0 = reader }
         #expect(await signalled(loadStarted, within: 600))
         let caller = Task {
             defer { answered.signal() }
@@ -276,6 +282,7 @@ struct SharedPendingMarkOpeningTests {
         #expect(folder.entryFiles().isEmpty, "the removed value is on the container")
         let reopened = try folder.stringBuilder().maxRamCount(0).build(sharingStore: false)
         #expect(reopened["k"] == nil, "a fresh cache reads the removed value from the container")
-        #expect(try await reader.getOrFetch(forKey: "k") == "fetched", "the reader keeps the removed value")
+        #expect(try await reader.getOrFetch(forKey: "k") == "fetched", "catchesUp \(catchesUp): the reader keeps it")
+        opened.withLock { $0 = nil }
     }
 }
