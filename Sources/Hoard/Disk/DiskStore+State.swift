@@ -164,10 +164,11 @@ extension DiskStore {
         /// How many marks (``peerSharedMarks`` and ``ownSharedMarks``) the next catch-up drops the
         /// passed ones at.
         var sharedMarksDroppedAt = DiskStore.carriedMarkLimit
-        /// The keys of the marks the catch-ups learned of until the index loaded (every key when
-        /// cleared): the news the opening's load, which tells no cache of what it read, delivers
-        /// (see `DiskStore.finishOpening()`). Taken with the end of the opening, so that no section
-        /// in between loses it; gathered no more once loaded.
+        /// The keys of the marks the catch-ups learned of until the index loaded.
+        ///
+        /// Every key when cleared: the news the opening's load, which tells no cache of what it read,
+        /// delivers (see `DiskStore.finishOpening()`). Taken with the end of the opening, so that no
+        /// section in between loses it; gathered no more once loaded.
         var newMarkNews = PeerNews()
 
         init(options: Options) {
